@@ -1,0 +1,4 @@
+//! Audit statistics: ε lower bounds, valid at a stated confidence, from
+//! membership scores (Clopper–Pearson (ε,δ) region, GDP, one-run, PANORAMIA).
+//!
+//! This crate never depends on tch.

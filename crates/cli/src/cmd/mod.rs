@@ -1,0 +1,9 @@
+//! One module per subcommand. Each exposes clap argument structs and `run*`.
+
+pub mod account;
+pub mod bench;
+pub mod data;
+pub mod demo;
+pub mod doctor;
+pub mod estimate;
+pub mod train;

@@ -1,0 +1,47 @@
+//! `dpaudit`: train with DP-SGD, account, and audit.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Debug, Parser)]
+#[command(name = "dpaudit", version, about = "Train with DP-SGD and audit how much privacy it really leaks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Report the libtorch version, CUDA availability, the GPU name and the thread count.
+    Doctor(cmd::doctor::Args),
+    /// Inspect or download the datasets.
+    #[command(subcommand)]
+    Data(cmd::data::DataCommand),
+    /// ε upper bound of DP-SGD from an accountant.
+    Account(cmd::account::AccountArgs),
+    /// The smallest noise multiplier that reaches a target (ε, δ).
+    Calibrate(cmd::account::CalibrateArgs),
+    /// ε lower bound from membership scores.
+    Estimate(cmd::estimate::Args),
+    /// Train a model with DP-SGD from a TOML config.
+    Train(cmd::train::Args),
+    /// Benchmarks: DP step against our own non-private step.
+    Bench(cmd::bench::Args),
+    /// The main job: everything that exists, on the embedded default data.
+    Demo(cmd::demo::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Data(c) => cmd::data::run(c),
+        Command::Account(a) => cmd::account::run_account(a),
+        Command::Calibrate(a) => cmd::account::run_calibrate(a),
+        Command::Estimate(a) => cmd::estimate::run(a),
+        Command::Train(a) => cmd::train::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    }
+}
