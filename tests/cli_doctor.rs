@@ -6,7 +6,12 @@ use std::process::Command;
 fn dpaudit() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dpaudit"));
     // The binary must not need any of these to find libtorch.
-    for var in ["LD_LIBRARY_PATH", "LIBTORCH", "LIBTORCH_USE_PYTORCH", "VIRTUAL_ENV"] {
+    for var in [
+        "LD_LIBRARY_PATH",
+        "LIBTORCH",
+        "LIBTORCH_USE_PYTORCH",
+        "VIRTUAL_ENV",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -27,7 +32,11 @@ fn doctor_runs_without_library_path_and_reports_libtorch_2_11() {
     assert!(info["num_threads"].as_i64().unwrap() >= 1);
     let cuda = info["cuda_available"].as_bool().unwrap();
     let devices = info["cuda_device_count"].as_i64().unwrap();
-    assert_eq!(cuda, devices > 0, "CUDA availability and device count disagree");
+    assert_eq!(
+        cuda,
+        devices > 0,
+        "CUDA availability and device count disagree"
+    );
     if !cuda {
         assert!(info["device_name"].is_null());
     }

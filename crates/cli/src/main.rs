@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 mod cmd;
 
 #[derive(Debug, Parser)]
-#[command(name = "dpaudit", version, about = "Train with DP-SGD and audit how much privacy it really leaks")]
+#[command(
+    name = "dpaudit",
+    version,
+    about = "Train with DP-SGD and audit how much privacy it really leaks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

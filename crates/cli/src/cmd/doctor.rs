@@ -17,10 +17,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("libtorch version : {}", info.libtorch_version);
     println!("libtorch lib dir : {}", info.libtorch_lib_dir);
-    println!("CUDA available   : {}", if info.cuda_available { "yes" } else { "no" });
+    println!(
+        "CUDA available   : {}",
+        if info.cuda_available { "yes" } else { "no" }
+    );
     println!("CUDA devices     : {}", info.cuda_device_count);
-    println!("cuDNN available  : {}", if info.cudnn_available { "yes" } else { "no" });
-    println!("device           : {}", info.device_name.as_deref().unwrap_or("cpu"));
+    println!(
+        "cuDNN available  : {}",
+        if info.cudnn_available { "yes" } else { "no" }
+    );
+    println!(
+        "device           : {}",
+        info.device_name.as_deref().unwrap_or("cpu")
+    );
     println!("threads          : {}", info.num_threads);
     Ok(())
 }
