@@ -2,3 +2,11 @@
 //! membership scores (Clopper–Pearson (ε,δ) region, GDP, one-run, PANORAMIA).
 //!
 //! This crate never depends on tch.
+
+pub mod clopper_pearson;
+pub mod error;
+pub mod normal;
+pub mod scores;
+pub mod special;
+
+pub use error::{AuditError, Result};

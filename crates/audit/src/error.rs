@@ -1,0 +1,110 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong when turning scores into bounds.
+/// Messages say what was wrong, where, and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// A score is NaN or infinite.
+    #[error("{location}: score {value} is not finite; expected a finite number")]
+    NonFiniteScore {
+        /// Where the score came from (file and line, or vector index).
+        location: String,
+        /// The offending value.
+        value: f64,
+    },
+    /// A membership label is not 0 or 1.
+    #[error("{location}: member value `{found}` is invalid; expected 0 or 1")]
+    InvalidMember {
+        /// File and line, or vector index.
+        location: String,
+        /// What was found.
+        found: String,
+    },
+    /// One of the two classes has no scores.
+    #[error("no {class} scores{context}; both classes need at least one score")]
+    EmptyClass {
+        /// `member` or `non-member`.
+        class: &'static str,
+        /// Extra context, e.g. " in the evaluation half of the split".
+        context: String,
+    },
+    /// A parameter is out of range.
+    #[error("parameter `{name}` = {value} is invalid; expected {expected}")]
+    InvalidParameter {
+        /// The parameter name (`delta`, `confidence`, ...).
+        name: &'static str,
+        /// Its value, formatted.
+        value: String,
+        /// What would have been accepted.
+        expected: &'static str,
+    },
+    /// A CSV line could not be parsed.
+    #[error("{path}:{line}: {message}")]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// An NPY file is malformed or has an unsupported layout.
+    #[error("{path}: byte {offset}: {message}")]
+    Npy {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the problem.
+        offset: usize,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output could not be written.
+    #[error("cannot write {what}: {source}")]
+    Write {
+        /// What was being written.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, AuditError>;
+
+/// Checks a confidence level `c ∈ (0, 1)`.
+pub(crate) fn check_confidence(confidence: f64) -> Result<()> {
+    if confidence.is_finite() && confidence > 0.0 && confidence < 1.0 {
+        Ok(())
+    } else {
+        Err(AuditError::InvalidParameter {
+            name: "confidence",
+            value: confidence.to_string(),
+            expected: "a number strictly between 0 and 1 (e.g. 0.95)",
+        })
+    }
+}
+
+/// Checks `δ ∈ [0, 1)`.
+pub(crate) fn check_delta(delta: f64) -> Result<()> {
+    if delta.is_finite() && (0.0..1.0).contains(&delta) {
+        Ok(())
+    } else {
+        Err(AuditError::InvalidParameter {
+            name: "delta",
+            value: delta.to_string(),
+            expected: "a number in [0, 1) (e.g. 1e-5)",
+        })
+    }
+}

@@ -1,0 +1,236 @@
+//! Validated inputs (scores with membership labels) and the threshold
+//! selection policy.
+//!
+//! Convention everywhere: a **higher score means "more likely a member"**
+//! (the canary/target was included). Pass `−loss` for loss-based attacks.
+
+use std::fmt;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::error::{AuditError, Result};
+
+/// Scores of observations, each labelled member (1: the target/canary was
+/// included) or non-member (0), in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observations {
+    scores: Vec<f64>,
+    members: Vec<bool>,
+}
+
+impl Observations {
+    /// Validates that every score is finite, that lengths agree and that both
+    /// classes are non-empty.
+    pub fn new(scores: Vec<f64>, members: Vec<bool>) -> Result<Self> {
+        if scores.len() != members.len() {
+            return Err(AuditError::InvalidParameter {
+                name: "members",
+                value: format!("{} labels for {} scores", members.len(), scores.len()),
+                expected: "one label per score",
+            });
+        }
+        if let Some((i, &s)) = scores.iter().enumerate().find(|(_, s)| !s.is_finite()) {
+            return Err(AuditError::NonFiniteScore { location: format!("score index {i}"), value: s });
+        }
+        let obs = Self { scores, members };
+        obs.check_both_classes("")?;
+        Ok(obs)
+    }
+
+    /// From two separate score lists, members first.
+    pub fn from_classes(members: &[f64], nonmembers: &[f64]) -> Result<Self> {
+        let mut scores = Vec::with_capacity(members.len() + nonmembers.len());
+        scores.extend_from_slice(members);
+        scores.extend_from_slice(nonmembers);
+        let mut labels = vec![true; members.len()];
+        labels.resize(members.len() + nonmembers.len(), false);
+        Self::new(scores, labels)
+    }
+
+    pub(crate) fn check_both_classes(&self, context: &str) -> Result<()> {
+        let n_members = self.members.iter().filter(|&&m| m).count();
+        if n_members == 0 {
+            return Err(AuditError::EmptyClass { class: "member", context: context.into() });
+        }
+        if n_members == self.members.len() {
+            return Err(AuditError::EmptyClass { class: "non-member", context: context.into() });
+        }
+        Ok(())
+    }
+
+    /// Scores in input order.
+    pub fn scores(&self) -> &[f64] {
+        &self.scores
+    }
+
+    /// Membership labels in input order.
+    pub fn members(&self) -> &[bool] {
+        &self.members
+    }
+
+    /// Number of observations.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Whether there are no observations (never true for a validated value).
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// Splits into (member scores, non-member scores).
+    pub fn classes(&self) -> (Vec<f64>, Vec<f64>) {
+        let mut pos = Vec::new();
+        let mut neg = Vec::new();
+        for (&s, &m) in self.scores.iter().zip(&self.members) {
+            if m {
+                pos.push(s);
+            } else {
+                neg.push(s);
+            }
+        }
+        (pos, neg)
+    }
+
+    /// The deterministic random split used by [`Selection::Split`]: each
+    /// observation goes to the *selection* half when its bit in a ChaCha8
+    /// stream seeded with `seed` is 1, else to the *evaluation* half.
+    /// Returns `(selection, evaluation)`, each keeping input order.
+    ///
+    /// The assignment ignores scores and labels, so the two halves are
+    /// independent samples whenever the input rows are (e.g. rows in run
+    /// order). Either half may lack a class; callers then report
+    /// [`AuditError::EmptyClass`].
+    pub fn split(&self, seed: u64) -> (Observations, Observations) {
+        let bits = split_bits(self.len(), seed);
+        let mut a = Observations { scores: Vec::new(), members: Vec::new() };
+        let mut b = Observations { scores: Vec::new(), members: Vec::new() };
+        for (i, (&s, &m)) in self.scores.iter().zip(&self.members).enumerate() {
+            let half = if bits[i] { &mut a } else { &mut b };
+            half.scores.push(s);
+            half.members.push(m);
+        }
+        (a, b)
+    }
+}
+
+/// One selection bit per observation from ChaCha8 seeded with `seed`.
+pub(crate) fn split_bits(n: usize, seed: u64) -> Vec<bool> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let word = rng.next_u64();
+        let take = (n - out.len()).min(64);
+        out.extend((0..take).map(|j| (word >> j) & 1 == 1));
+    }
+    out
+}
+
+/// How the threshold (or the guess counts) is chosen. Named in every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
+pub enum Selection {
+    /// Choose on a random half (see [`Observations::split`]), bound on the
+    /// other half. Valid at the stated confidence. The default.
+    Split {
+        /// Seed of the split; fix it before looking at the scores.
+        seed: u64,
+    },
+    /// Choose and bound on the same data, as the papers do (spec 000 §2.7,
+    /// 001 §4, 002 §2, 003 A.5). The maximum over candidates is **not** a
+    /// valid bound at the stated confidence.
+    SameData,
+    /// Choose on the same data but test every candidate at level
+    /// `(1 − confidence)/K` for `K` candidates (union bound). Valid; only for
+    /// methods with a fixed candidate family (one-run, PANORAMIA).
+    Bonferroni,
+}
+
+impl Selection {
+    /// Short name: `split`, `same-data` or `bonferroni`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Selection::Split { .. } => "split",
+            Selection::SameData => "same-data",
+            Selection::Bonferroni => "bonferroni",
+        }
+    }
+
+    /// Whether the reported bound holds at the stated confidence.
+    pub fn is_valid(&self) -> bool {
+        !matches!(self, Selection::SameData)
+    }
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Selection::Split { seed } => {
+                write!(f, "split (seed {seed}: chosen on one random half, bounded on the other)")
+            }
+            Selection::SameData => write!(
+                f,
+                "same-data (chosen and bounded on the same scores: NOT valid at the stated confidence)"
+            ),
+            Selection::Bonferroni => {
+                write!(f, "bonferroni (same scores, every candidate tested at level/K)")
+            }
+        }
+    }
+}
+
+/// The statistical method that produced a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Clopper–Pearson (ε,δ) region (spec 000 §1.3, §2.7 Alg. 5; lecture 004 D.5).
+    EpsDelta,
+    /// GDP audit (spec 001 §4; lecture 004 D.5).
+    Gdp,
+    /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1; spec 002).
+    OneRun,
+    /// PANORAMIA measurement (Kazmi et al.; spec 003 A.4–A.6).
+    Panoramia,
+}
+
+impl Method {
+    /// The CLI name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::EpsDelta => "eps-delta",
+            Method::Gdp => "gdp",
+            Method::OneRun => "one-run",
+            Method::Panoramia => "panoramia",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_scores() {
+        let err = Observations::new(vec![1.0, f64::NAN], vec![true, false]).unwrap_err();
+        assert!(err.to_string().contains("index 1"), "{err}");
+        let err = Observations::new(vec![1.0, 2.0], vec![true, true]).unwrap_err();
+        assert!(matches!(err, AuditError::EmptyClass { class: "non-member", .. }));
+        assert!(Observations::new(vec![1.0], vec![true, false]).is_err());
+    }
+
+    #[test]
+    fn split_is_deterministic_and_covers_all() {
+        let obs = Observations::new((0..1000).map(f64::from).collect(), (0..1000).map(|i| i % 3 == 0).collect())
+            .unwrap();
+        let (a, b) = obs.split(7);
+        let (a2, _) = obs.split(7);
+        assert_eq!(a, a2);
+        assert_eq!(a.len() + b.len(), 1000);
+        // Binomial(1000, ½): the halves are within 5 standard deviations (±79).
+        assert!((a.len() as i64 - 500).abs() < 80, "{}", a.len());
+        let (c, _) = obs.split(8);
+        assert_ne!(a, c);
+    }
+}
