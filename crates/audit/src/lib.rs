@@ -3,9 +3,11 @@
 //!
 //! This crate never depends on tch.
 
+pub mod bound;
 pub mod clopper_pearson;
 pub mod error;
 pub mod normal;
+pub mod region;
 pub mod scores;
 pub mod special;
 
