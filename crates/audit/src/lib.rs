@@ -7,6 +7,7 @@ pub mod bound;
 pub mod clopper_pearson;
 pub mod error;
 pub mod normal;
+pub mod one_run;
 pub mod region;
 pub mod scores;
 pub mod special;

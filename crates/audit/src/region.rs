@@ -279,9 +279,9 @@ fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> 
             let best = sweep(&Sorted::new(pos, neg), tail, stat);
             Ok(threshold_evidence(&evaluate, best.threshold, tail, best.candidates))
         }
-        Selection::Bonferroni => Err(AuditError::InvalidParameter {
+        Selection::Bonferroni | Selection::Fixed => Err(AuditError::InvalidParameter {
             name: "selection",
-            value: "bonferroni".into(),
+            value: cfg.selection.name().into(),
             expected: "`split` or `same-data` for threshold audits (the candidate thresholds \
                        depend on the data, so a fixed Bonferroni factor does not apply)",
         }),

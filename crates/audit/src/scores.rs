@@ -146,6 +146,9 @@ pub enum Selection {
     /// `(1 − confidence)/K` for `K` candidates (union bound). Valid; only for
     /// methods with a fixed candidate family (one-run, PANORAMIA).
     Bonferroni,
+    /// No search: the guess counts were fixed before looking at the data
+    /// (one-run only). Valid.
+    Fixed,
 }
 
 impl Selection {
@@ -155,6 +158,7 @@ impl Selection {
             Selection::Split { .. } => "split",
             Selection::SameData => "same-data",
             Selection::Bonferroni => "bonferroni",
+            Selection::Fixed => "fixed",
         }
     }
 
@@ -177,6 +181,7 @@ impl fmt::Display for Selection {
             Selection::Bonferroni => {
                 write!(f, "bonferroni (same scores, every candidate tested at level/K)")
             }
+            Selection::Fixed => write!(f, "fixed (guess counts fixed in advance, no search)"),
         }
     }
 }

@@ -1,0 +1,370 @@
+//! The one-run audit of Steinke, Nasr & Jagielski 2023 ("Privacy Auditing
+//! with One (1) Training Run"), spec 002.
+//!
+//! Each of `m` canaries is included independently with probability ½
+//! (`S_i = ±1`). From the canary scores alone the auditor guesses `+1` for
+//! the `k+` largest scores, `−1` for the `k−` smallest and abstains on the
+//! rest (spec 002 Algorithm 1, line 7). With `r = k+ + k−` guesses of which
+//! `v` are correct, Theorem 3.1 bounds the p-value under "(ε, δ)-DP":
+//!
+//! `p = P[Bin(r, q) ≥ v] + 2mδ · max_{1≤i≤v} P[v > Bin(r, q) ≥ v − i]/i`,
+//! `q = e^ε/(1 + e^ε)`, capped at 1 (spec 002 §3, the full-version Appendix D
+//! procedure). The lower bound is the largest ε rejected at level
+//! `1 − confidence`, found by the spec's bisection (grow the upper end by 1
+//! until not rejected, then exactly 30 halvings, return the low end).
+//!
+//! **Input convention.** Each observation is one canary; `member = true`
+//! means `S_i = +1` (included). Higher score means "guess included". Ties
+//! in the ranking are broken by input order, which must therefore not depend
+//! on the inclusion bits (e.g. canary index order).
+//!
+//! **Choosing (k+, k−).** The candidates are a fixed grid of fractions of
+//! `m` (see [`candidate_fractions`]), so the family does not depend on the
+//! data. Policies: `split` (default; choose the best pair on a random half of
+//! the canaries, chosen without looking at inclusion bits, then bound the
+//! other half with the same fractions, `m` = that half's size), `bonferroni`
+//! (all canaries, every candidate at level `(1 − confidence)/K`), `fixed`
+//! (the caller's `k+`, `k−`), or `same-data` (the paper's practice: the best
+//! candidate on all canaries, not valid at the stated confidence).
+
+use crate::bound::{EpsilonLowerBound, Evidence, OneRunEvidence};
+use crate::error::{check_confidence, check_delta, AuditError, Result};
+use crate::scores::{Method, Observations, Selection};
+use crate::special::{ln_binomial_pmf, ln_binomial_sf};
+
+/// Settings of a one-run audit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OneRunConfig {
+    /// Confidence of the bound, e.g. 0.95 (`p_conf = 1 − confidence`).
+    pub confidence: f64,
+    /// δ of the null hypothesis (use the claimed guarantee's δ).
+    pub delta: f64,
+    /// How (k+, k−) is chosen.
+    pub selection: Selection,
+    /// Fixed guess counts (k+, k−); required by, and only used with,
+    /// [`Selection::Fixed`].
+    pub fixed_guesses: Option<(u64, u64)>,
+}
+
+fn check_counts(m: u64, r: u64, v: u64) -> Result<()> {
+    if v > r || r > m {
+        return Err(AuditError::InvalidParameter {
+            name: "counts",
+            value: format!("m = {m}, r = {r}, v = {v}"),
+            expected: "0 ≤ v (correct) ≤ r (guesses) ≤ m (canaries)",
+        });
+    }
+    Ok(())
+}
+
+/// `(ln q, ln(1 − q))` for `q = e^ε/(1+e^ε)`, stable for large ε.
+fn ln_rr_accuracy(epsilon: f64) -> (f64, f64) {
+    let l = (-epsilon).exp().ln_1p();
+    (-l, -epsilon - l)
+}
+
+/// The Theorem 3.1 p-value (spec 002 §3 `p_value`), for validated inputs.
+fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
+    if v == 0 {
+        return 1.0;
+    }
+    let (ln_q, ln_1q) = ln_rr_accuracy(epsilon);
+    let (q, q1) = (ln_q.exp(), ln_1q.exp());
+    let beta = ln_binomial_sf(v, r, q, q1).exp();
+    if delta == 0.0 {
+        return beta.min(1.0);
+    }
+    // alpha_code = max_{1≤i≤v} cum_i / i, cum_i = Σ_{j=1..i} pmf(v − j).
+    // Terms are kept relative to a running log scale to avoid under/overflow;
+    // pmf(k−1)/pmf(k) = k(1−q) / ((r−k+1) q).
+    let mut ln_scale = ln_binomial_pmf(v - 1, r, q, q1);
+    let mut term = 1.0_f64;
+    let mut cum = 0.0_f64;
+    let mut best = 0.0_f64;
+    let ln_odds = ln_1q - ln_q;
+    for i in 1..=v {
+        let k = v - i; // term = pmf(k)
+        cum += term;
+        let ratio_i = cum / i as f64;
+        if ratio_i > best {
+            best = ratio_i;
+        }
+        if k == 0 {
+            break;
+        }
+        let ratio = (k as f64).ln() - ((r - k + 1) as f64).ln() + ln_odds;
+        let ratio = ratio.exp();
+        // Below the mode the ratios keep shrinking: once the remaining mass is
+        // negligible, cum is constant and cum/i only decreases.
+        if ratio < 1.0 {
+            let remaining = term * ratio / (1.0 - ratio);
+            if remaining <= 1e-17 * cum {
+                break;
+            }
+        }
+        term *= ratio;
+        if term > 1e250 {
+            term *= 1e-250;
+            cum *= 1e-250;
+            best *= 1e-250;
+            ln_scale += 250.0 * std::f64::consts::LN_10;
+        }
+    }
+    let alpha = if best > 0.0 { (ln_scale + best.ln()).exp() } else { 0.0 };
+    (beta + alpha * delta * 2.0 * m as f64).min(1.0)
+}
+
+/// The Theorem 3.1 p-value bound on `P[≥ v correct of r guesses]` under
+/// "(ε, δ)-DP" with `m` randomized canaries (spec 002 §3).
+pub fn p_value(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> Result<f64> {
+    check_counts(m, r, v)?;
+    check_delta(delta)?;
+    if !(epsilon.is_finite() && epsilon >= 0.0) {
+        return Err(AuditError::InvalidParameter {
+            name: "epsilon",
+            value: epsilon.to_string(),
+            expected: "a finite ε ≥ 0",
+        });
+    }
+    Ok(p_value_unchecked(m, r, v, epsilon, delta))
+}
+
+/// Largest ε rejected at level `p_conf` (spec 002 §3 `eps_lower_bound`):
+/// bracket [0, 1], grow the top by 1 until not rejected, 30 halvings, return
+/// the low (conservative) end.
+pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> Result<f64> {
+    check_counts(m, r, v)?;
+    check_delta(delta)?;
+    if !(p_conf.is_finite() && p_conf > 0.0 && p_conf < 1.0) {
+        return Err(AuditError::InvalidParameter {
+            name: "level",
+            value: p_conf.to_string(),
+            expected: "a level strictly between 0 and 1 (1 − confidence)",
+        });
+    }
+    Ok(epsilon_lower_bound_unchecked(m, r, v, delta, p_conf))
+}
+
+fn epsilon_lower_bound_unchecked(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> f64 {
+    let mut eps_min = 0.0;
+    let mut eps_max = 1.0;
+    while p_value_unchecked(m, r, v, eps_max, delta) < p_conf {
+        eps_max += 1.0;
+        if eps_max > 1e4 {
+            break;
+        }
+    }
+    for _ in 0..30 {
+        let eps = 0.5 * (eps_min + eps_max);
+        if p_value_unchecked(m, r, v, eps, delta) < p_conf {
+            eps_min = eps;
+        } else {
+            eps_max = eps;
+        }
+    }
+    eps_min
+}
+
+/// The fixed grid of guess fractions: `k± = round(f · m)` for
+/// `f ∈ {0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5}`.
+pub fn candidate_fractions() -> &'static [f64] {
+    &[0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
+}
+
+/// Canaries ranked by score (descending, ties by input order) with prefix
+/// counts of correct guesses.
+struct Ranked {
+    /// `plus[k]` = included canaries among the k largest scores.
+    plus: Vec<u64>,
+    /// `minus[k]` = excluded canaries among the k smallest scores.
+    minus: Vec<u64>,
+}
+
+impl Ranked {
+    fn new(obs: &Observations) -> Self {
+        let scores = obs.scores();
+        let members = obs.members();
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let mut plus = Vec::with_capacity(order.len() + 1);
+        plus.push(0);
+        for &i in &order {
+            plus.push(plus.last().copied().unwrap_or(0) + u64::from(members[i]));
+        }
+        let mut minus = Vec::with_capacity(order.len() + 1);
+        minus.push(0);
+        for &i in order.iter().rev() {
+            minus.push(minus.last().copied().unwrap_or(0) + u64::from(!members[i]));
+        }
+        Self { plus, minus }
+    }
+
+    fn m(&self) -> u64 {
+        (self.plus.len() - 1) as u64
+    }
+
+    /// Correct guesses with `k+` positive and `k−` negative guesses.
+    fn correct(&self, k_plus: u64, k_minus: u64) -> u64 {
+        self.plus[k_plus as usize] + self.minus[k_minus as usize]
+    }
+}
+
+/// Candidate (k+, k−) pairs for `m` canaries from the fixed fraction grid.
+fn candidates(m: u64) -> Vec<(f64, f64)> {
+    let fr = candidate_fractions();
+    let mut out = Vec::new();
+    for &a in fr {
+        for &b in fr {
+            let (kp, km) = (round_count(a, m), round_count(b, m));
+            if kp + km >= 1 && kp + km <= m {
+                out.push((a, b));
+            }
+        }
+    }
+    out
+}
+
+fn round_count(fraction: f64, m: u64) -> u64 {
+    ((fraction * m as f64).round() as u64).min(m)
+}
+
+struct Choice {
+    k_plus: u64,
+    k_minus: u64,
+    fractions: (f64, f64),
+    epsilon: f64,
+}
+
+fn best_candidate(ranked: &Ranked, delta: f64, level: f64, cands: &[(f64, f64)]) -> Option<Choice> {
+    let m = ranked.m();
+    let mut best: Option<Choice> = None;
+    for &(a, b) in cands {
+        let (kp, km) = (round_count(a, m), round_count(b, m));
+        if kp + km == 0 || kp + km > m {
+            continue;
+        }
+        let v = ranked.correct(kp, km);
+        let eps = epsilon_lower_bound_unchecked(m, kp + km, v, delta, level);
+        if best.as_ref().is_none_or(|c| eps > c.epsilon) {
+            best = Some(Choice { k_plus: kp, k_minus: km, fractions: (a, b), epsilon: eps });
+        }
+    }
+    best
+}
+
+/// The one-run ε lower bound from canary scores (spec 002 Thm 3.1).
+pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
+    check_confidence(cfg.confidence)?;
+    check_delta(cfg.delta)?;
+    let level = 1.0 - cfg.confidence;
+    let finish = |epsilon: f64, ev: OneRunEvidence| EpsilonLowerBound {
+        epsilon,
+        confidence: cfg.confidence,
+        delta: cfg.delta,
+        method: Method::OneRun,
+        selection: cfg.selection,
+        valid_at_confidence: cfg.selection.is_valid(),
+        evidence: Evidence::OneRun(ev),
+    };
+    let no_candidate = || AuditError::InvalidParameter {
+        name: "canaries",
+        value: obs.len().to_string(),
+        expected: "at least one canary to guess on",
+    };
+    match cfg.selection {
+        Selection::Fixed => {
+            let Some((kp, km)) = cfg.fixed_guesses else {
+                return Err(AuditError::InvalidParameter {
+                    name: "fixed_guesses",
+                    value: "none".into(),
+                    expected: "k+ and k− for `fixed` selection",
+                });
+            };
+            let ranked = Ranked::new(obs);
+            let m = ranked.m();
+            if kp + km > m || kp + km == 0 {
+                return Err(AuditError::InvalidParameter {
+                    name: "fixed_guesses",
+                    value: format!("k+ = {kp}, k− = {km} for {m} canaries"),
+                    expected: "1 ≤ k+ + k− ≤ number of canaries",
+                });
+            }
+            let v = ranked.correct(kp, km);
+            let eps = epsilon_lower_bound_unchecked(m, kp + km, v, cfg.delta, level);
+            Ok(finish(eps, evidence(m, kp, km, v, level, 1)))
+        }
+        Selection::SameData | Selection::Bonferroni => {
+            let ranked = Ranked::new(obs);
+            let m = ranked.m();
+            let cands = candidates(m);
+            let level = if cfg.selection == Selection::Bonferroni { level / cands.len().max(1) as f64 } else { level };
+            let c = best_candidate(&ranked, cfg.delta, level, &cands).ok_or_else(no_candidate)?;
+            let v = ranked.correct(c.k_plus, c.k_minus);
+            Ok(finish(c.epsilon, evidence(m, c.k_plus, c.k_minus, v, level, cands.len())))
+        }
+        Selection::Split { seed } => {
+            // Label-blind split: stratifying on inclusion would break the
+            // independence of the evaluation half's coins.
+            let (select, evaluate) = obs.split(seed);
+            let ranked_a = Ranked::new(&select);
+            let cands = candidates(ranked_a.m());
+            let c = best_candidate(&ranked_a, cfg.delta, level, &cands).ok_or_else(no_candidate)?;
+            let ranked_b = Ranked::new(&evaluate);
+            let m = ranked_b.m();
+            let kp = round_count(c.fractions.0, m);
+            let km = round_count(c.fractions.1, m).min(m - kp);
+            if kp + km == 0 {
+                return Ok(finish(0.0, evidence(m, 0, 0, 0, level, cands.len())));
+            }
+            let v = ranked_b.correct(kp, km);
+            let eps = epsilon_lower_bound_unchecked(m, kp + km, v, cfg.delta, level);
+            Ok(finish(eps, evidence(m, kp, km, v, level, cands.len())))
+        }
+    }
+}
+
+fn evidence(m: u64, kp: u64, km: u64, v: u64, level: f64, candidates: usize) -> OneRunEvidence {
+    OneRunEvidence {
+        canaries: m,
+        k_plus: kp,
+        k_minus: km,
+        guesses: kp + km,
+        correct: v,
+        level,
+        candidates: candidates as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranked_counts() {
+        // Scores 4 > 3 > 2 > 1 with inclusion +, −, +, −.
+        let obs = Observations::new(vec![3.0, 1.0, 4.0, 2.0], vec![false, false, true, true]).unwrap();
+        let r = Ranked::new(&obs);
+        assert_eq!(r.correct(1, 0), 1); // top: 4.0 included
+        assert_eq!(r.correct(2, 0), 1); // 3.0 excluded
+        assert_eq!(r.correct(0, 1), 1); // bottom: 1.0 excluded
+        assert_eq!(r.correct(2, 2), 2);
+    }
+
+    #[test]
+    fn rejects_bad_counts() {
+        assert!(p_value(10, 11, 3, 1.0, 0.0).is_err());
+        assert!(p_value(10, 5, 6, 1.0, 0.0).is_err());
+        assert!(p_value(10, 5, 3, -1.0, 0.0).is_err());
+        assert!(epsilon_lower_bound(10, 5, 3, 1.0, 0.05).is_err());
+        assert!(epsilon_lower_bound(10, 5, 3, 0.0, 0.0).is_err());
+    }
+
+    #[test]
+    fn closed_form_all_correct() {
+        // Spec 002 §3: v = r, δ = 0 gives ε = logit(p_conf^{1/r}); r = 100 → 3.4930.
+        let eps = epsilon_lower_bound(100, 100, 100, 0.0, 0.05).unwrap();
+        let p = 0.05_f64.powf(0.01);
+        assert!((eps - (p / (1.0 - p)).ln()).abs() < 1e-8);
+        assert!((eps - 3.4930).abs() < 5e-5);
+    }
+}
