@@ -8,6 +8,7 @@ pub mod clopper_pearson;
 pub mod error;
 pub mod normal;
 pub mod one_run;
+pub mod panoramia;
 pub mod region;
 pub mod scores;
 pub mod special;
