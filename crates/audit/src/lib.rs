@@ -5,7 +5,9 @@
 
 pub mod bound;
 pub mod clopper_pearson;
+pub mod curves;
 pub mod error;
+pub mod io;
 pub mod normal;
 pub mod one_run;
 pub mod panoramia;
