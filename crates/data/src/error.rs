@@ -46,7 +46,7 @@ pub enum DataError {
     },
 
     /// The content ends before a complete structure.
-    #[error("{file}: truncated at byte offset {offset}: expected {expected}, but the content ends there")]
+    #[error("{file}: truncated: the content ends at byte offset {offset}, expected {expected}")]
     Truncated {
         file: String,
         offset: u64,

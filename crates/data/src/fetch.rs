@@ -262,13 +262,14 @@ pub fn fetch_manifest(manifest: &Manifest, options: &FetchOptions) -> Result<Fet
         .timeout_connect(Duration::from_secs(30))
         .timeout_read(Duration::from_secs(options.timeout_s.unwrap_or(60)))
         .build();
-    // Download and verify everything before moving anything into place.
-    let mut downloaded = Vec::new();
-    let mut report_files = Vec::new();
-    for (file, want) in manifest.files.iter().zip(&expected) {
-        let url = format!("{base}/{}", file.name);
-        let dest = to.join(file.name);
-        if manifest.unpack == Unpack::Keep && dest.exists() {
+    // Check what is already there before downloading anything.
+    let mut present = vec![None; manifest.files.len()];
+    if manifest.unpack == Unpack::Keep {
+        for (i, (file, want)) in manifest.files.iter().zip(&expected).enumerate() {
+            let dest = to.join(file.name);
+            if !dest.exists() {
+                continue;
+            }
             let bytes = std::fs::read(&dest).map_err(|source| DataError::Io {
                 path: dest.clone(),
                 action: "cannot read the existing file",
@@ -281,24 +282,30 @@ pub fn fetch_manifest(manifest: &Manifest, options: &FetchOptions) -> Result<Fet
                     reason: format!("its SHA-256 is {found}, not the expected {want}"),
                 });
             }
-            report_files.push(FetchedFile {
-                name: file.name.to_string(),
-                url,
-                sha256: found,
-                bytes: bytes.len() as u64,
-                status: FileStatus::AlreadyPresent,
-            });
-            continue;
+            present[i] = Some(bytes.len() as u64);
         }
-        let (tmp, bytes) = download_verified(&agent, &url, file.name, want, to)?;
+    }
+
+    // Download and verify everything before moving anything into place.
+    let mut downloaded = Vec::new();
+    let mut report_files = Vec::new();
+    for ((file, want), present) in manifest.files.iter().zip(&expected).zip(present) {
+        let url = format!("{base}/{}", file.name);
+        let (bytes, status) = match present {
+            Some(bytes) => (bytes, FileStatus::AlreadyPresent),
+            None => {
+                let (tmp, bytes) = download_verified(&agent, &url, file.name, want, to)?;
+                downloaded.push((tmp, to.join(file.name)));
+                (bytes, FileStatus::Downloaded)
+            }
+        };
         report_files.push(FetchedFile {
             name: file.name.to_string(),
             url,
             sha256: want.clone(),
             bytes,
-            status: FileStatus::Downloaded,
+            status,
         });
-        downloaded.push((tmp, dest));
     }
 
     let unpacked = match manifest.unpack {
