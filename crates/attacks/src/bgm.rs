@@ -308,7 +308,6 @@ type Job<'s> = (u64, &'s mut [f64], &'s mut [f64]);
 struct Worker<'a> {
     sim: &'a BgmSimulator,
     row: Vec<f64>,
-    scratch: Vec<f64>,
     /// Bitset of occupied positions for placing several special records.
     occupied: Vec<u64>,
     placed: Vec<usize>,
@@ -333,7 +332,6 @@ impl<'a> Worker<'a> {
         Self {
             sim,
             row: vec![0.0; t],
-            scratch: vec![0.0; t],
             occupied: if needs_bitset {
                 vec![0; range.div_ceil(64)]
             } else {
@@ -360,7 +358,7 @@ impl<'a> Worker<'a> {
             let mut total = 0.0;
             for _ in 0..self.sim.config.epochs {
                 self.fill_row(hypothesis, &mut rng);
-                total += self.sim.scorer.log_row(&self.row[..k], &mut self.scratch);
+                total += self.sim.scorer.log_row(&self.row[..k]);
             }
             *score = total;
         }

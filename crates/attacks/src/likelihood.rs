@@ -174,12 +174,24 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     m + xs.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
 }
 
-/// A validated scorer: the LR, the noise multiplier σ and the number of
-/// leading columns k it looks at (k = T unless auditing partial shuffling).
+/// A validated scorer for one epoch row.
+///
+/// Every ratio of spec 000 §2.6 is, per epoch, `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)`
+/// with slopes a, a′ > 0 (the denominator absent for Λ^N). Both maxima sit at
+/// `o_max = max_t o_t`, so with `y_t = exp(a′(o_t − o_max))`:
+/// `log row = (a − a′)·o_max + c − c′ + ln Σ_t exp(a(o_t − o_max)) − ln Σ_t y_t`.
+/// Each sum is ≥ 1 (its largest term is 1), so no term overflows and no
+/// logarithm sees 0. For Λ^PI and Λ^WC a = 2a′, so the numerator's terms are
+/// y_t²: one `exp` per entry.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RowScorer {
     lr: LikelihoodRatio,
-    inv_var: f64,
+    /// Numerator slope a and intercept c.
+    a: f64,
+    c: f64,
+    /// Denominator slope a′ and intercept c′ (a′ = 0: no denominator).
+    a_den: f64,
+    c_den: f64,
     log_q: f64,
     log_1mq: f64,
 }
@@ -188,70 +200,89 @@ impl RowScorer {
     pub(crate) fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
         check_positive("noise_multiplier", noise_multiplier)?;
         lr.validate()?;
+        let s = 1.0 / (noise_multiplier * noise_multiplier);
+        // (a, c, a′, c′) from the log forms of spec 000 §2.6.
+        let (a, c, a_den, c_den) = match lr {
+            // log Λ^N = LSE_t((2o − 1)/(2σ²))
+            LikelihoodRatio::Natural => (s, -0.5 * s, 0.0, 0.0),
+            // log Λ^PI = LSE_t(2o/σ²) − LSE_t((2o + 1)/(2σ²))
+            LikelihoodRatio::PartiallyInformed => (2.0 * s, 0.0, s, 0.5 * s),
+            // u = o + B; log Λ^WC = LSE_t((2u − 2)/σ²) − LSE_t((2u − 1)/(2σ²))
+            LikelihoodRatio::WorstCase { batch_size } => {
+                let b = batch_size as f64;
+                (2.0 * s, (2.0 * b - 2.0) * s, s, (2.0 * b - 1.0) * 0.5 * s)
+            }
+            // log Λ^BtS = LSE_t(2Bo/σ²) − LSE_t((2B − 1)(2o + 1)/(2σ²))
+            LikelihoodRatio::BatchThenShuffle { batch_size } => {
+                let b = batch_size as f64;
+                (
+                    2.0 * b * s,
+                    0.0,
+                    (2.0 * b - 1.0) * s,
+                    (2.0 * b - 1.0) * 0.5 * s,
+                )
+            }
+            // Per step: log((1−q) + q·exp((2o − 1)/(2σ²)))
+            LikelihoodRatio::Poisson { .. } => (s, -0.5 * s, 0.0, 0.0),
+        };
         let (log_q, log_1mq) = match lr {
             LikelihoodRatio::Poisson { sample_rate } => (sample_rate.ln(), (-sample_rate).ln_1p()),
             _ => (0.0, 0.0),
         };
         Ok(Self {
             lr,
-            inv_var: 1.0 / (noise_multiplier * noise_multiplier),
+            a,
+            c,
+            a_den,
+            c_den,
             log_q,
             log_1mq,
         })
     }
 
-    /// log of one epoch's factor of Λ, over the row `o` (already truncated to k columns).
-    /// `scratch` must have room for `o.len()` values.
+    /// log of one epoch's factor of Λ over the row `o` (already truncated to
+    /// the scored columns; non-empty).
     #[inline]
-    pub(crate) fn log_row(&self, o: &[f64], scratch: &mut [f64]) -> f64 {
-        let s = self.inv_var;
-        match self.lr {
-            // log Λ^N = LSE_t((2o − 1)/(2σ²))
-            LikelihoodRatio::Natural => lse_map(o, scratch, |x| (2.0 * x - 1.0) * 0.5 * s),
-            // log Λ^PI = LSE_t(2o/σ²) − LSE_t((2o + 1)/(2σ²))
-            LikelihoodRatio::PartiallyInformed => {
-                lse_map(o, scratch, |x| 2.0 * x * s)
-                    - lse_map(o, scratch, |x| (2.0 * x + 1.0) * 0.5 * s)
-            }
-            // u = o + B; log Λ^WC = LSE_t((2u − 2)/σ²) − LSE_t((2u − 1)/(2σ²))
-            LikelihoodRatio::WorstCase { batch_size } => {
-                let b = batch_size as f64;
-                lse_map(o, scratch, |x| (2.0 * (x + b) - 2.0) * s)
-                    - lse_map(o, scratch, |x| (2.0 * (x + b) - 1.0) * 0.5 * s)
-            }
-            // log Λ^BtS = LSE_t(2Bo/σ²) − LSE_t((2B − 1)(2o + 1)/(2σ²))
-            LikelihoodRatio::BatchThenShuffle { batch_size } => {
-                let b = batch_size as f64;
-                lse_map(o, scratch, |x| 2.0 * b * x * s)
-                    - lse_map(o, scratch, |x| (2.0 * b - 1.0) * (2.0 * x + 1.0) * 0.5 * s)
-            }
-            // log Λ = Σ_t log((1−q) + q·exp((2o − 1)/(2σ²)))
-            LikelihoodRatio::Poisson { .. } => o
+    pub(crate) fn log_row(&self, o: &[f64]) -> f64 {
+        if let LikelihoodRatio::Poisson { .. } = self.lr {
+            // log Λ = Σ_t LSE(log(1−q), log q + a·o + c)
+            return o
                 .iter()
                 .map(|&x| {
-                    let a = self.log_1mq;
-                    let b = self.log_q + (2.0 * x - 1.0) * 0.5 * s;
-                    let m = a.max(b);
-                    m + ((a - m).exp() + (b - m).exp()).ln()
+                    let p = self.log_1mq;
+                    let r = self.log_q + self.a * x + self.c;
+                    let m = p.max(r);
+                    m + ((p - m).exp() + (r - m).exp()).ln()
                 })
-                .sum(),
+                .sum();
+        }
+        let o_max = o.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        match self.lr {
+            LikelihoodRatio::Natural => {
+                let sum: f64 = o.iter().map(|&x| (self.a * (x - o_max)).exp()).sum();
+                self.a * o_max + self.c + sum.ln()
+            }
+            LikelihoodRatio::PartiallyInformed | LikelihoodRatio::WorstCase { .. } => {
+                // a = 2a′: numerator terms are the squares of the denominator's.
+                let (mut num, mut den) = (0.0, 0.0);
+                for &x in o {
+                    let y = (self.a_den * (x - o_max)).exp();
+                    den += y;
+                    num += y * y;
+                }
+                (self.a - self.a_den) * o_max + self.c - self.c_den + num.ln() - den.ln()
+            }
+            _ => {
+                let (mut num, mut den) = (0.0, 0.0);
+                for &x in o {
+                    let d = x - o_max;
+                    num += (self.a * d).exp();
+                    den += (self.a_den * d).exp();
+                }
+                (self.a - self.a_den) * o_max + self.c - self.c_den + num.ln() - den.ln()
+            }
         }
     }
-}
-
-#[inline]
-fn lse_map(o: &[f64], scratch: &mut [f64], f: impl Fn(f64) -> f64) -> f64 {
-    let scratch = &mut scratch[..o.len()];
-    let mut m = f64::NEG_INFINITY;
-    for (y, &x) in scratch.iter_mut().zip(o) {
-        *y = f(x);
-        m = m.max(*y);
-    }
-    let mut sum = 0.0;
-    for &y in scratch.iter() {
-        sum += (y - m).exp();
-    }
-    m + sum.ln()
 }
 
 /// `log Λ(𝒪)` of the chosen likelihood ratio over the first `columns` steps
@@ -272,9 +303,8 @@ pub fn log_likelihood_ratio(
             &format!("1 ..= {} (the steps per epoch)", observations.steps),
         ));
     }
-    let mut scratch = vec![0.0; columns];
     let total: f64 = (0..observations.epochs)
-        .map(|e| scorer.log_row(&observations.row(e)[..columns], &mut scratch))
+        .map(|e| scorer.log_row(&observations.row(e)[..columns]))
         .sum();
     check_finite("log likelihood ratio", &[total])?;
     Ok(total)
