@@ -323,7 +323,8 @@ impl Dataset {
     /// Features of record `i`, or `None` when `i >= len()`.
     pub fn record(&self, i: usize) -> Option<&[f32]> {
         let n = self.record_len();
-        self.features.get(i * n..(i + 1) * n)
+        let start = i.checked_mul(n)?;
+        self.features.get(start..start.checked_add(n)?)
     }
 
     /// Number of records of each class, by label.
@@ -765,6 +766,15 @@ mod tests {
         }
         let mut flat = toy(vec![0]);
         assert!(n.apply(&mut flat).is_err(), "channel count must match");
+    }
+
+    #[test]
+    fn record_out_of_range_is_none() {
+        let d = toy(vec![0, 1]);
+        assert_eq!(d.record(1), Some(&[1.0, 1.5][..]));
+        assert_eq!(d.record(2), None);
+        assert_eq!(d.record(usize::MAX), None);
+        assert!(d.subset(&[usize::MAX]).is_err());
     }
 
     #[test]

@@ -571,16 +571,23 @@ mod tests {
 
     #[test]
     fn bad_overrides_are_refused() {
+        // Refused before any connection; the loopback discard port is never reached.
         let mut opts = FetchOptions {
             to: PathBuf::from("/nonexistent"),
+            url_base: Some("http://127.0.0.1:9".into()),
             ..Default::default()
         };
         opts.sha256.insert("nope.gz".into(), "00".repeat(32));
-        assert!(fetch(DatasetKind::Fmnist, &opts).is_err());
+        let err = fetch(DatasetKind::Fmnist, &opts).unwrap_err();
+        assert!(
+            err.to_string().contains("expected a file of fmnist"),
+            "{err}"
+        );
         opts.sha256.clear();
         opts.sha256
             .insert("cifar-10-binary.tar.gz".into(), "xyz".into());
-        assert!(fetch(DatasetKind::Cifar10, &opts).is_err());
+        let err = fetch(DatasetKind::Cifar10, &opts).unwrap_err();
+        assert!(err.to_string().contains("64 hexadecimal digits"), "{err}");
         opts.sha256.clear();
         opts.url_base = Some("ftp://x".into());
         assert!(fetch(DatasetKind::Cifar10, &opts).is_err());

@@ -58,6 +58,8 @@ impl SyntheticSpec {
     }
 }
 
+/// Largest number of f32 values of one synthetic split (16 GiB).
+const MAX_VALUES: u64 = 1 << 32;
 /// Noise standard deviation of synthetic pixels.
 const PIXEL_NOISE: f32 = 0.25;
 /// Largest shift of a synthetic image, in pixels, in each direction.
@@ -75,6 +77,24 @@ pub fn generate(kind: DatasetKind, spec: &SyntheticSpec) -> Result<Splits> {
             value: "0".to_string(),
             expected: "at least one training record per class".to_string(),
         });
+    }
+    let record_len: usize = kind.record_shape().iter().product();
+    for (parameter, per_class) in [
+        ("train_per_class", spec.train_per_class),
+        ("test_per_class", spec.test_per_class),
+    ] {
+        let values = per_class
+            .checked_mul(kind.num_classes())
+            .and_then(|n| n.checked_mul(record_len));
+        if values.is_none_or(|v| v as u64 > MAX_VALUES) {
+            return Err(DataError::InvalidArgument {
+                parameter,
+                value: per_class.to_string(),
+                expected: format!(
+                    "at most {MAX_VALUES} feature values per split ({record_len} per record)"
+                ),
+            });
+        }
     }
     // Separate generators for the class structure and for each split, so that
     // changing a split's size leaves the others' records unchanged.
