@@ -2,8 +2,8 @@
 //! BGM observations (full runs, both hypotheses counted) per second at T = 100,
 //! E = 1, σ = 1, full shuffling, Λ^WC scores.
 //!
-//! Run: `cargo run --release -p dpaudit-attacks --example bgm_bench -- [RUNS_PER_HYPOTHESIS] [THREADS]`
-//! (defaults 1000000 and all cores).
+//! Run: `cargo run --release -p dpaudit-attacks --example bgm_bench -- [RUNS_PER_HYPOTHESIS] [THREADS] [SAMPLER]`
+//! (defaults 1000000, all cores, and both `shuffle` and `poisson`).
 
 use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, Sampler};
 use std::time::Instant;
@@ -21,6 +21,7 @@ fn main() {
     } else {
         threads
     };
+    let only: Option<String> = args.next();
     let steps = 100;
     for (name, sampler, dataset, score) in [
         (
@@ -36,6 +37,9 @@ fn main() {
             LikelihoodRatio::Poisson { sample_rate: 0.01 },
         ),
     ] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let sim = BgmSimulator::new(BgmConfig {
             steps,
             expected_batch_size: 1,
