@@ -13,6 +13,7 @@ pub mod one_run;
 pub mod panoramia;
 pub mod region;
 pub mod scores;
+mod sort;
 pub mod special;
 
 pub use error::{AuditError, Result};

@@ -35,6 +35,7 @@ use crate::clopper_pearson::upper_unchecked;
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::normal::{gdp_epsilon, inverse_cdf};
 use crate::scores::{Method, Observations, Selection};
+use crate::sort::sort_scores;
 
 /// Settings shared by the threshold audits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,10 +121,8 @@ struct Sorted {
 }
 
 impl Sorted {
-    fn new(mut members: Vec<f64>, mut nonmembers: Vec<f64>) -> Self {
-        members.sort_unstable_by(f64::total_cmp);
-        nonmembers.sort_unstable_by(f64::total_cmp);
-        Self { members, nonmembers }
+    fn new(members: Vec<f64>, nonmembers: Vec<f64>) -> Self {
+        Self { members: sort_scores(members), nonmembers: sort_scores(nonmembers) }
     }
 
     /// (false positives, false negatives) of "member iff score > t".

@@ -1,0 +1,86 @@
+//! Speed benchmark of the audit statistics (not a test; run in release):
+//!
+//! `cargo run --release -p dpaudit-audit --example bench_audit -- [N_SCORES] [N_GUESSES]`
+//!
+//! - the (ε, δ) sweep (spec 000 Alg. 5) on `N_SCORES` scores (default 10⁸),
+//!   half members, Gaussian scores N(1, 1) vs N(0, 1), both selection policies;
+//! - the one-run bound (spec 002 Thm 3.1) for `N_GUESSES` guesses (default 10⁵).
+//!
+//! Single-threaded; data generation is not timed.
+
+use std::time::Instant;
+
+use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::scores::{Observations, Selection};
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(100_000_000);
+    let guesses: u64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(100_000);
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let t = Instant::now();
+    let mut scores = Vec::with_capacity(n);
+    let mut members = Vec::with_capacity(n);
+    for i in 0..n {
+        let member = i % 2 == 0;
+        let z: f64 = rng.sample(StandardNormal);
+        scores.push(if member { z + 1.0 } else { z });
+        members.push(member);
+    }
+    println!("generated {n} scores in {:.2} s (not timed below)", t.elapsed().as_secs_f64());
+
+    let t = Instant::now();
+    let obs = Observations::new(scores, members)?;
+    println!("validate: {:.2} s", t.elapsed().as_secs_f64());
+    for selection in [Selection::Split { seed: 0 }, Selection::SameData] {
+        let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection };
+        let t = Instant::now();
+        let b = eps_delta_lower_bound(&obs, &cfg)?;
+        println!(
+            "eps-delta sweep, {n} scores, {}: {:.2} s, epsilon >= {:.4}",
+            selection.name(),
+            t.elapsed().as_secs_f64(),
+            b.epsilon
+        );
+    }
+    let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection: Selection::SameData };
+    let t = Instant::now();
+    let b = gdp_lower_bound(&obs, &cfg)?;
+    println!("gdp sweep, {n} scores, same-data: {:.2} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    drop(obs);
+
+    // One-run: r = m = guesses, 95% correct, δ = 1e-5.
+    let v = guesses * 95 / 100;
+    let t = Instant::now();
+    let eps = epsilon_lower_bound(guesses, guesses, v, 1e-5, 0.05)?;
+    println!("one-run bound, {guesses} guesses ({v} correct): {:.3} s, epsilon >= {eps:.4}", t.elapsed().as_secs_f64());
+    // Full path from scores: m canaries, all guessed (k+ = k- = m/2).
+    let m = guesses as usize;
+    let mut s = Vec::with_capacity(m);
+    let mut inc = Vec::with_capacity(m);
+    for _ in 0..m {
+        let included: bool = rng.gen();
+        let z: f64 = rng.sample(StandardNormal);
+        s.push(if included { z + 2.0 } else { z });
+        inc.push(included);
+    }
+    let obs = Observations::new(s, inc)?;
+    let cfg = OneRunConfig {
+        confidence: 0.95,
+        delta: 1e-5,
+        selection: Selection::Fixed,
+        fixed_guesses: Some((guesses / 2, guesses / 2)),
+    };
+    let t = Instant::now();
+    let b = one_run_lower_bound(&obs, &cfg)?;
+    println!("one-run from scores, {m} canaries, {guesses} guesses: {:.3} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    let cfg = OneRunConfig { selection: Selection::Split { seed: 0 }, fixed_guesses: None, ..cfg };
+    let t = Instant::now();
+    let b = one_run_lower_bound(&obs, &cfg)?;
+    println!("one-run from scores with (k+,k-) search on a split, {m} canaries: {:.3} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    Ok(())
+}

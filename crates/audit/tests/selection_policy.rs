@@ -1,0 +1,60 @@
+//! Threshold selection matters: on null scores (members and non-members
+//! drawn from the same distribution, so the true ε is 0), `same-data`
+//! selection reports a positive ε far more often than β, while `split`
+//! stays within β (issue 4 "Done when").
+//!
+//! The (ε,δ) test uses β = 0.5 so that the selection effect shows with 100
+//! scores per class (the same effect exists at β = 0.05, with more scores);
+//! the one-run test uses β = 0.05 and the (k+, k−) grid search.
+
+use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
+use dpaudit_audit::scores::{Observations, Selection};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+fn null_scores(rng: &mut ChaCha8Rng, n: usize) -> Observations {
+    let scores: Vec<f64> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
+    let members: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
+    Observations::new(scores, members).unwrap()
+}
+
+fn rate(trials: usize, mut f: impl FnMut() -> bool) -> f64 {
+    (0..trials).filter(|_| f()).count() as f64 / trials as f64
+}
+
+#[test]
+fn same_data_exceeds_beta_split_does_not() {
+    let beta = 0.5_f64;
+    let trials = 2000;
+    let se3 = 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let same = RegionConfig { confidence: 1.0 - beta, delta: 1e-5, selection: Selection::SameData };
+    let split = RegionConfig { selection: Selection::Split { seed: 4 }, ..same };
+    let r_same = rate(trials, || eps_delta_lower_bound(&null_scores(&mut rng, 200), &same).unwrap().epsilon > 0.0);
+    let r_split = rate(trials, || eps_delta_lower_bound(&null_scores(&mut rng, 200), &split).unwrap().epsilon > 0.0);
+    println!("eps-delta null: same-data {r_same}, split {r_split}");
+    assert!(r_split <= beta + se3, "split: {r_split}");
+    assert!(r_same > beta + se3, "same-data: {r_same}");
+}
+
+#[test]
+fn one_run_same_data_exceeds_beta_split_does_not() {
+    let beta = 0.05_f64;
+    let trials = 1000;
+    let se3 = 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
+    let mut rng = ChaCha8Rng::seed_from_u64(22);
+    let canaries = |rng: &mut ChaCha8Rng| {
+        let scores: Vec<f64> = (0..100).map(|_| rng.sample(StandardNormal)).collect();
+        let members: Vec<bool> = (0..100).map(|_| rng.gen()).collect();
+        Observations::new(scores, members).unwrap()
+    };
+    let same = OneRunConfig { confidence: 1.0 - beta, delta: 0.0, selection: Selection::SameData, fixed_guesses: None };
+    let split = OneRunConfig { selection: Selection::Split { seed: 4 }, ..same };
+    let r_same = rate(trials, || one_run_lower_bound(&canaries(&mut rng), &same).unwrap().epsilon > 0.0);
+    let r_split = rate(trials, || one_run_lower_bound(&canaries(&mut rng), &split).unwrap().epsilon > 0.0);
+    println!("one-run null: same-data {r_same}, split {r_split}");
+    assert!(r_split <= beta + se3, "split: {r_split}");
+    assert!(r_same > beta + se3, "same-data: {r_same}");
+}
