@@ -8,9 +8,9 @@
 //! the function says so and returns the negation:
 //! - losses: a member has a *lower* loss, so the score is `−loss` (spec 002 §4);
 //! - hidden state: DP-SGD descends, so inserting the canary gradient g moves
-//!   θ *against* g and lowers θ_T[d] for a Dirac canary C·e_d (spec 001 §3.4
+//!   θ *against* g and lowers `θ_T[d]` for a Dirac canary C·e_d (spec 001 §3.4
 //!   "Sign and label conventions", §8.8). The scores therefore use the descent
-//!   displacement θ₀ − θ_T, i.e. the negation of seed 001's θ_T[d] − θ₀[d] and
+//!   displacement θ₀ − θ_T, i.e. the negation of seed 001's `θ_T[d]` − `θ₀[d]` and
 //!   of its cosine cos(∇*, θ_T − θ₀);
 //! - all iterates: Σ_t ⟨θ_{t−1} − θ_t, g⟩ is positive for a member, as in
 //!   spec 002 §4 "Sign convention"; no negation needed.
