@@ -1,0 +1,128 @@
+//! Shuffle-then-batch (spec 000 §2.2 item 2): a uniformly random
+//! permutation of all records, cut into consecutive batches of `batch_size`;
+//! redrawn every epoch.
+
+use serde::{Deserialize, Serialize};
+
+use super::random::shuffle;
+use super::{BatchSampler, DataError, EpochPlan, FixedSize, LastBatch};
+use crate::seed::{RunSeed, Stream};
+
+/// Config of [`ShuffleSampler`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShuffleConfig {
+    /// Records per batch `B`, `1 ≤ B ≤ n`.
+    pub batch_size: usize,
+    /// Required when `B` does not divide `n`; see [`LastBatch`].
+    #[serde(default)]
+    pub last_batch: Option<LastBatch>,
+}
+
+/// Shuffle-then-batch over `n` records.
+///
+/// Epoch `e` of replica `r`: the identity order `0..n` permuted by
+/// Fisher–Yates with the generator of
+/// `seed.stream(Sampler).child(r).child(e)`, then cut into batches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShuffleSampler {
+    size: FixedSize,
+}
+
+impl ShuffleSampler {
+    /// Validate `config` for `num_records` records.
+    pub fn new(num_records: usize, config: &ShuffleConfig) -> Result<Self, DataError> {
+        Ok(Self {
+            size: FixedSize::new(num_records, config.batch_size, config.last_batch)?,
+        })
+    }
+
+    /// The batch size `B`.
+    pub fn batch_size(&self) -> usize {
+        self.size.batch_size()
+    }
+
+    /// The permutation of epoch `epoch` before cutting into batches.
+    pub fn order(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<usize> {
+        let mut rng = seed
+            .stream(Stream::Sampler)
+            .replica_epoch(replica, epoch)
+            .rng();
+        let mut order: Vec<usize> = (0..self.size.num_records()).collect();
+        shuffle(&mut rng, &mut order);
+        order
+    }
+}
+
+impl BatchSampler for ShuffleSampler {
+    fn num_records(&self) -> usize {
+        self.size.num_records()
+    }
+
+    fn steps_per_epoch(&self) -> usize {
+        self.size.steps()
+    }
+
+    fn expected_batch_size(&self) -> f64 {
+        self.size.batch_size() as f64
+    }
+
+    fn max_batch_size(&self) -> usize {
+        self.size.batch_size()
+    }
+
+    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
+        EpochPlan::new(epoch, self.size.cut(&self.order(seed, replica, epoch)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sampler(n: usize, b: usize, last: Option<LastBatch>) -> Result<ShuffleSampler, DataError> {
+        ShuffleSampler::new(
+            n,
+            &ShuffleConfig {
+                batch_size: b,
+                last_batch: last,
+            },
+        )
+    }
+
+    #[test]
+    fn steps_and_batch_sizes() {
+        let even = sampler(10, 5, None).unwrap();
+        assert_eq!(even.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![5, 5]);
+        let partial = sampler(10, 4, Some(LastBatch::Partial)).unwrap();
+        assert_eq!(partial.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![4, 4, 2]);
+        let drop = sampler(10, 4, Some(LastBatch::Drop)).unwrap();
+        assert_eq!(drop.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![4, 4]);
+        assert_eq!(drop.expected_batch_size(), 4.0);
+    }
+
+    #[test]
+    fn rejects_bad_batch_sizes() {
+        for b in [0, 11] {
+            assert!(matches!(
+                sampler(10, b, None),
+                Err(DataError::InvalidArgument {
+                    parameter: "batch_size",
+                    ..
+                })
+            ));
+        }
+        match sampler(10, 4, None) {
+            Err(
+                err @ DataError::InvalidArgument {
+                    parameter: "last_batch",
+                    ..
+                },
+            ) => {
+                let message = err.to_string();
+                assert!(message.contains("remainder 2"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
