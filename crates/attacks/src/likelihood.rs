@@ -113,7 +113,9 @@ pub fn dpsgd_observation(
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum LikelihoodRatio {
-    /// Λ^N: means (0,…,+1,…,0) vs (0,…,0).
+    /// Λ^N: means (0,…,+1,…,0) vs (0,…,0). As printed in the paper, the
+    /// numerator has no 1/T prior, so Λ^N = T^E × the exact likelihood ratio
+    /// (a constant, irrelevant for thresholding; spec 000 §2.6).
     Natural,
     /// Λ^PI: means (−1,…,+1,…,−1) vs (−1,…,0,…,−1).
     PartiallyInformed,
@@ -139,6 +141,21 @@ pub enum LikelihoodRatio {
 }
 
 impl LikelihoodRatio {
+    /// The threat model whose observations this ratio is designed for
+    /// (spec 000 §3): Natural and Partially-Informed score per-step DP-SGD
+    /// observations (the adversary sees every step); the others score the
+    /// Worst-Case BGM.
+    pub fn threat_model(&self) -> crate::ThreatModel {
+        match self {
+            LikelihoodRatio::Natural | LikelihoodRatio::PartiallyInformed => {
+                crate::ThreatModel::AllIterates
+            }
+            LikelihoodRatio::WorstCase { .. }
+            | LikelihoodRatio::BatchThenShuffle { .. }
+            | LikelihoodRatio::Poisson { .. } => crate::ThreatModel::WorstCase,
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         match *self {
             LikelihoodRatio::Natural | LikelihoodRatio::PartiallyInformed => Ok(()),
@@ -361,6 +378,10 @@ pub struct PartialShuffleSearch {
 /// each guess k, score every matrix with Λ on its first k columns, hand the
 /// two score vectors (with target, without target) to `estimate` (the audit
 /// crate's (ε,δ) estimator) and keep the max over k.
+///
+/// For a BGM audit of partial shuffling there is no need to store matrices:
+/// run [`crate::BgmSimulator`] once per guess with `score_columns = k`
+/// (fresh observations per guess).
 pub fn partial_shuffle_search<F>(
     lr: LikelihoodRatio,
     with_target: &[ObservationMatrix],

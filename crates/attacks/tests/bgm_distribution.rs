@@ -239,11 +239,24 @@ fn max_statistic_follows_chua_et_al_closed_form() {
 }
 
 fn exact_lr_has_unit_mean_under_the_alternative(c: BgmConfig, runs: usize) {
-    // For the exact likelihood ratio Λ = dP/dQ: E_Q[Λ] = 1 and E_P[1/Λ] = 1.
+    ratio_has_mean_under_the_alternative(c, runs, 1.0)
+}
+
+/// For a score log Λ with Λ = κ·dP/dQ: E_Q[Λ] = κ and E_P[1/Λ] = 1/κ
+/// (for the exact likelihood ratio, κ = 1).
+fn ratio_has_mean_under_the_alternative(c: BgmConfig, runs: usize, kappa: f64) {
     let s = BgmSimulator::new(c.clone()).unwrap().simulate(runs, 2);
-    let lam_q: Vec<f64> = s.without_target.iter().map(|v| v.exp()).collect();
-    let inv_p: Vec<f64> = s.with_target.iter().map(|v| (-v).exp()).collect();
-    for (name, x) in [("E_Q[Λ]", lam_q), ("E_P[1/Λ]", inv_p)] {
+    let lam_q: Vec<f64> = s
+        .without_target
+        .iter()
+        .map(|v| (v - kappa.ln()).exp())
+        .collect();
+    let inv_p: Vec<f64> = s
+        .with_target
+        .iter()
+        .map(|v| (kappa.ln() - v).exp())
+        .collect();
+    for (name, x) in [("E_Q[Λ]/κ", lam_q), ("κ·E_P[1/Λ]", inv_p)] {
         let (m, se) = mean_se(&x);
         assert!(
             (m - 1.0).abs() < 5.0 * se && se < 0.05,
@@ -284,6 +297,36 @@ fn poisson_ratio_is_exact_for_the_poisson_bgm() {
         BgmConfig {
             epochs: 3,
             ..config(10, 4, Sampler::Poisson, BgmDataset::PoissonWorstCase, 1.0)
+        },
+        100_000,
+    );
+}
+
+#[test]
+fn natural_ratio_is_exact_for_shuffled_zero_fillers() {
+    // Shuffling D = (+1, 0, …, 0) gives rows (0,…,+1,…,0) vs (0,…,0): the
+    // Natural threat model's noise-free signal (spec 000 §3 table). The paper's
+    // Λ^N drops the 1/T prior of the numerator only (spec 000 §2.6: "an extra
+    // constant −E·log T"), so Λ^N = T^E·dP/dQ = 100·dP/dQ here.
+    ratio_has_mean_under_the_alternative(
+        BgmConfig {
+            score: LikelihoodRatio::Natural,
+            epochs: 2,
+            ..config(10, 3, Sampler::Shuffle, BgmDataset::PoissonWorstCase, 1.5)
+        },
+        100_000,
+        100.0,
+    );
+}
+
+#[test]
+fn partially_informed_ratio_is_exact_for_the_unit_batch_worst_case() {
+    // With B = 1 the shuffle worst case gives rows (−1,…,+1,…,−1) vs
+    // (−1,…,0,…,−1): the Partially-Informed signal (spec 000 §3 table), so Λ^PI is exact.
+    exact_lr_has_unit_mean_under_the_alternative(
+        BgmConfig {
+            score: LikelihoodRatio::PartiallyInformed,
+            ..config(10, 1, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1.5)
         },
         100_000,
     );
