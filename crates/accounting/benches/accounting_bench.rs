@@ -7,7 +7,9 @@
 
 use std::time::Instant;
 
-use dpaudit_accounting::{calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant};
+use dpaudit_accounting::{
+    calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps = 5;
@@ -24,7 +26,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let t = Instant::now();
     let e = dpsgd_epsilon(0.01, 1.0, 10_000, 1e-5, Accountant::Rdp)?;
-    println!("rdp_epsilon same setting: epsilon={:.6} order={:?} time={:.3}s", e.epsilon, e.rdp_order, t.elapsed().as_secs_f64());
+    println!(
+        "rdp_epsilon same setting: epsilon={:.6} order={:?} time={:.3}s",
+        e.epsilon,
+        e.rdp_order,
+        t.elapsed().as_secs_f64()
+    );
 
     for (q, steps, target) in [(0.01, 10_000u64, 6.0), (0.01, 100, 1.0), (0.1, 10, 1.0)] {
         let t = Instant::now();

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{check_count, check_noise_multiplier, check_sample_rate, AccountingError, Result};
+use crate::error::{
+    check_count, check_noise_multiplier, check_sample_rate, AccountingError, Result,
+};
 
 /// Which datasets count as neighbours.
 ///
@@ -156,12 +158,20 @@ fn overflow(a: u64, b: u64) -> AccountingError {
     }
 }
 
-fn push(out: &mut Vec<Component>, sample_rate: f64, noise_multiplier: f64, count: u64) -> Result<()> {
+fn push(
+    out: &mut Vec<Component>,
+    sample_rate: f64,
+    noise_multiplier: f64,
+    count: u64,
+) -> Result<()> {
     if let Some(c) = out
         .iter_mut()
         .find(|c| c.sample_rate == sample_rate && c.noise_multiplier == noise_multiplier)
     {
-        c.count = c.count.checked_add(count).ok_or_else(|| overflow(c.count, count))?;
+        c.count = c
+            .count
+            .checked_add(count)
+            .ok_or_else(|| overflow(c.count, count))?;
     } else {
         out.push(Component {
             sample_rate,
@@ -218,19 +228,31 @@ mod tests {
         let e = MechanismEvent::dpsgd(1.5, 1.0, 10);
         assert!(matches!(
             e.components(),
-            Err(AccountingError::InvalidParameter { name: "sample_rate", .. })
+            Err(AccountingError::InvalidParameter {
+                name: "sample_rate",
+                ..
+            })
         ));
         let e = MechanismEvent::dpsgd(0.1, f64::NAN, 10);
         assert!(matches!(
             e.components(),
-            Err(AccountingError::InvalidParameter { name: "noise_multiplier", .. })
+            Err(AccountingError::InvalidParameter {
+                name: "noise_multiplier",
+                ..
+            })
         ));
         let e = MechanismEvent::dpsgd(0.1, 1.0, 0);
-        assert!(matches!(e.components(), Err(AccountingError::ZeroCount { name: "count" })));
+        assert!(matches!(
+            e.components(),
+            Err(AccountingError::ZeroCount { name: "count" })
+        ));
         let nested = MechanismEvent::PoissonSampled {
             sample_rate: 0.1,
             event: Box::new(MechanismEvent::dpsgd(0.1, 1.0, 2)),
         };
-        assert!(matches!(nested.components(), Err(AccountingError::Unsupported { .. })));
+        assert!(matches!(
+            nested.components(),
+            Err(AccountingError::Unsupported { .. })
+        ));
     }
 }

@@ -16,7 +16,8 @@ pub fn delta_for_epsilon(mu: f64, epsilon: f64) -> f64 {
     if mu == 0.0 {
         return 0.0;
     }
-    let d = normal::cdf(-epsilon / mu + mu / 2.0) - epsilon.exp() * normal::cdf(-epsilon / mu - mu / 2.0);
+    let d = normal::cdf(-epsilon / mu + mu / 2.0)
+        - epsilon.exp() * normal::cdf(-epsilon / mu - mu / 2.0);
     d.max(0.0)
 }
 
@@ -104,8 +105,15 @@ mod tests {
     #[test]
     fn delta_of_mu_gdp_spec_004_d4() {
         // Spec 004 D.4 / D.6: (μ, ε) = (1, 1), (0.5, 0.5), (2, 3) → δ = 0.126937, 0.052440, 0.183813.
-        for (mu, eps, expected) in [(1.0, 1.0, 0.126937), (0.5, 0.5, 0.052440), (2.0, 3.0, 0.183813)] {
-            assert!((delta_for_epsilon(mu, eps) - expected).abs() < 5e-7, "{mu} {eps}");
+        for (mu, eps, expected) in [
+            (1.0, 1.0, 0.126937),
+            (0.5, 0.5, 0.052440),
+            (2.0, 3.0, 0.183813),
+        ] {
+            assert!(
+                (delta_for_epsilon(mu, eps) - expected).abs() < 5e-7,
+                "{mu} {eps}"
+            );
         }
     }
 }

@@ -73,7 +73,9 @@ impl FromStr for Accountant {
             "rdp" => Ok(Self::Rdp),
             "gdp" => Ok(Self::Gdp),
             "gdp-clt" => Ok(Self::GdpClt),
-            other => Err(format!("unknown accountant `{other}`: expected pld, rdp, gdp or gdp-clt")),
+            other => Err(format!(
+                "unknown accountant `{other}`: expected pld, rdp, gdp or gdp-clt"
+            )),
         }
     }
 }
@@ -172,7 +174,8 @@ pub fn epsilon_with_options(
             let orders = rdp::default_orders();
             let curve = rdp::rdp_curve(&components, &orders);
             let (eps, order) = rdp::epsilon_from_rdp(&orders, &curve, delta);
-            out.epsilon = eps;
+            // The conversion is loose at zero RDP; with no events nothing is revealed: ε = 0.
+            out.epsilon = if components.is_empty() { 0.0 } else { eps };
             out.rdp_order = (!components.is_empty()).then_some(order);
         }
         Accountant::Gdp | Accountant::GdpClt => {

@@ -84,7 +84,11 @@ impl Pair {
     /// ln((1−q) + q·e^{(2x−1)/(2σ²)}): the loss of the mixture against N(0,σ²) at x.
     fn mixture_log_ratio(&self, x: f64) -> f64 {
         let e = (2.0 * x - 1.0) / (2.0 * self.sigma * self.sigma);
-        let log_one_minus_q = if self.q < 1.0 { (-self.q).ln_1p() } else { f64::NEG_INFINITY };
+        let log_one_minus_q = if self.q < 1.0 {
+            (-self.q).ln_1p()
+        } else {
+            f64::NEG_INFINITY
+        };
         log_add_exp(log_one_minus_q, self.q.ln() + e)
     }
 
@@ -118,16 +122,23 @@ impl Pair {
     fn masses(&self, l1: f64, l2: f64) -> (f64, f64) {
         let s = self.sigma;
         let mixture = |u: f64, v: f64| {
-            (1.0 - self.q) * normal::interval(u / s, v / s) + self.q * normal::interval((u - 1.0) / s, (v - 1.0) / s)
+            (1.0 - self.q) * normal::interval(u / s, v / s)
+                + self.q * normal::interval((u - 1.0) / s, (v - 1.0) / s)
         };
         let base = |u: f64, v: f64| normal::interval(u / s, v / s);
         match self.dir {
             Direction::Remove => {
-                let (u, v) = (self.x_of_mixture_log_ratio(l1), self.x_of_mixture_log_ratio(l2));
+                let (u, v) = (
+                    self.x_of_mixture_log_ratio(l1),
+                    self.x_of_mixture_log_ratio(l2),
+                );
                 (mixture(u, v), base(u, v))
             }
             Direction::Add => {
-                let (u, v) = (self.x_of_mixture_log_ratio(-l2), self.x_of_mixture_log_ratio(-l1));
+                let (u, v) = (
+                    self.x_of_mixture_log_ratio(-l2),
+                    self.x_of_mixture_log_ratio(-l1),
+                );
                 (base(u, v), mixture(u, v))
             }
         }
@@ -138,15 +149,59 @@ impl Pair {
         let s = self.sigma;
         let (lo_loss, hi_loss) = match self.dir {
             Direction::Remove => {
-                let lo = if self.q < 1.0 { (-self.q).ln_1p() } else { self.loss(-Z * s) };
+                let lo = if self.q < 1.0 {
+                    (-self.q).ln_1p()
+                } else {
+                    self.loss(-Z * s)
+                };
                 (lo, self.loss(1.0 + Z * s))
             }
             Direction::Add => {
-                let hi = if self.q < 1.0 { -(-self.q).ln_1p() } else { self.loss(-Z * s) };
+                let hi = if self.q < 1.0 {
+                    -(-self.q).ln_1p()
+                } else {
+                    self.loss(-Z * s)
+                };
                 (self.loss(Z * s), hi)
             }
         };
-        ((lo_loss / delta).floor() as i64, (hi_loss / delta).ceil() as i64)
+        (
+            (lo_loss / delta).floor() as i64,
+            (hi_loss / delta).ceil() as i64,
+        )
+    }
+}
+
+/// A standard-normal tail probability at u: Φ(u) for u < 0, 1 − Φ(u) otherwise.
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    u: f64,
+    t: f64,
+}
+
+impl Tail {
+    fn new(u: f64) -> Self {
+        let t = if u < 0.0 {
+            normal::cdf(u)
+        } else {
+            normal::sf(u)
+        };
+        Self { u, t }
+    }
+
+    /// P(a < Z < b) from the stored tails.
+    fn between(a: &Tail, b: &Tail) -> f64 {
+        if b.u <= a.u {
+            return 0.0;
+        }
+        let p = if a.u >= 0.0 {
+            a.t - b.t
+        } else if b.u < 0.0 {
+            b.t - a.t
+        } else {
+            1.0 - a.t - b.t
+        };
+        p.max(0.0)
     }
 }
 
@@ -192,11 +247,34 @@ fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
     lower[0] += low_tail;
     lower[n - 1] += high_tail;
     let spread = -(-delta).exp_m1(); // 1 − e^{−Δ}
+                                     // Normal tail probabilities at every grid boundary, one erfc per boundary and component;
+                                     // bin masses are differences of these (no cancellation: see `Tail::between`).
+    let sigma = pair.sigma;
+    let xs: Vec<f64> = (0..n)
+        .map(|j| {
+            let l = (a + j as i64) as f64 * delta;
+            match pair.dir {
+                Direction::Remove => pair.x_of_mixture_log_ratio(l),
+                Direction::Add => pair.x_of_mixture_log_ratio(-l),
+            }
+        })
+        .collect();
+    let t0: Vec<Tail> = xs.iter().map(|&x| Tail::new(x / sigma)).collect();
+    let t1: Vec<Tail> = xs.iter().map(|&x| Tail::new((x - 1.0) / sigma)).collect();
     let mut mean_remainder = 0.0;
     for j in 0..n - 1 {
         let i = a + j as i64;
         let l1 = i as f64 * delta;
-        let (p, q) = pair.masses(l1, l1 + delta);
+        let (lo, hi) = match pair.dir {
+            Direction::Remove => (j, j + 1),
+            Direction::Add => (j + 1, j),
+        };
+        let base = Tail::between(&t0[lo], &t0[hi]);
+        let mixture = (1.0 - pair.q) * base + pair.q * Tail::between(&t1[lo], &t1[hi]);
+        let (p, q) = match pair.dir {
+            Direction::Remove => (mixture, base),
+            Direction::Add => (base, mixture),
+        };
         if p <= 0.0 {
             continue;
         }
@@ -246,24 +324,42 @@ pub(crate) struct Composed {
 fn log_mgf(d: &Discrete, t: f64) -> f64 {
     let n = d.masses.len();
     let step = (-t.abs()).exp();
-    let (mut factor, mut sum, mut log_scale) = (1.0f64, 0.0f64, 0.0f64);
-    let ordered: Box<dyn Iterator<Item = &f64>> =
-        if t >= 0.0 { Box::new(d.masses.iter().rev()) } else { Box::new(d.masses.iter()) };
-    for m in ordered {
-        sum += m * factor;
-        factor *= step;
-        if factor < 1e-150 {
-            if sum > 1e-130 {
+    let mut state = (1.0f64, 0.0f64, 0.0f64); // factor, sum, log_scale
+    let mut visit = |m: f64| -> bool {
+        let (factor, sum, log_scale) = &mut state;
+        *sum += m * *factor;
+        *factor *= step;
+        if *factor < 1e-150 {
+            if *sum > 1e-130 {
                 // The remaining masses total at most 1, times a factor below 1e-150.
-                sum += factor;
+                *sum += *factor;
+                return false;
+            }
+            *sum *= 1e150;
+            *factor *= 1e150;
+            *log_scale -= 150.0 * std::f64::consts::LN_10;
+        }
+        true
+    };
+    if t >= 0.0 {
+        for &m in d.masses.iter().rev() {
+            if !visit(m) {
                 break;
             }
-            sum *= 1e150;
-            factor *= 1e150;
-            log_scale -= 150.0 * std::f64::consts::LN_10;
+        }
+    } else {
+        for &m in d.masses.iter() {
+            if !visit(m) {
+                break;
+            }
         }
     }
-    let anchor = if t >= 0.0 { d.offset + n as i64 - 1 } else { d.offset };
+    let (_, sum, log_scale) = state;
+    let anchor = if t >= 0.0 {
+        d.offset + n as i64 - 1
+    } else {
+        d.offset
+    };
     sum.ln() + log_scale + t * anchor as f64
 }
 
@@ -285,8 +381,15 @@ pub(crate) fn compose(
     delta: f64,
     tail_mass: f64,
 ) -> Result<Composed> {
-    let infinity = 1.0 - parts.iter().map(|(d, k)| (1.0 - d.infinity).powf(*k as f64)).product::<f64>();
-    let base: i128 = parts.iter().map(|(d, k)| d.offset as i128 * *k as i128).sum();
+    let infinity = 1.0
+        - parts
+            .iter()
+            .map(|(d, k)| (1.0 - d.infinity).powf(*k as f64))
+            .product::<f64>();
+    let base: i128 = parts
+        .iter()
+        .map(|(d, k)| d.offset as i128 * *k as i128)
+        .sum();
     let top: i128 = parts
         .iter()
         .map(|(d, k)| (d.offset as i128 + d.masses.len() as i128 - 1) * *k as i128)
@@ -294,8 +397,8 @@ pub(crate) fn compose(
     // Chernoff bounds on the window.
     let log_tail = -tail_mass.ln();
     let (mut hi, mut lo) = (top as f64, base as f64);
-    for step in -16..=8 {
-        let lambda = 10f64.powf(step as f64 / 4.0);
+    for step in -8..=4 {
+        let lambda = 10f64.powf(step as f64 / 2.0);
         let t = lambda * delta;
         let k_pos: f64 = parts.iter().map(|(d, k)| *k as f64 * log_mgf(d, t)).sum();
         let k_neg: f64 = parts.iter().map(|(d, k)| *k as f64 * log_mgf(d, -t)).sum();
@@ -448,7 +551,11 @@ const HOEFFDING_FRACTION: f64 = 1e-3;
 impl Pld {
     /// Builds and composes the PLDs of `components` (empty: the mechanism that reveals nothing).
     /// `hoeffding_delta` is the probability charged to δ for the lower bound's deviation step.
-    pub fn new(components: &[Component], options: PldOptions, hoeffding_delta: f64) -> Result<Self> {
+    pub fn new(
+        components: &[Component],
+        options: PldOptions,
+        hoeffding_delta: f64,
+    ) -> Result<Self> {
         Self::build(components, options, hoeffding_delta, false)
     }
 
@@ -458,7 +565,12 @@ impl Pld {
         Self::build(components, options, 1e-15, true)
     }
 
-    fn build(components: &[Component], options: PldOptions, hoeffding_delta: f64, upper_only: bool) -> Result<Self> {
+    fn build(
+        components: &[Component],
+        options: PldOptions,
+        hoeffding_delta: f64,
+        upper_only: bool,
+    ) -> Result<Self> {
         let delta = options.discretisation;
         if !(delta.is_finite() && delta > 0.0 && delta <= 0.1) {
             return Err(AccountingError::InvalidParameter {
@@ -497,10 +609,26 @@ impl Pld {
                     )
                 })
                 .collect::<Result<_>>()?;
-            let uppers: Vec<(&Discrete, u64)> = disc.iter().zip(components).map(|(d, c)| (&d.upper, c.count)).collect();
-            let lowers: Vec<(&Discrete, u64)> = disc.iter().zip(components).map(|(d, c)| (&d.lower, c.count)).collect();
-            let mean_shift: f64 = disc.iter().zip(components).map(|(d, c)| d.mean_remainder * c.count as f64).sum();
-            let low_tail: f64 = disc.iter().zip(components).map(|(d, c)| d.low_tail * c.count as f64).sum();
+            let uppers: Vec<(&Discrete, u64)> = disc
+                .iter()
+                .zip(components)
+                .map(|(d, c)| (&d.upper, c.count))
+                .collect();
+            let lowers: Vec<(&Discrete, u64)> = disc
+                .iter()
+                .zip(components)
+                .map(|(d, c)| (&d.lower, c.count))
+                .collect();
+            let mean_shift: f64 = disc
+                .iter()
+                .zip(components)
+                .map(|(d, c)| d.mean_remainder * c.count as f64)
+                .sum();
+            let low_tail: f64 = disc
+                .iter()
+                .zip(components)
+                .map(|(d, c)| d.low_tail * c.count as f64)
+                .sum();
             let deviation = delta * (total_steps * (1.0 / hoeffding_delta).ln() / 2.0).sqrt();
             let (upper, lower) = if components.is_empty() {
                 (nothing_composed(), nothing_composed())
@@ -548,7 +676,9 @@ impl Pld {
                 (0.0, upper)
             } else {
                 (
-                    d.lower.epsilon_at(target_delta + d.lower.slack + d.lower_charge, dx) + d.shift,
+                    d.lower
+                        .epsilon_at(target_delta + d.lower.slack + d.lower_charge, dx)
+                        + d.shift,
                     d.lower.epsilon_at(target_delta, dx) + d.mean_shift,
                 )
             };
@@ -564,7 +694,10 @@ impl Pld {
     /// δ(ε), the worse of the two orders, with (lower, upper).
     pub fn delta(&self, epsilon: f64) -> PldDelta {
         let dx = self.discretisation;
-        let mut out = PldDelta { lower: 0.0, upper: 0.0 };
+        let mut out = PldDelta {
+            lower: 0.0,
+            upper: 0.0,
+        };
         for d in &self.directions {
             let upper = (d.upper.delta_at(epsilon, dx) + d.upper.slack).min(1.0);
             let lower = if d.upper_only {
@@ -640,8 +773,14 @@ mod tests {
         for eps in [0.5, 1.0, 2.0] {
             let exact = normal::cdf(-eps + 0.5) - eps.exp() * normal::cdf(-eps - 0.5);
             let d = pld.delta(eps);
-            assert!(d.lower <= exact + 1e-12 && exact <= d.upper + 1e-12, "{eps}: {d:?} vs {exact}");
-            assert!((d.upper - exact).abs() < 1e-6 * exact.max(1e-3), "{eps}: {d:?} vs {exact}");
+            assert!(
+                d.lower <= exact + 1e-12 && exact <= d.upper + 1e-12,
+                "{eps}: {d:?} vs {exact}"
+            );
+            assert!(
+                (d.upper - exact).abs() < 1e-6 * exact.max(1e-3),
+                "{eps}: {d:?} vs {exact}"
+            );
         }
     }
 }

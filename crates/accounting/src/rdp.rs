@@ -16,7 +16,9 @@ use crate::normal::log_half_erfc;
 pub fn default_orders() -> Vec<f64> {
     let mut orders: Vec<f64> = (11..=109).map(|i| i as f64 / 10.0).collect();
     orders.extend((11..=64).map(f64::from));
-    orders.extend([80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0, 1024.0]);
+    orders.extend([
+        80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0, 1024.0,
+    ]);
     orders
 }
 
@@ -35,7 +37,11 @@ impl LogSum {
             self.neg = f64::NEG_INFINITY;
             self.init = true;
         }
-        let slot = if positive { &mut self.pos } else { &mut self.neg };
+        let slot = if positive {
+            &mut self.pos
+        } else {
+            &mut self.neg
+        };
         *slot = lae(*slot, log_abs);
     }
     /// ln(pos − neg); the series here are positive in total.
@@ -69,7 +75,10 @@ fn log_a_int(q: f64, sigma: f64, alpha: u64) -> f64 {
     for k in 0..=alpha {
         let kf = k as f64;
         let log_binom = ln_gamma(a + 1.0) - ln_gamma(kf + 1.0) - ln_gamma(a - kf + 1.0);
-        let term = log_binom + (a - kf) * (-q).ln_1p() + kf * q.ln() + (kf * kf - kf) / (2.0 * sigma * sigma);
+        let term = log_binom
+            + (a - kf) * (-q).ln_1p()
+            + kf * q.ln()
+            + (kf * kf - kf) / (2.0 * sigma * sigma);
         s.add(true, term);
     }
     s.value()
@@ -89,8 +98,13 @@ fn log_a_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
     loop {
         let fi = i as f64;
         let j = alpha - fi;
-        let t0 = log_c + fi * lq + j * l1q + (fi * fi - fi) / (2.0 * s2) + log_half_erfc((fi - z0) / sqrt2s);
-        let t1 = log_c + j * lq + fi * l1q + (j * j - j) / (2.0 * s2) + log_half_erfc((z0 - j) / sqrt2s);
+        let t0 = log_c
+            + fi * lq
+            + j * l1q
+            + (fi * fi - fi) / (2.0 * s2)
+            + log_half_erfc((fi - z0) / sqrt2s);
+        let t1 =
+            log_c + j * lq + fi * l1q + (j * j - j) / (2.0 * s2) + log_half_erfc((z0 - j) / sqrt2s);
         a0.add(sign, t0);
         a1.add(sign, t1);
         let total = lae(a0.pos, a1.pos);
@@ -137,7 +151,9 @@ pub fn rdp_curve(components: &[Component], orders: &[f64]) -> Vec<f64> {
         .map(|&a| {
             components
                 .iter()
-                .map(|c| c.count as f64 * rdp_subsampled_gaussian(c.sample_rate, c.noise_multiplier, a))
+                .map(|c| {
+                    c.count as f64 * rdp_subsampled_gaussian(c.sample_rate, c.noise_multiplier, a)
+                })
                 .sum()
         })
         .collect()
@@ -182,7 +198,10 @@ mod tests {
             for a in [2u64, 3, 7, 20] {
                 let int = log_a_int(q, s, a);
                 let frac = log_a_frac(q, s, a as f64);
-                assert!((int - frac).abs() < 1e-9 * int.abs().max(1.0), "q={q} s={s} a={a}: {int} vs {frac}");
+                assert!(
+                    (int - frac).abs() < 1e-9 * int.abs().max(1.0),
+                    "q={q} s={s} a={a}: {int} vs {frac}"
+                );
             }
         }
     }
@@ -198,7 +217,10 @@ mod tests {
     #[test]
     fn rdp_is_monotone_in_order_including_fractional() {
         let orders = default_orders();
-        let v: Vec<f64> = orders.iter().map(|&a| rdp_subsampled_gaussian(0.01, 1.0, a)).collect();
+        let v: Vec<f64> = orders
+            .iter()
+            .map(|&a| rdp_subsampled_gaussian(0.01, 1.0, a))
+            .collect();
         for w in v.windows(2) {
             assert!(w[1] >= w[0] * (1.0 - 1e-9), "{w:?}");
         }

@@ -52,7 +52,10 @@ fn log_cdf_max(c: f64, mu: f64, sigma: f64, t: u64) -> f64 {
 
 /// Bucket masses of the max statistic under MoG(μ): [below c₀, buckets…, above c_last].
 fn bucket_masses(edges: &[f64], mu: f64, sigma: f64, t: u64) -> Vec<f64> {
-    let log_f: Vec<f64> = edges.iter().map(|&c| log_cdf_max(c, mu, sigma, t)).collect();
+    let log_f: Vec<f64> = edges
+        .iter()
+        .map(|&c| log_cdf_max(c, mu, sigma, t))
+        .collect();
     let mut out = Vec::with_capacity(edges.len() + 1);
     out.push(log_f[0].exp());
     for w in log_f.windows(2) {
@@ -142,8 +145,16 @@ fn composed_lower(atoms: &[(f64, f64)], epochs: u64, delta: f64) -> Result<f64> 
         .map(|&(p, q)| ((p / q).ln(), p))
         .collect();
     // Atoms with Q = 0 would have infinite loss; dropping them only lowers δ (valid for a lower bound).
-    let lo = pts.iter().map(|(l, _)| (l / LOSS_GRID).floor() as i64).min().unwrap_or(0);
-    let hi = pts.iter().map(|(l, _)| (l / LOSS_GRID).floor() as i64).max().unwrap_or(0);
+    let lo = pts
+        .iter()
+        .map(|(l, _)| (l / LOSS_GRID).floor() as i64)
+        .min()
+        .unwrap_or(0);
+    let hi = pts
+        .iter()
+        .map(|(l, _)| (l / LOSS_GRID).floor() as i64)
+        .max()
+        .unwrap_or(0);
     let mut masses = vec![0.0; (hi - lo + 1) as usize];
     let mut mean_remainder = 0.0;
     for &(l, p) in &pts {
@@ -174,7 +185,11 @@ mod tests {
         // T = 1: MoG(2) vs MoG(1) is N(2,σ²) vs N(1,σ²), i.e. 1/σ-GDP; with σ = 1 the exact
         // ε(1e-5) is 4.3772 (spec 004 D.6). Bucketing can only lower it, by O(bucket width).
         let lb = shuffle_lower_bound(1.0, 1, 1, 1e-5).unwrap();
-        assert!(lb.epsilon <= 4.3772 + 1e-4 && lb.epsilon > 4.3772 - 0.02, "{}", lb.epsilon);
+        assert!(
+            lb.epsilon <= 4.3772 + 1e-4 && lb.epsilon > 4.3772 - 0.02,
+            "{}",
+            lb.epsilon
+        );
     }
 
     #[test]
