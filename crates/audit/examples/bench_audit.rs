@@ -6,9 +6,26 @@
 //!   half members, Gaussian scores N(1, 1) vs N(0, 1), both selection policies;
 //! - the one-run bound (spec 002 Thm 3.1) for `N_GUESSES` guesses (default 10⁵).
 //!
-//! Single-threaded; data generation is not timed.
+//! Single-threaded; data generation is not timed. Each line gives wall time
+//! and the process CPU time (user + system, from `/proc/self/stat`), which is
+//! what to compare on a loaded machine.
 
 use std::time::Instant;
+
+/// Process CPU seconds (user + system) from /proc/self/stat, if readable.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return f64::NAN };
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the ")".
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Wall and CPU seconds since (`t`, `c`).
+fn took(t: Instant, c: f64) -> String {
+    format!("{:.2} s wall, {:.2} s CPU", t.elapsed().as_secs_f64(), cpu_seconds() - c)
+}
 
 use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
@@ -22,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let guesses: u64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(100_000);
 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let mut scores = Vec::with_capacity(n);
     let mut members = Vec::with_capacity(n);
     for i in 0..n {
@@ -31,33 +48,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scores.push(if member { z + 1.0 } else { z });
         members.push(member);
     }
-    println!("generated {n} scores in {:.2} s (not timed below)", t.elapsed().as_secs_f64());
+    println!("generated {n} scores in {} (not timed below)", took(t, c));
 
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let obs = Observations::new(scores, members)?;
-    println!("validate: {:.2} s", t.elapsed().as_secs_f64());
+    println!("validate: {}", took(t, c));
     for selection in [Selection::Split { seed: 0 }, Selection::SameData] {
         let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection };
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_seconds());
         let b = eps_delta_lower_bound(&obs, &cfg)?;
         println!(
-            "eps-delta sweep, {n} scores, {}: {:.2} s, epsilon >= {:.4}",
+            "eps-delta sweep, {n} scores, {}: {}, epsilon >= {:.4}",
             selection.name(),
-            t.elapsed().as_secs_f64(),
+            took(t, c),
             b.epsilon
         );
     }
     let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection: Selection::SameData };
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let b = gdp_lower_bound(&obs, &cfg)?;
-    println!("gdp sweep, {n} scores, same-data: {:.2} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    println!("gdp sweep, {n} scores, same-data: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
     drop(obs);
 
     // One-run: r = m = guesses, 95% correct, δ = 1e-5.
     let v = guesses * 95 / 100;
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let eps = epsilon_lower_bound(guesses, guesses, v, 1e-5, 0.05)?;
-    println!("one-run bound, {guesses} guesses ({v} correct): {:.3} s, epsilon >= {eps:.4}", t.elapsed().as_secs_f64());
+    println!("one-run bound, {guesses} guesses ({v} correct): {}, epsilon >= {eps:.4}", took(t, c));
     // Full path from scores: m canaries, all guessed (k+ = k- = m/2).
     let m = guesses as usize;
     let mut s = Vec::with_capacity(m);
@@ -75,12 +92,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         selection: Selection::Fixed,
         fixed_guesses: Some((guesses / 2, guesses / 2)),
     };
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
-    println!("one-run from scores, {m} canaries, {guesses} guesses: {:.3} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    println!("one-run from scores, {m} canaries, {guesses} guesses: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
     let cfg = OneRunConfig { selection: Selection::Split { seed: 0 }, fixed_guesses: None, ..cfg };
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
-    println!("one-run from scores with (k+,k-) search on a split, {m} canaries: {:.3} s, epsilon >= {:.4}", t.elapsed().as_secs_f64(), b.epsilon);
+    println!("one-run from scores with (k+,k-) search on a split, {m} canaries: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
     Ok(())
 }
