@@ -262,16 +262,30 @@ impl RowScorer {
     #[inline]
     pub(crate) fn log_row(&self, o: &[f64]) -> f64 {
         if let LikelihoodRatio::Poisson { .. } = self.lr {
-            // log Λ = Σ_t LSE(log(1−q), log q + a·o + c)
-            return o
-                .iter()
-                .map(|&x| {
-                    let p = self.log_1mq;
-                    let r = self.log_q + self.a * x + self.c;
-                    let m = p.max(r);
-                    m + ((p - m).exp() + (r - m).exp()).ln()
-                })
-                .sum();
+            // log Λ = Σ_t log((1−q) + q·exp(a·o + c))
+            //       = T·log(1−q) + Σ_t log(1 + exp(e_t)),  e_t = a·o + c + log q − log(1−q).
+            // Each factor 1 + exp(e_t) is ≥ 1, so a running product cannot
+            // underflow; it is folded into the log sum before it can overflow,
+            // and huge e_t go straight to the log sum: one exp per step.
+            if self.log_1mq == f64::NEG_INFINITY {
+                // q = 1: every step holds the target; the Gaussian ratio per step.
+                return o.iter().map(|&x| self.a * x + self.c).sum();
+            }
+            let shift = self.c + self.log_q - self.log_1mq;
+            let (mut log_sum, mut product) = (0.0, 1.0);
+            for &x in o {
+                let e = self.a * x + shift;
+                if e > 30.0 {
+                    log_sum += e + (-e).exp().ln_1p();
+                } else {
+                    product *= 1.0 + e.exp();
+                    if product > 1e250 {
+                        log_sum += product.ln();
+                        product = 1.0;
+                    }
+                }
+            }
+            return o.len() as f64 * self.log_1mq + log_sum + product.ln();
         }
         let o_max = o.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         match self.lr {
@@ -442,6 +456,27 @@ mod tests {
         assert!((log_sum_exp(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
         assert!((log_sum_exp(&[-1000.0, -1000.0]) - (-1000.0 + 2f64.ln())).abs() < 1e-12);
         assert_eq!(log_sum_exp(&[]), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn poisson_row_matches_termwise_log_sum_exp_in_every_branch() {
+        // Reference: Σ_t LSE(log(1−q), log q + (2o − 1)/(2σ²)) term by term
+        // (spec 000 §2.3 mixture). The row mixes huge terms (e_t > 30), a run of
+        // moderate ones whose product passes 1e250, and negligible ones.
+        let (sigma, q) = (0.5, 0.1);
+        let scorer = RowScorer::new(LikelihoodRatio::Poisson { sample_rate: q }, sigma).unwrap();
+        let mut row = vec![10.0, -50.0, 0.3];
+        row.extend(std::iter::repeat_n(3.0, 120));
+        let s = 1.0 / (sigma * sigma);
+        let reference: f64 = row
+            .iter()
+            .map(|&x| log_sum_exp(&[(1.0 - q).ln(), q.ln() + (2.0 * x - 1.0) * 0.5 * s]))
+            .sum();
+        let got = scorer.log_row(&row);
+        assert!(
+            (got - reference).abs() < 1e-12 * reference.abs(),
+            "{got} vs {reference}"
+        );
     }
 
     #[test]
