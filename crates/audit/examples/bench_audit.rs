@@ -14,17 +14,27 @@ use std::time::Instant;
 
 /// Process CPU seconds (user + system) from /proc/self/stat, if readable.
 fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return f64::NAN };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let ticks = |i: usize| {
+        f.get(i)
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
     // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the ")".
     (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Wall and CPU seconds since (`t`, `c`).
 fn took(t: Instant, c: f64) -> String {
-    format!("{:.2} s wall, {:.2} s CPU", t.elapsed().as_secs_f64(), cpu_seconds() - c)
+    format!(
+        "{:.2} s wall, {:.2} s CPU",
+        t.elapsed().as_secs_f64(),
+        cpu_seconds() - c
+    )
 }
 
 use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, OneRunConfig};
@@ -35,8 +45,16 @@ use rand_distr::StandardNormal;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(100_000_000);
-    let guesses: u64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(100_000);
+    let n: usize = args
+        .get(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(100_000_000);
+    let guesses: u64 = args
+        .get(2)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(100_000);
 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let (t, c) = (Instant::now(), cpu_seconds());
@@ -54,7 +72,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let obs = Observations::new(scores, members)?;
     println!("validate: {}", took(t, c));
     for selection in [Selection::Split { seed: 0 }, Selection::SameData] {
-        let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection };
+        let cfg = RegionConfig {
+            confidence: 0.95,
+            delta: 1e-5,
+            selection,
+        };
         let (t, c) = (Instant::now(), cpu_seconds());
         let b = eps_delta_lower_bound(&obs, &cfg)?;
         println!(
@@ -64,17 +86,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b.epsilon
         );
     }
-    let cfg = RegionConfig { confidence: 0.95, delta: 1e-5, selection: Selection::SameData };
+    let cfg = RegionConfig {
+        confidence: 0.95,
+        delta: 1e-5,
+        selection: Selection::SameData,
+    };
     let (t, c) = (Instant::now(), cpu_seconds());
     let b = gdp_lower_bound(&obs, &cfg)?;
-    println!("gdp sweep, {n} scores, same-data: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
+    println!(
+        "gdp sweep, {n} scores, same-data: {}, epsilon >= {:.4}",
+        took(t, c),
+        b.epsilon
+    );
     drop(obs);
 
     // One-run: r = m = guesses, 95% correct, δ = 1e-5.
     let v = guesses * 95 / 100;
     let (t, c) = (Instant::now(), cpu_seconds());
     let eps = epsilon_lower_bound(guesses, guesses, v, 1e-5, 0.05)?;
-    println!("one-run bound, {guesses} guesses ({v} correct): {}, epsilon >= {eps:.4}", took(t, c));
+    println!(
+        "one-run bound, {guesses} guesses ({v} correct): {}, epsilon >= {eps:.4}",
+        took(t, c)
+    );
     // Full path from scores: m canaries, all guessed (k+ = k- = m/2).
     let m = guesses as usize;
     let mut s = Vec::with_capacity(m);
@@ -94,10 +127,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
-    println!("one-run from scores, {m} canaries, {guesses} guesses: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
-    let cfg = OneRunConfig { selection: Selection::Split { seed: 0 }, fixed_guesses: None, ..cfg };
+    println!(
+        "one-run from scores, {m} canaries, {guesses} guesses: {}, epsilon >= {:.4}",
+        took(t, c),
+        b.epsilon
+    );
+    let cfg = OneRunConfig {
+        selection: Selection::Split { seed: 0 },
+        fixed_guesses: None,
+        ..cfg
+    };
     let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
-    println!("one-run from scores with (k+,k-) search on a split, {m} canaries: {}, epsilon >= {:.4}", took(t, c), b.epsilon);
+    println!(
+        "one-run from scores with (k+,k-) search on a split, {m} canaries: {}, epsilon >= {:.4}",
+        took(t, c),
+        b.epsilon
+    );
     Ok(())
 }

@@ -97,7 +97,11 @@ pub(crate) fn upper_unchecked(k: u64, n: u64, ln_tail: f64) -> f64 {
     }
     // P[Bin(n, p) ≤ k] decreases in p. At p = k/n it is ≥ ½ (the median of
     // Bin(n, k/n) is k), so k/n is a valid low end when a < ½.
-    let mut lo = if ln_tail < -std::f64::consts::LN_2 { k as f64 / nf } else { 0.0 };
+    let mut lo = if ln_tail < -std::f64::consts::LN_2 {
+        k as f64 / nf
+    } else {
+        0.0
+    };
     let mut hi = 1.0;
     for _ in 0..400 {
         if converged(lo, hi) {
@@ -127,7 +131,11 @@ pub(crate) fn lower_unchecked(k: u64, n: u64, ln_tail: f64) -> f64 {
         return (ln_tail / nf).exp();
     }
     let mut lo = 0.0;
-    let mut hi = if ln_tail < -std::f64::consts::LN_2 { k as f64 / nf } else { 1.0 };
+    let mut hi = if ln_tail < -std::f64::consts::LN_2 {
+        k as f64 / nf
+    } else {
+        1.0
+    };
     for _ in 0..400 {
         if converged(lo, hi) {
             break;
@@ -170,7 +178,13 @@ mod tests {
     fn limits_solve_their_defining_equations() {
         // The defining tail equations hold to high relative precision, for
         // tails down to 1e-12 (issue 4 requirement).
-        for &(k, n) in &[(1_u64, 10_u64), (174, 100_000), (4922, 100_000), (37, 40), (5, 1_000_000)] {
+        for &(k, n) in &[
+            (1_u64, 10_u64),
+            (174, 100_000),
+            (4922, 100_000),
+            (37, 40),
+            (5, 1_000_000),
+        ] {
             for a in [0.05, 1e-6, 1e-12] {
                 let up = upper_limit(k, n, a).unwrap();
                 let got = ln_binomial_cdf(k, n, up, 1.0 - up).exp();

@@ -14,7 +14,9 @@ use crate::region::ErrorPoint;
 /// `f_{ε,δ}(α)`.
 pub fn eps_delta_tradeoff(epsilon: f64, delta: f64, alpha: f64) -> f64 {
     let e = epsilon.exp();
-    (1.0 - delta - e * alpha).max((1.0 - delta - alpha) / e).max(0.0)
+    (1.0 - delta - e * alpha)
+        .max((1.0 - delta - alpha) / e)
+        .max(0.0)
 }
 
 /// A named curve sampled at `(α, β)` points.
@@ -38,14 +40,26 @@ fn alpha_grid(n: usize) -> Vec<f64> {
 
 /// The (ε, δ) trade-off curve sampled on `n` points.
 pub fn eps_delta_curve(epsilon: f64, delta: f64, n: usize, label: &str) -> Curve {
-    let points = alpha_grid(n).into_iter().map(|a| (a, eps_delta_tradeoff(epsilon, delta, a))).collect();
-    Curve { label: label.to_string(), points }
+    let points = alpha_grid(n)
+        .into_iter()
+        .map(|a| (a, eps_delta_tradeoff(epsilon, delta, a)))
+        .collect();
+    Curve {
+        label: label.to_string(),
+        points,
+    }
 }
 
 /// The μ-GDP trade-off curve sampled on `n` points.
 pub fn gdp_curve(mu: f64, n: usize, label: &str) -> Curve {
-    let points = alpha_grid(n).into_iter().map(|a| (a, gdp_tradeoff(mu, a))).collect();
-    Curve { label: label.to_string(), points }
+    let points = alpha_grid(n)
+        .into_iter()
+        .map(|a| (a, gdp_tradeoff(mu, a)))
+        .collect();
+    Curve {
+        label: label.to_string(),
+        points,
+    }
 }
 
 /// Everything a trade-off plot shows.
@@ -62,7 +76,9 @@ pub struct TradeoffPlot {
 const COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"];
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 impl TradeoffPlot {
@@ -74,36 +90,128 @@ impl TradeoffPlot {
         let x = |a: f64| m + a.clamp(0.0, 1.0) * pw;
         let y = |b: f64| m + 20.0 + (1.0 - b.clamp(0.0, 1.0)) * ph;
         let mut s = String::new();
-        let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#);
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+        );
         let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(s, r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#, w / 2.0, escape(&self.title));
-        let _ = writeln!(s, r#"<rect x="{m}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#, m + 20.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#,
+            w / 2.0,
+            escape(&self.title)
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect x="{m}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#,
+            m + 20.0
+        );
         for i in 0..=10 {
             let t = i as f64 / 10.0;
-            let _ = writeln!(s, r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##, x(t), y(0.0), y(1.0));
-            let _ = writeln!(s, r##"<line x1="{1:.1}" y1="{0:.1}" x2="{2:.1}" y2="{0:.1}" stroke="#ddd"/>"##, y(t), x(0.0), x(1.0));
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{t:.1}</text>"#, x(t), y(0.0) + 16.0);
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{t:.1}</text>"#, x(0.0) - 6.0, y(t) + 4.0);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
+                x(t),
+                y(0.0),
+                y(1.0)
+            );
+            let _ = writeln!(
+                s,
+                r##"<line x1="{1:.1}" y1="{0:.1}" x2="{2:.1}" y2="{0:.1}" stroke="#ddd"/>"##,
+                y(t),
+                x(0.0),
+                x(1.0)
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{t:.1}</text>"#,
+                x(t),
+                y(0.0) + 16.0
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{t:.1}</text>"#,
+                x(0.0) - 6.0,
+                y(t) + 4.0
+            );
         }
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">false-positive rate α (type I)</text>"#, w / 2.0, h - 12.0);
-        let _ = writeln!(s, r#"<text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">false-negative rate β (type II)</text>"#, h / 2.0, h / 2.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">false-positive rate α (type I)</text>"#,
+            w / 2.0,
+            h - 12.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">false-negative rate β (type II)</text>"#,
+            h / 2.0,
+            h / 2.0
+        );
         for (i, c) in self.curves.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
-            let pts: Vec<String> = c.points.iter().map(|&(a, b)| format!("{:.2},{:.2}", x(a), y(b))).collect();
-            let _ = writeln!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, pts.join(" "));
+            let pts: Vec<String> = c
+                .points
+                .iter()
+                .map(|&(a, b)| format!("{:.2},{:.2}", x(a), y(b)))
+                .collect();
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                pts.join(" ")
+            );
             let ly = m + 40.0 + 18.0 * i as f64;
-            let _ = writeln!(s, r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2"/>"#, w - m - 230.0, w - m - 205.0);
-            let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, w - m - 200.0, ly + 4.0, escape(&c.label));
+            let _ = writeln!(
+                s,
+                r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2"/>"#,
+                w - m - 230.0,
+                w - m - 205.0
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}">{}</text>"#,
+                w - m - 200.0,
+                ly + 4.0,
+                escape(&c.label)
+            );
         }
         for p in &self.points {
-            let _ = writeln!(s, r##"<line x1="{:.2}" y1="{:.2}" x2="{:.2}" y2="{:.2}" stroke="#d62728" stroke-width="0.8"/>"##, x(p.fpr), y(p.fnr), x(p.fpr_upper), y(p.fnr_upper));
-            let _ = writeln!(s, r##"<circle cx="{:.2}" cy="{:.2}" r="2.5" fill="none" stroke="#d62728"/>"##, x(p.fpr_upper), y(p.fnr_upper));
-            let _ = writeln!(s, r#"<circle cx="{:.2}" cy="{:.2}" r="2" fill="black"/>"#, x(p.fpr), y(p.fnr));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{:.2}" y1="{:.2}" x2="{:.2}" y2="{:.2}" stroke="#d62728" stroke-width="0.8"/>"##,
+                x(p.fpr),
+                y(p.fnr),
+                x(p.fpr_upper),
+                y(p.fnr_upper)
+            );
+            let _ = writeln!(
+                s,
+                r##"<circle cx="{:.2}" cy="{:.2}" r="2.5" fill="none" stroke="#d62728"/>"##,
+                x(p.fpr_upper),
+                y(p.fnr_upper)
+            );
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.2}" cy="{:.2}" r="2" fill="black"/>"#,
+                x(p.fpr),
+                y(p.fnr)
+            );
         }
         let ly = m + 40.0 + 18.0 * self.curves.len() as f64;
-        let _ = writeln!(s, r#"<circle cx="{}" cy="{ly}" r="2" fill="black"/><text x="{}" y="{}">empirical (FPR, FNR)</text>"#, w - m - 218.0, w - m - 200.0, ly + 4.0);
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{}" cy="{ly}" r="2" fill="black"/><text x="{}" y="{}">empirical (FPR, FNR)</text>"#,
+            w - m - 218.0,
+            w - m - 200.0,
+            ly + 4.0
+        );
         let ly = ly + 18.0;
-        let _ = writeln!(s, r##"<circle cx="{}" cy="{ly}" r="2.5" fill="none" stroke="#d62728"/><text x="{}" y="{}">upper confidence bounds</text>"##, w - m - 218.0, w - m - 200.0, ly + 4.0);
+        let _ = writeln!(
+            s,
+            r##"<circle cx="{}" cy="{ly}" r="2.5" fill="none" stroke="#d62728"/><text x="{}" y="{}">upper confidence bounds</text>"##,
+            w - m - 218.0,
+            w - m - 200.0,
+            ly + 4.0
+        );
         s.push_str("</svg>\n");
         s
     }
@@ -128,8 +236,17 @@ mod tests {
     fn svg_is_well_formed() {
         let plot = TradeoffPlot {
             title: "a < b & c".into(),
-            curves: vec![eps_delta_curve(1.0, 1e-5, 50, "(1, 1e-5)-DP"), gdp_curve(1.0, 50, "1-GDP")],
-            points: vec![ErrorPoint { threshold: 0.0, fpr: 0.1, fnr: 0.5, fpr_upper: 0.12, fnr_upper: 0.55 }],
+            curves: vec![
+                eps_delta_curve(1.0, 1e-5, 50, "(1, 1e-5)-DP"),
+                gdp_curve(1.0, 50, "1-GDP"),
+            ],
+            points: vec![ErrorPoint {
+                threshold: 0.0,
+                fpr: 0.1,
+                fnr: 0.5,
+                fpr_upper: 0.12,
+                fnr_upper: 0.55,
+            }],
         };
         let svg = plot.to_svg();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

@@ -110,7 +110,11 @@ fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
             ln_scale += 250.0 * std::f64::consts::LN_10;
         }
     }
-    let alpha = if best > 0.0 { (ln_scale + best.ln()).exp() } else { 0.0 };
+    let alpha = if best > 0.0 {
+        (ln_scale + best.ln()).exp()
+    } else {
+        0.0
+    };
     (beta + alpha * delta * 2.0 * m as f64).min(1.0)
 }
 
@@ -168,7 +172,9 @@ fn epsilon_lower_bound_unchecked(m: u64, r: u64, v: u64, delta: f64, p_conf: f64
 /// The fixed grid of guess fractions: `k± = round(f · m)` for
 /// `f ∈ {0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5}`.
 pub fn candidate_fractions() -> &'static [f64] {
-    &[0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
+    &[
+        0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5,
+    ]
 }
 
 /// Canaries ranked by score (descending, ties by input order) with prefix
@@ -246,7 +252,12 @@ fn best_candidate(ranked: &Ranked, delta: f64, level: f64, cands: &[(f64, f64)])
         let v = ranked.correct(kp, km);
         let eps = epsilon_lower_bound_unchecked(m, kp + km, v, delta, level);
         if best.as_ref().is_none_or(|c| eps > c.epsilon) {
-            best = Some(Choice { k_plus: kp, k_minus: km, fractions: (a, b), epsilon: eps });
+            best = Some(Choice {
+                k_plus: kp,
+                k_minus: km,
+                fractions: (a, b),
+                epsilon: eps,
+            });
         }
     }
     best
@@ -297,10 +308,17 @@ pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<Eps
             let ranked = Ranked::new(obs);
             let m = ranked.m();
             let cands = candidates(m);
-            let level = if cfg.selection == Selection::Bonferroni { level / cands.len().max(1) as f64 } else { level };
+            let level = if cfg.selection == Selection::Bonferroni {
+                level / cands.len().max(1) as f64
+            } else {
+                level
+            };
             let c = best_candidate(&ranked, cfg.delta, level, &cands).ok_or_else(no_candidate)?;
             let v = ranked.correct(c.k_plus, c.k_minus);
-            Ok(finish(c.epsilon, evidence(m, c.k_plus, c.k_minus, v, level, cands.len())))
+            Ok(finish(
+                c.epsilon,
+                evidence(m, c.k_plus, c.k_minus, v, level, cands.len()),
+            ))
         }
         Selection::Split { seed } => {
             // Label-blind split: stratifying on inclusion would break the
@@ -342,7 +360,8 @@ mod tests {
     #[test]
     fn ranked_counts() {
         // Scores 4 > 3 > 2 > 1 with inclusion +, −, +, −.
-        let obs = Observations::new(vec![3.0, 1.0, 4.0, 2.0], vec![false, false, true, true]).unwrap();
+        let obs =
+            Observations::new(vec![3.0, 1.0, 4.0, 2.0], vec![false, false, true, true]).unwrap();
         let r = Ranked::new(&obs);
         assert_eq!(r.correct(1, 0), 1); // top: 4.0 included
         assert_eq!(r.correct(2, 0), 1); // 3.0 excluded

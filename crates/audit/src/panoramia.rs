@@ -30,7 +30,11 @@ use crate::scores::{Observations, Selection};
 /// `logit(p̲)` with `p̲` the exact-binomial lower bound on a precision of
 /// `true_positives / predictions` at tail `level` (spec 003 A.5); `−∞` when
 /// there is no true positive.
-pub fn logit_precision_lower_bound(true_positives: u64, predictions: u64, level: f64) -> Result<f64> {
+pub fn logit_precision_lower_bound(
+    true_positives: u64,
+    predictions: u64,
+    level: f64,
+) -> Result<f64> {
     let p = crate::clopper_pearson::lower_limit(true_positives, predictions, level)?;
     Ok(logit(p))
 }
@@ -103,7 +107,12 @@ pub struct PanoramiaMeasurement {
 
 /// Best threshold on `obs` at `level`: (c_τ, τ, r, tp).
 fn best_threshold(obs: &Observations, level: f64) -> (f64, f64, u64, u64) {
-    let mut rows: Vec<(f64, bool)> = obs.scores().iter().copied().zip(obs.members().iter().copied()).collect();
+    let mut rows: Vec<(f64, bool)> = obs
+        .scores()
+        .iter()
+        .copied()
+        .zip(obs.members().iter().copied())
+        .collect();
     rows.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
     let ln_level = level.ln();
     let mut best = (f64::NEG_INFINITY, f64::NAN, 0_u64, 0_u64);
@@ -146,7 +155,11 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
     let members = |o: &Observations| o.members().iter().filter(|&&m| m).count() as u64;
     match cfg.selection {
         Selection::SameData | Selection::Bonferroni => {
-            let level = if cfg.selection == Selection::Bonferroni { per_test / obs.len() as f64 } else { per_test };
+            let level = if cfg.selection == Selection::Bonferroni {
+                per_test / obs.len() as f64
+            } else {
+                per_test
+            };
             let (c, t, r, tp) = best_threshold(obs, level);
             let n_members = members(obs);
             Ok(PrecisionEvidence {
@@ -162,8 +175,16 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
         Selection::Split { seed } => {
             let (select, evaluate) = obs.split(seed);
             let (_, t, _, _) = best_threshold(&select, per_test);
-            let (r, tp) = if t.is_nan() { (0, 0) } else { count_at(&evaluate, t) };
-            let c = if tp == 0 { f64::NEG_INFINITY } else { logit(lower_unchecked(tp, r, per_test.ln())) };
+            let (r, tp) = if t.is_nan() {
+                (0, 0)
+            } else {
+                count_at(&evaluate, t)
+            };
+            let c = if tp == 0 {
+                f64::NEG_INFINITY
+            } else {
+                logit(lower_unchecked(tp, r, per_test.ln()))
+            };
             let n_members = members(&evaluate);
             Ok(PrecisionEvidence {
                 lower_bound: c.max(0.0),
@@ -185,7 +206,11 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
 
 /// PANORAMIA's measurement from baseline and MIA scores on the audit set
 /// (spec 003 A.5, cleaned Algorithm 1).
-pub fn panoramia(baseline: &Observations, mia: &Observations, cfg: &PanoramiaConfig) -> Result<PanoramiaMeasurement> {
+pub fn panoramia(
+    baseline: &Observations,
+    mia: &Observations,
+    cfg: &PanoramiaConfig,
+) -> Result<PanoramiaMeasurement> {
     check_confidence(cfg.confidence)?;
     let per_test = (1.0 - cfg.confidence) / 2.0;
     let b = one_side(baseline, cfg, per_test)?;
@@ -209,7 +234,11 @@ mod tests {
     fn best_threshold_prefers_confident_guesses() {
         // Scores: three members on top, then mixed. Threshold at 3.0 gives
         // r = tp = 3: c = logit(0.025^{1/3}).
-        let obs = Observations::new(vec![5.0, 4.0, 3.0, 1.0, 1.0, 0.0], vec![true, true, true, false, true, false]).unwrap();
+        let obs = Observations::new(
+            vec![5.0, 4.0, 3.0, 1.0, 1.0, 0.0],
+            vec![true, true, true, false, true, false],
+        )
+        .unwrap();
         let (c, t, r, tp) = best_threshold(&obs, 0.025);
         assert_eq!((t, r, tp), (3.0, 3, 3));
         assert!((c - ceiling(3, 0.025)).abs() < 1e-12);

@@ -105,12 +105,19 @@ struct RateBounds {
 
 impl RateBounds {
     fn new(n: u64, tail: f64) -> Self {
-        Self { n, ln_tail: tail.ln(), cache: HashMap::new() }
+        Self {
+            n,
+            ln_tail: tail.ln(),
+            cache: HashMap::new(),
+        }
     }
 
     fn upper(&mut self, k: u64) -> f64 {
         let (n, ln_tail) = (self.n, self.ln_tail);
-        *self.cache.entry(k).or_insert_with(|| upper_unchecked(k, n, ln_tail))
+        *self
+            .cache
+            .entry(k)
+            .or_insert_with(|| upper_unchecked(k, n, ln_tail))
     }
 }
 
@@ -122,7 +129,10 @@ struct Sorted {
 
 impl Sorted {
     fn new(members: Vec<f64>, nonmembers: Vec<f64>) -> Self {
-        Self { members: sort_scores(members), nonmembers: sort_scores(nonmembers) }
+        Self {
+            members: sort_scores(members),
+            nonmembers: sort_scores(nonmembers),
+        }
     }
 
     /// (false positives, false negatives) of "member iff score > t".
@@ -185,7 +195,11 @@ fn sweep(sorted: &Sorted, tail: f64, stat: Statistic) -> SweepBest {
     };
     let last = neg.len() - 1;
     let candidates = 1 + neg.windows(2).filter(|w| w[0] != w[1]).count() as u64;
-    let mut best = SweepBest { threshold: neg[0], value: eval(neg[0], &mut fpb, &mut fnb), candidates };
+    let mut best = SweepBest {
+        threshold: neg[0],
+        value: eval(neg[0], &mut fpb, &mut fnb),
+        candidates,
+    };
     let v_last = eval(neg[last], &mut fpb, &mut fnb);
     if v_last > best.value {
         best.threshold = neg[last];
@@ -195,7 +209,11 @@ fn sweep(sorted: &Sorted, tail: f64, stat: Statistic) -> SweepBest {
         return best;
     }
     let mut heap = BinaryHeap::new();
-    heap.push(Block { upper: block_upper(0, last, &mut fpb, &mut fnb), lo: 0, hi: last });
+    heap.push(Block {
+        upper: block_upper(0, last, &mut fpb, &mut fnb),
+        lo: 0,
+        hi: last,
+    });
     while let Some(block) = heap.pop() {
         if block.upper <= best.value + SWEEP_TOLERANCE || block.hi - block.lo <= 1 {
             if block.hi - block.lo <= 1 {
@@ -260,7 +278,11 @@ fn threshold_evidence(
 
 /// Chooses the threshold (per the selection policy) and returns the evidence
 /// on the bounding data.
-fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> Result<ThresholdEvidence> {
+fn select_and_count(
+    obs: &Observations,
+    cfg: &RegionConfig,
+    stat: Statistic,
+) -> Result<ThresholdEvidence> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
     let tail = (1.0 - cfg.confidence) / 2.0;
@@ -268,15 +290,29 @@ fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> 
         Selection::SameData => {
             let (pos, neg) = obs.classes();
             let best = sweep(&Sorted::new(pos, neg), tail, stat);
-            Ok(threshold_evidence(obs, best.threshold, tail, best.candidates))
+            Ok(threshold_evidence(
+                obs,
+                best.threshold,
+                tail,
+                best.candidates,
+            ))
         }
         Selection::Split { seed } => {
             let (select, evaluate) = obs.split(seed);
-            select.check_both_classes(&format!(" in the selection half of the split (seed {seed})"))?;
-            evaluate.check_both_classes(&format!(" in the evaluation half of the split (seed {seed})"))?;
+            select.check_both_classes(&format!(
+                " in the selection half of the split (seed {seed})"
+            ))?;
+            evaluate.check_both_classes(&format!(
+                " in the evaluation half of the split (seed {seed})"
+            ))?;
             let (pos, neg) = select.classes();
             let best = sweep(&Sorted::new(pos, neg), tail, stat);
-            Ok(threshold_evidence(&evaluate, best.threshold, tail, best.candidates))
+            Ok(threshold_evidence(
+                &evaluate,
+                best.threshold,
+                tail,
+                best.candidates,
+            ))
         }
         Selection::Bonferroni | Selection::Fixed => Err(AuditError::InvalidParameter {
             name: "selection",
@@ -338,7 +374,11 @@ pub struct ErrorPoint {
 
 /// Empirical (FPR, FNR) points at up to `max_points` thresholds spread
 /// evenly over the sorted non-member scores, with their upper bounds.
-pub fn empirical_points(obs: &Observations, confidence: f64, max_points: usize) -> Result<Vec<ErrorPoint>> {
+pub fn empirical_points(
+    obs: &Observations,
+    confidence: f64,
+    max_points: usize,
+) -> Result<Vec<ErrorPoint>> {
     check_confidence(confidence)?;
     let (pos, neg) = obs.classes();
     let sorted = Sorted::new(pos, neg);
@@ -397,18 +437,33 @@ mod tests {
             members.push(false);
         }
         let obs = Observations::new(scores, members).unwrap();
-        let cfg = RegionConfig { confidence: 1.0 - 1e-10, delta: 1e-5, selection: Selection::SameData };
+        let cfg = RegionConfig {
+            confidence: 1.0 - 1e-10,
+            delta: 1e-5,
+            selection: Selection::SameData,
+        };
         let b = eps_delta_lower_bound(&obs, &cfg).unwrap();
-        let Evidence::Threshold(ev) = &b.evidence else { panic!("threshold evidence") };
-        assert_eq!((ev.false_positives, ev.false_negatives), (174, n as u64 - 4922));
+        let Evidence::Threshold(ev) = &b.evidence else {
+            panic!("threshold evidence")
+        };
+        assert_eq!(
+            (ev.false_positives, ev.false_negatives),
+            (174, n as u64 - 4922)
+        );
         assert!((ev.fnr_upper - 0.955_082).abs() < 5e-7, "{}", ev.fnr_upper);
-        assert!((ev.fpr_upper - 0.002_744_5).abs() < 5e-8, "{}", ev.fpr_upper);
+        assert!(
+            (ev.fpr_upper - 0.002_744_5).abs() < 5e-8,
+            "{}",
+            ev.fpr_upper
+        );
         // ln((1 − 1e-5 − 0.955082)/0.0027445) with the unrounded bounds.
         let expected = ((1.0 - 1e-5 - ev.fnr_upper) / ev.fpr_upper).ln();
         assert!((b.epsilon - expected).abs() < 1e-12);
         assert!((b.epsilon - 2.7953).abs() < 5e-4, "{}", b.epsilon);
         let g = gdp_lower_bound(&obs, &cfg).unwrap();
-        let Evidence::Threshold(gev) = &g.evidence else { panic!("threshold evidence") };
+        let Evidence::Threshold(gev) = &g.evidence else {
+            panic!("threshold evidence")
+        };
         // μ⁻ from the unrounded bounds is within rounding of the lecture's 1.081.
         assert!((gev.mu_lower.unwrap() - 1.081).abs() < 1e-3);
         assert!(!b.valid_at_confidence);
@@ -421,8 +476,12 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         for trial in 0..20 {
             let n = 50 + trial * 20;
-            let pos: Vec<f64> = (0..n).map(|_| (rng.gen::<f64>() * 20.0).floor() + 3.0).collect();
-            let neg: Vec<f64> = (0..n + 7).map(|_| (rng.gen::<f64>() * 20.0).floor()).collect();
+            let pos: Vec<f64> = (0..n)
+                .map(|_| (rng.gen::<f64>() * 20.0).floor() + 3.0)
+                .collect();
+            let neg: Vec<f64> = (0..n + 7)
+                .map(|_| (rng.gen::<f64>() * 20.0).floor())
+                .collect();
             let sorted = Sorted::new(pos.clone(), neg.clone());
             for stat in [Statistic::EpsDelta { delta: 1e-5 }, Statistic::Gdp] {
                 let best = sweep(&sorted, 0.025, stat);
@@ -437,7 +496,11 @@ mod tests {
                         )
                     })
                     .fold(f64::NEG_INFINITY, f64::max);
-                assert!((best.value - brute).abs() <= 1e-9, "trial {trial}: {} vs {brute}", best.value);
+                assert!(
+                    (best.value - brute).abs() <= 1e-9,
+                    "trial {trial}: {} vs {brute}",
+                    best.value
+                );
             }
         }
     }
@@ -445,8 +508,15 @@ mod tests {
     #[test]
     fn rejects_bad_parameters() {
         let obs = Observations::from_classes(&[1.0, 2.0], &[0.0, 0.5]).unwrap();
-        let mut cfg = RegionConfig { confidence: 0.95, delta: 1.0, selection: Selection::SameData };
-        assert!(matches!(eps_delta_lower_bound(&obs, &cfg), Err(AuditError::InvalidParameter { name: "delta", .. })));
+        let mut cfg = RegionConfig {
+            confidence: 0.95,
+            delta: 1.0,
+            selection: Selection::SameData,
+        };
+        assert!(matches!(
+            eps_delta_lower_bound(&obs, &cfg),
+            Err(AuditError::InvalidParameter { name: "delta", .. })
+        ));
         cfg.delta = 1e-5;
         cfg.confidence = 1.5;
         assert!(eps_delta_lower_bound(&obs, &cfg).is_err());

@@ -32,7 +32,10 @@ impl Observations {
             });
         }
         if let Some((i, &s)) = scores.iter().enumerate().find(|(_, s)| !s.is_finite()) {
-            return Err(AuditError::NonFiniteScore { location: format!("score index {i}"), value: s });
+            return Err(AuditError::NonFiniteScore {
+                location: format!("score index {i}"),
+                value: s,
+            });
         }
         let obs = Self { scores, members };
         obs.check_both_classes("")?;
@@ -52,10 +55,16 @@ impl Observations {
     pub(crate) fn check_both_classes(&self, context: &str) -> Result<()> {
         let n_members = self.members.iter().filter(|&&m| m).count();
         if n_members == 0 {
-            return Err(AuditError::EmptyClass { class: "member", context: context.into() });
+            return Err(AuditError::EmptyClass {
+                class: "member",
+                context: context.into(),
+            });
         }
         if n_members == self.members.len() {
-            return Err(AuditError::EmptyClass { class: "non-member", context: context.into() });
+            return Err(AuditError::EmptyClass {
+                class: "non-member",
+                context: context.into(),
+            });
         }
         Ok(())
     }
@@ -105,8 +114,14 @@ impl Observations {
     /// [`AuditError::EmptyClass`].
     pub fn split(&self, seed: u64) -> (Observations, Observations) {
         let bits = split_bits(self.len(), seed);
-        let mut a = Observations { scores: Vec::new(), members: Vec::new() };
-        let mut b = Observations { scores: Vec::new(), members: Vec::new() };
+        let mut a = Observations {
+            scores: Vec::new(),
+            members: Vec::new(),
+        };
+        let mut b = Observations {
+            scores: Vec::new(),
+            members: Vec::new(),
+        };
         for (i, (&s, &m)) in self.scores.iter().zip(&self.members).enumerate() {
             let half = if bits[i] { &mut a } else { &mut b };
             half.scores.push(s);
@@ -221,14 +236,23 @@ mod tests {
         let err = Observations::new(vec![1.0, f64::NAN], vec![true, false]).unwrap_err();
         assert!(err.to_string().contains("index 1"), "{err}");
         let err = Observations::new(vec![1.0, 2.0], vec![true, true]).unwrap_err();
-        assert!(matches!(err, AuditError::EmptyClass { class: "non-member", .. }));
+        assert!(matches!(
+            err,
+            AuditError::EmptyClass {
+                class: "non-member",
+                ..
+            }
+        ));
         assert!(Observations::new(vec![1.0], vec![true, false]).is_err());
     }
 
     #[test]
     fn split_is_deterministic_and_covers_all() {
-        let obs = Observations::new((0..1000).map(f64::from).collect(), (0..1000).map(|i| i % 3 == 0).collect())
-            .unwrap();
+        let obs = Observations::new(
+            (0..1000).map(f64::from).collect(),
+            (0..1000).map(|i| i % 3 == 0).collect(),
+        )
+        .unwrap();
         let (a, b) = obs.split(7);
         let (a2, _) = obs.split(7);
         assert_eq!(a, a2);

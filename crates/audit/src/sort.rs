@@ -33,7 +33,7 @@ pub(crate) fn sort_scores(v: Vec<f64>) -> Vec<f64> {
         for &k in &keys {
             counts[((k >> shift) & 0xffff) as usize] += 1;
         }
-        if counts.iter().any(|&c| c == keys.len()) {
+        if counts.contains(&keys.len()) {
             continue;
         }
         let mut offsets = vec![0_usize; 1 << 16];
@@ -61,7 +61,9 @@ mod tests {
     #[test]
     fn radix_matches_comparison_sort() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        let mut v: Vec<f64> = (0..200_000).map(|_| (rng.gen::<f64>() - 0.5) * 1e3).collect();
+        let mut v: Vec<f64> = (0..200_000)
+            .map(|_| (rng.gen::<f64>() - 0.5) * 1e3)
+            .collect();
         v.extend([0.0, -0.0, f64::MAX, f64::MIN, 1e-310, -1e-310, 3.0, 3.0]);
         let mut expected = v.clone();
         expected.iter_mut().for_each(|x| *x += 0.0);

@@ -15,7 +15,11 @@ fn csv_error(text: &str) -> String {
 
 #[test]
 fn reads_good_csv_with_extra_columns() {
-    let obs = parse_csv(Path::new("s.csv"), "run,member,score\r\n0,1,2.5\n\n1,0,-1e3\n2,1.0,0\n").unwrap();
+    let obs = parse_csv(
+        Path::new("s.csv"),
+        "run,member,score\r\n0,1,2.5\n\n1,0,-1e3\n2,1.0,0\n",
+    )
+    .unwrap();
     assert_eq!(obs.scores(), &[2.5, -1000.0, 0.0]);
     assert_eq!(obs.members(), &[true, false, true]);
 }
@@ -24,14 +28,20 @@ fn reads_good_csv_with_extra_columns() {
 fn non_finite_scores_name_the_line() {
     for bad in ["NaN", "inf", "-inf"] {
         let msg = csv_error(&format!("score,member\n1.0,1\n{bad},0\n"));
-        assert!(msg.contains("s.csv:3") && msg.contains("not finite"), "{msg}");
+        assert!(
+            msg.contains("s.csv:3") && msg.contains("not finite"),
+            "{msg}"
+        );
     }
 }
 
 #[test]
 fn one_empty_class_is_refused() {
     let msg = csv_error("score,member\n1.0,1\n2.0,1\n");
-    assert!(msg.contains("no non-member scores") && msg.contains("s.csv"), "{msg}");
+    assert!(
+        msg.contains("no non-member scores") && msg.contains("s.csv"),
+        "{msg}"
+    );
     let msg = csv_error("score,member\n");
     assert!(msg.contains("no member scores"), "{msg}");
 }
@@ -40,16 +50,25 @@ fn one_empty_class_is_refused() {
 fn member_must_be_zero_or_one() {
     for bad in ["2", "yes", "-1", "0.5", ""] {
         let msg = csv_error(&format!("score,member\n1.0,1\n2.0,{bad}\n"));
-        assert!(msg.contains("s.csv:3") && msg.contains("expected 0 or 1"), "{bad}: {msg}");
+        assert!(
+            msg.contains("s.csv:3") && msg.contains("expected 0 or 1"),
+            "{bad}: {msg}"
+        );
     }
 }
 
 #[test]
 fn malformed_lines_name_the_line() {
     let msg = csv_error("score,member\n1.0,1\n2.0,0\n3.0\n");
-    assert!(msg.contains("s.csv:4") && msg.contains("found 1 fields, expected 2"), "{msg}");
+    assert!(
+        msg.contains("s.csv:4") && msg.contains("found 1 fields, expected 2"),
+        "{msg}"
+    );
     let msg = csv_error("score,member\n1.0,1\nabc,0\n");
-    assert!(msg.contains("s.csv:3") && msg.contains("`abc` is not a number"), "{msg}");
+    assert!(
+        msg.contains("s.csv:3") && msg.contains("`abc` is not a number"),
+        "{msg}"
+    );
     let msg = csv_error("value,label\n1.0,1\n");
     assert!(msg.contains("s.csv:1") && msg.contains("`score`"), "{msg}");
     let msg = csv_error("");
@@ -60,9 +79,16 @@ fn malformed_lines_name_the_line() {
 fn delta_at_least_one_is_refused() {
     let obs = Observations::from_classes(&[1.0, 2.0], &[0.0, 0.5]).unwrap();
     for delta in [1.0, 2.0, -0.1, f64::NAN] {
-        let cfg = RegionConfig { confidence: 0.95, delta, selection: Selection::SameData };
+        let cfg = RegionConfig {
+            confidence: 0.95,
+            delta,
+            selection: Selection::SameData,
+        };
         let err = eps_delta_lower_bound(&obs, &cfg).unwrap_err();
-        assert!(matches!(err, AuditError::InvalidParameter { name: "delta", .. }), "{err}");
+        assert!(
+            matches!(err, AuditError::InvalidParameter { name: "delta", .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("[0, 1)"));
     }
 }
@@ -73,23 +99,34 @@ fn npy_round_trip_and_errors() {
     let bytes = to_npy(&obs);
     assert_eq!(parse_npy(Path::new("s.npy"), &bytes).unwrap(), obs);
     // Bad magic.
-    let msg = parse_npy(Path::new("s.npy"), b"not an npy file").unwrap_err().to_string();
+    let msg = parse_npy(Path::new("s.npy"), b"not an npy file")
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("byte 0") && msg.contains("magic"), "{msg}");
     // Member value 0.5 in row 1.
     let bad = Observations::from_classes(&[1.5], &[0.25]).unwrap();
     let mut bytes = to_npy(&bad);
     let n = bytes.len();
     bytes[n - 8..].copy_from_slice(&0.5_f64.to_le_bytes());
-    let msg = parse_npy(Path::new("s.npy"), &bytes).unwrap_err().to_string();
-    assert!(msg.contains("row 1") && msg.contains("expected 0 or 1"), "{msg}");
+    let msg = parse_npy(Path::new("s.npy"), &bytes)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("row 1") && msg.contains("expected 0 or 1"),
+        "{msg}"
+    );
     // NaN score in row 0.
     let mut bytes = to_npy(&bad);
     let start = n - 32;
     bytes[start..start + 8].copy_from_slice(&f64::NAN.to_le_bytes());
-    let msg = parse_npy(Path::new("s.npy"), &bytes).unwrap_err().to_string();
+    let msg = parse_npy(Path::new("s.npy"), &bytes)
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("row 0") && msg.contains("not finite"), "{msg}");
     // Truncated data.
     let bytes = to_npy(&obs);
-    let msg = parse_npy(Path::new("s.npy"), &bytes[..bytes.len() - 3]).unwrap_err().to_string();
+    let msg = parse_npy(Path::new("s.npy"), &bytes[..bytes.len() - 3])
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("expected 48"), "{msg}");
 }

@@ -23,7 +23,10 @@ const DELTA: f64 = 1e-5;
 fn assert_coverage(violations: usize, trials: usize, beta: f64, what: &str) {
     let rate = violations as f64 / trials as f64;
     let limit = beta + 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
-    assert!(rate <= limit, "{what}: P[bound > truth] = {rate} > {limit} ({violations}/{trials})");
+    assert!(
+        rate <= limit,
+        "{what}: P[bound > truth] = {rate} > {limit} ({violations}/{trials})"
+    );
 }
 
 /// Randomized response: a member reports 1 with probability e^ε/(1+e^ε).
@@ -61,17 +64,31 @@ const TRIALS: usize = 2000;
 #[test]
 fn eps_delta_coverage() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let cfg = RegionConfig { confidence: 0.95, delta: DELTA, selection: Selection::Split { seed: 5 } };
+    let cfg = RegionConfig {
+        confidence: 0.95,
+        delta: DELTA,
+        selection: Selection::Split { seed: 5 },
+    };
     for eps0 in [0.5, 1.0, 2.0] {
         let bad = (0..TRIALS)
-            .filter(|_| eps_delta_lower_bound(&rr_scores(&mut rng, eps0, 200), &cfg).unwrap().epsilon > eps0)
+            .filter(|_| {
+                eps_delta_lower_bound(&rr_scores(&mut rng, eps0, 200), &cfg)
+                    .unwrap()
+                    .epsilon
+                    > eps0
+            })
             .count();
         assert_coverage(bad, TRIALS, 0.05, &format!("eps-delta, RR ε₀={eps0}"));
     }
     for mu in [1.0, 2.0] {
         let truth = gdp_epsilon(mu, DELTA);
         let bad = (0..TRIALS)
-            .filter(|_| eps_delta_lower_bound(&gaussian_scores(&mut rng, mu, 100), &cfg).unwrap().epsilon > truth)
+            .filter(|_| {
+                eps_delta_lower_bound(&gaussian_scores(&mut rng, mu, 100), &cfg)
+                    .unwrap()
+                    .epsilon
+                    > truth
+            })
             .count();
         assert_coverage(bad, TRIALS, 0.05, &format!("eps-delta, Gaussian μ={mu}"));
     }
@@ -80,16 +97,29 @@ fn eps_delta_coverage() {
 #[test]
 fn gdp_coverage() {
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    let cfg = RegionConfig { confidence: 0.95, delta: DELTA, selection: Selection::Split { seed: 6 } };
+    let cfg = RegionConfig {
+        confidence: 0.95,
+        delta: DELTA,
+        selection: Selection::Split { seed: 6 },
+    };
     let mu_of = |obs: &Observations| {
         let b = gdp_lower_bound(obs, &cfg).unwrap();
-        let Evidence::Threshold(ev) = b.evidence else { panic!("threshold evidence") };
+        let Evidence::Threshold(ev) = b.evidence else {
+            panic!("threshold evidence")
+        };
         (ev.mu_lower.unwrap(), b.epsilon)
     };
     for eps0 in [0.5, 1.0, 2.0] {
         let mu_true = rr_mu(eps0);
-        let bad = (0..TRIALS).filter(|_| mu_of(&rr_scores(&mut rng, eps0, 200)).0 > mu_true).count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("gdp, RR ε₀={eps0} (μ={mu_true})"));
+        let bad = (0..TRIALS)
+            .filter(|_| mu_of(&rr_scores(&mut rng, eps0, 200)).0 > mu_true)
+            .count();
+        assert_coverage(
+            bad,
+            TRIALS,
+            0.05,
+            &format!("gdp, RR ε₀={eps0} (μ={mu_true})"),
+        );
     }
     for mu in [0.5, 1.0, 2.0] {
         let truth = gdp_epsilon(mu, DELTA);
@@ -105,7 +135,11 @@ fn gdp_coverage() {
 
 /// One-run canaries: each included with probability ½; score = RR of the
 /// inclusion bit (±1) or `2·S/2 + N(0, σ²)` with σ = 2/μ (sensitivity 2).
-fn canaries(rng: &mut ChaCha8Rng, m: usize, score: impl Fn(&mut ChaCha8Rng, bool) -> f64) -> Observations {
+fn canaries(
+    rng: &mut ChaCha8Rng,
+    m: usize,
+    score: impl Fn(&mut ChaCha8Rng, bool) -> f64,
+) -> Observations {
     loop {
         let mut scores = Vec::with_capacity(m);
         let mut members = Vec::with_capacity(m);
@@ -125,30 +159,61 @@ fn canaries(rng: &mut ChaCha8Rng, m: usize, score: impl Fn(&mut ChaCha8Rng, bool
 fn one_run_coverage() {
     let mut rng = ChaCha8Rng::seed_from_u64(13);
     // Pure DP randomized response, δ = 0: Thm 3.1 is tight here.
-    for eps0 in [0.5, 1.0, 2.0] {
+    for eps0 in [0.5_f64, 1.0, 2.0] {
         let p = 1.0 / (1.0 + (-eps0).exp());
-        let cfg = OneRunConfig { confidence: 0.95, delta: 0.0, selection: Selection::Fixed, fixed_guesses: Some((50, 50)) };
+        let cfg = OneRunConfig {
+            confidence: 0.95,
+            delta: 0.0,
+            selection: Selection::Fixed,
+            fixed_guesses: Some((50, 50)),
+        };
         let bad = (0..TRIALS)
             .filter(|_| {
-                let obs = canaries(&mut rng, 200, |r, inc| if (r.gen::<f64>() < p) == inc { 1.0 } else { -1.0 });
+                let obs = canaries(&mut rng, 200, |r, inc| {
+                    if (r.gen::<f64>() < p) == inc {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                });
                 one_run_lower_bound(&obs, &cfg).unwrap().epsilon > eps0
             })
             .count();
         assert_coverage(bad, TRIALS, 0.05, &format!("one-run fixed, RR ε₀={eps0}"));
-        let cfg = OneRunConfig { selection: Selection::Split { seed: 3 }, fixed_guesses: None, ..cfg };
+        let cfg = OneRunConfig {
+            selection: Selection::Split { seed: 3 },
+            fixed_guesses: None,
+            ..cfg
+        };
         let bad = (0..TRIALS / 4)
             .filter(|_| {
-                let obs = canaries(&mut rng, 200, |r, inc| if (r.gen::<f64>() < p) == inc { 1.0 } else { -1.0 });
+                let obs = canaries(&mut rng, 200, |r, inc| {
+                    if (r.gen::<f64>() < p) == inc {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                });
                 one_run_lower_bound(&obs, &cfg).unwrap().epsilon > eps0
             })
             .count();
-        assert_coverage(bad, TRIALS / 4, 0.05, &format!("one-run split, RR ε₀={eps0}"));
+        assert_coverage(
+            bad,
+            TRIALS / 4,
+            0.05,
+            &format!("one-run split, RR ε₀={eps0}"),
+        );
     }
     // Gaussian mechanism on ±1 inclusion, δ = 1e-5.
     for mu in [1.0, 2.0] {
         let sigma = 2.0 / mu;
         let truth = gdp_epsilon(mu, DELTA);
-        let cfg = OneRunConfig { confidence: 0.95, delta: DELTA, selection: Selection::Fixed, fixed_guesses: Some((20, 20)) };
+        let cfg = OneRunConfig {
+            confidence: 0.95,
+            delta: DELTA,
+            selection: Selection::Fixed,
+            fixed_guesses: Some((20, 20)),
+        };
         let bad = (0..TRIALS)
             .filter(|_| {
                 let obs = canaries(&mut rng, 200, |r, inc| {
@@ -167,7 +232,10 @@ fn panoramia_coverage() {
     // Real non-members (c = 0): {c+ε}_lb lower-bounds ε₀ at level 0.025.
     let mut rng = ChaCha8Rng::seed_from_u64(14);
     for selection in [Selection::Split { seed: 9 }, Selection::Bonferroni] {
-        let cfg = PanoramiaConfig { confidence: 0.95, selection };
+        let cfg = PanoramiaConfig {
+            confidence: 0.95,
+            selection,
+        };
         for eps0 in [1.0, 2.0] {
             let bad = (0..TRIALS)
                 .filter(|_| {
@@ -175,7 +243,12 @@ fn panoramia_coverage() {
                     panoramia(&obs, &obs, &cfg).unwrap().c_plus_epsilon_lb > eps0
                 })
                 .count();
-            assert_coverage(bad, TRIALS, 0.025, &format!("panoramia {}, RR ε₀={eps0}", selection.name()));
+            assert_coverage(
+                bad,
+                TRIALS,
+                0.025,
+                &format!("panoramia {}, RR ε₀={eps0}", selection.name()),
+            );
         }
     }
 }

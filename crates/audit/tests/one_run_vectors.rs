@@ -4,7 +4,10 @@
 use dpaudit_audit::one_run::{epsilon_lower_bound, p_value};
 
 fn close(got: f64, expected: f64, tol: f64, what: &str) {
-    assert!((got - expected).abs() <= tol, "{what}: got {got}, expected {expected} ± {tol}");
+    assert!(
+        (got - expected).abs() <= tol,
+        "{what}: got {got}, expected {expected} ± {tol}"
+    );
 }
 
 #[test]
@@ -20,20 +23,48 @@ fn p_value_table() {
     ];
     for (m, r, v, eps, delta, expected) in cases {
         let got = p_value(m, r, v, eps, delta).unwrap();
-        assert!(((got - expected) / expected).abs() < 1e-10, "p({m},{r},{v},{eps},{delta}) = {got}, expected {expected}");
+        assert!(
+            ((got - expected) / expected).abs() < 1e-10,
+            "p({m},{r},{v},{eps},{delta}) = {got}, expected {expected}"
+        );
     }
 }
 
 #[test]
 fn paper_numbers() {
     // Fig. 10 / §6: 2.6758510060608387 (paper prints 2.675); δ = 0 gives 2.8062.
-    close(epsilon_lower_bound(100_000, 1510, 1439, 1e-5, 0.05).unwrap(), 2.675_851_006_060_838_7, 1e-9, "Fig. 10");
-    close(epsilon_lower_bound(100_000, 1510, 1439, 0.0, 0.05).unwrap(), 2.8062, 5e-5, "Fig. 10 δ=0");
+    close(
+        epsilon_lower_bound(100_000, 1510, 1439, 1e-5, 0.05).unwrap(),
+        2.675_851_006_060_838_7,
+        1e-9,
+        "Fig. 10",
+    );
+    close(
+        epsilon_lower_bound(100_000, 1510, 1439, 0.0, 0.05).unwrap(),
+        2.8062,
+        5e-5,
+        "Fig. 10 δ=0",
+    );
     // Fig. 9: r = m = 10000, v = 9820: 3.8744 (δ = 0), 3.8713 (δ = 1e-5).
-    close(epsilon_lower_bound(10_000, 10_000, 9820, 0.0, 0.05).unwrap(), 3.8744, 5e-5, "Fig. 9 δ=0");
-    close(epsilon_lower_bound(10_000, 10_000, 9820, 1e-5, 0.05).unwrap(), 3.8713, 5e-5, "Fig. 9");
+    close(
+        epsilon_lower_bound(10_000, 10_000, 9820, 0.0, 0.05).unwrap(),
+        3.8744,
+        5e-5,
+        "Fig. 9 δ=0",
+    );
+    close(
+        epsilon_lower_bound(10_000, 10_000, 9820, 1e-5, 0.05).unwrap(),
+        3.8713,
+        5e-5,
+        "Fig. 9",
+    );
     // Full-version Appendix D example: 0.67298.
-    close(epsilon_lower_bound(1000, 100, 75, 1e-4, 0.05).unwrap(), 0.67298, 5e-6, "App. D");
+    close(
+        epsilon_lower_bound(1000, 100, 75, 1e-4, 0.05).unwrap(),
+        0.67298,
+        5e-6,
+        "App. D",
+    );
 }
 
 #[test]
@@ -48,8 +79,18 @@ fn fig9_sweep() {
         (100_000, 98_201, 3.9605, 3.9570),
     ];
     for (n, v, lb0, lb5) in rows {
-        close(epsilon_lower_bound(n, n, v, 0.0, 0.05).unwrap(), lb0, 5e-5, &format!("N={n} δ=0"));
-        close(epsilon_lower_bound(n, n, v, 1e-5, 0.05).unwrap(), lb5, 5e-5, &format!("N={n} δ=1e-5"));
+        close(
+            epsilon_lower_bound(n, n, v, 0.0, 0.05).unwrap(),
+            lb0,
+            5e-5,
+            &format!("N={n} δ=0"),
+        );
+        close(
+            epsilon_lower_bound(n, n, v, 1e-5, 0.05).unwrap(),
+            lb5,
+            5e-5,
+            &format!("N={n} δ=1e-5"),
+        );
     }
 }
 
@@ -67,14 +108,40 @@ fn fig1_and_fig2_tables() {
         (100, 3.4930, 3.4902),
     ];
     for (v, lb0, lb5) in fig1 {
-        close(epsilon_lower_bound(100, 100, v, 0.0, 0.05).unwrap(), lb0, 5e-5, &format!("v={v} δ=0"));
-        close(epsilon_lower_bound(100, 100, v, 1e-5, 0.05).unwrap(), lb5, 5e-5, &format!("v={v} δ=1e-5"));
+        close(
+            epsilon_lower_bound(100, 100, v, 0.0, 0.05).unwrap(),
+            lb0,
+            5e-5,
+            &format!("v={v} δ=0"),
+        );
+        close(
+            epsilon_lower_bound(100, 100, v, 1e-5, 0.05).unwrap(),
+            lb5,
+            5e-5,
+            &format!("v={v} δ=1e-5"),
+        );
     }
     // "Fig. 2-style" (m = r = 1000).
-    let fig2 = [(731_u64, 0.8806, 0.8803), (880, 1.8300, 1.8295), (982, 3.6008, 3.5984), (997, 4.8542, 4.8451), (999, 5.3480, 5.3323)];
+    let fig2 = [
+        (731_u64, 0.8806, 0.8803),
+        (880, 1.8300, 1.8295),
+        (982, 3.6008, 3.5984),
+        (997, 4.8542, 4.8451),
+        (999, 5.3480, 5.3323),
+    ];
     for (v, lb0, lb5) in fig2 {
-        close(epsilon_lower_bound(1000, 1000, v, 0.0, 0.05).unwrap(), lb0, 5e-5, &format!("v={v} δ=0"));
-        close(epsilon_lower_bound(1000, 1000, v, 1e-5, 0.05).unwrap(), lb5, 5e-5, &format!("v={v} δ=1e-5"));
+        close(
+            epsilon_lower_bound(1000, 1000, v, 0.0, 0.05).unwrap(),
+            lb0,
+            5e-5,
+            &format!("v={v} δ=0"),
+        );
+        close(
+            epsilon_lower_bound(1000, 1000, v, 1e-5, 0.05).unwrap(),
+            lb5,
+            5e-5,
+            &format!("v={v} δ=1e-5"),
+        );
     }
 }
 
@@ -96,7 +163,12 @@ fn fig10_sweep_and_fig11_grid() {
         (10_000, 9033, 2.1712),
     ];
     for (r, v, lb) in rows {
-        close(epsilon_lower_bound(100_000, r, v, 1e-5, 0.05).unwrap(), lb, 5e-5, &format!("r={r}"));
+        close(
+            epsilon_lower_bound(100_000, r, v, 1e-5, 0.05).unwrap(),
+            lb,
+            5e-5,
+            &format!("r={r}"),
+        );
     }
     // "Fig. 11 grid" (m = 1e5, r = 1500, v = 1429): δ × confidence.
     let confidences = [0.5, 0.8, 0.9, 0.95, 0.99, 0.999];
@@ -111,7 +183,12 @@ fn fig10_sweep_and_fig11_grid() {
     ];
     for (delta, row) in grid {
         for (c, lb) in confidences.iter().zip(row) {
-            close(epsilon_lower_bound(100_000, 1500, 1429, delta, 1.0 - c).unwrap(), lb, 5e-5, &format!("δ={delta} c={c}"));
+            close(
+                epsilon_lower_bound(100_000, 1500, 1429, delta, 1.0 - c).unwrap(),
+                lb,
+                5e-5,
+                &format!("δ={delta} c={c}"),
+            );
         }
     }
 }

@@ -16,7 +16,10 @@ fn c_lb_table() {
     ];
     for (tp, r, expected) in rows {
         let got = logit_precision_lower_bound(tp, r, 0.025).unwrap();
-        assert!((got - expected).abs() < 5e-5, "tp={tp} r={r}: {got} vs {expected}");
+        assert!(
+            (got - expected).abs() < 5e-5,
+            "tp={tp} r={r}: {got} vs {expected}"
+        );
     }
 }
 
@@ -49,15 +52,25 @@ fn measurement_end_to_end() {
     }
     let baseline = Observations::new(b_scores, b_members).unwrap();
     let mia = Observations::new(a_scores, a_members).unwrap();
-    let cfg = PanoramiaConfig { confidence: 0.95, selection: Selection::SameData };
+    let cfg = PanoramiaConfig {
+        confidence: 0.95,
+        selection: Selection::SameData,
+    };
     let m = panoramia(&baseline, &mia, &cfg).unwrap();
     assert!((m.c_lb - 1.5422).abs() < 5e-5, "{}", m.c_lb);
-    assert!((m.c_plus_epsilon_lb - 2.6598).abs() < 5e-5, "{}", m.c_plus_epsilon_lb);
+    assert!(
+        (m.c_plus_epsilon_lb - 2.6598).abs() < 5e-5,
+        "{}",
+        m.c_plus_epsilon_lb
+    );
     assert!((m.epsilon_tilde - (2.6598 - 1.5422)).abs() < 1e-4);
     assert_eq!((m.mia.predictions, m.mia.true_positives), (1000, 950));
     assert!((m.mia.ceiling - ceiling(1000, 0.025)).abs() < 1e-12);
     // Bonferroni lowers both bounds (level 0.025/2000 per threshold).
-    let cfg = PanoramiaConfig { confidence: 0.95, selection: Selection::Bonferroni };
+    let cfg = PanoramiaConfig {
+        confidence: 0.95,
+        selection: Selection::Bonferroni,
+    };
     let mb = panoramia(&baseline, &mia, &cfg).unwrap();
     assert!(mb.c_plus_epsilon_lb < m.c_plus_epsilon_lb);
     let expected = logit_precision_lower_bound(950, 1000, 0.025 / 2000.0).unwrap();

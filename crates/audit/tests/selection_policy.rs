@@ -30,10 +30,27 @@ fn same_data_exceeds_beta_split_does_not() {
     let trials = 2000;
     let se3 = 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
     let mut rng = ChaCha8Rng::seed_from_u64(21);
-    let same = RegionConfig { confidence: 1.0 - beta, delta: 1e-5, selection: Selection::SameData };
-    let split = RegionConfig { selection: Selection::Split { seed: 4 }, ..same };
-    let r_same = rate(trials, || eps_delta_lower_bound(&null_scores(&mut rng, 200), &same).unwrap().epsilon > 0.0);
-    let r_split = rate(trials, || eps_delta_lower_bound(&null_scores(&mut rng, 200), &split).unwrap().epsilon > 0.0);
+    let same = RegionConfig {
+        confidence: 1.0 - beta,
+        delta: 1e-5,
+        selection: Selection::SameData,
+    };
+    let split = RegionConfig {
+        selection: Selection::Split { seed: 4 },
+        ..same
+    };
+    let r_same = rate(trials, || {
+        eps_delta_lower_bound(&null_scores(&mut rng, 200), &same)
+            .unwrap()
+            .epsilon
+            > 0.0
+    });
+    let r_split = rate(trials, || {
+        eps_delta_lower_bound(&null_scores(&mut rng, 200), &split)
+            .unwrap()
+            .epsilon
+            > 0.0
+    });
     println!("eps-delta null: same-data {r_same}, split {r_split}");
     assert!(r_split <= beta + se3, "split: {r_split}");
     assert!(r_same > beta + se3, "same-data: {r_same}");
@@ -50,10 +67,28 @@ fn one_run_same_data_exceeds_beta_split_does_not() {
         let members: Vec<bool> = (0..100).map(|_| rng.gen()).collect();
         Observations::new(scores, members).unwrap()
     };
-    let same = OneRunConfig { confidence: 1.0 - beta, delta: 0.0, selection: Selection::SameData, fixed_guesses: None };
-    let split = OneRunConfig { selection: Selection::Split { seed: 4 }, ..same };
-    let r_same = rate(trials, || one_run_lower_bound(&canaries(&mut rng), &same).unwrap().epsilon > 0.0);
-    let r_split = rate(trials, || one_run_lower_bound(&canaries(&mut rng), &split).unwrap().epsilon > 0.0);
+    let same = OneRunConfig {
+        confidence: 1.0 - beta,
+        delta: 0.0,
+        selection: Selection::SameData,
+        fixed_guesses: None,
+    };
+    let split = OneRunConfig {
+        selection: Selection::Split { seed: 4 },
+        ..same
+    };
+    let r_same = rate(trials, || {
+        one_run_lower_bound(&canaries(&mut rng), &same)
+            .unwrap()
+            .epsilon
+            > 0.0
+    });
+    let r_split = rate(trials, || {
+        one_run_lower_bound(&canaries(&mut rng), &split)
+            .unwrap()
+            .epsilon
+            > 0.0
+    });
     println!("one-run null: same-data {r_same}, split {r_split}");
     assert!(r_split <= beta + se3, "split: {r_split}");
     assert!(r_same > beta + se3, "same-data: {r_same}");
