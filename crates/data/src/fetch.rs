@@ -14,10 +14,10 @@
 //!
 //! - Fashion-MNIST: the four `.gz` files at the official S3 address listed
 //!   in the zalandoresearch/fashion-mnist README. SHA-256 and sizes from
-//!   TensorFlow Datasets' `url_checksums/fashion_mnist.txt`. (The Debian
-//!   package's files decompress to the same IDX content but were re-gzipped
-//!   without the file name, so they are 23–24 bytes shorter and hash
-//!   differently.)
+//!   TensorFlow Datasets' `url_checksums/fashion_mnist.txt`. The Debian
+//!   package's `.gz` files hash differently: each is 23–24 bytes shorter,
+//!   the length of the stored original file name, so they appear to be
+//!   re-gzipped copies; their content is checked by the loader's test.
 //! - CIFAR-10 binary: `cifar-10-binary.tar.gz` from the Toronto page.
 //!   SHA-256 and size from TensorFlow Datasets' `url_checksums/cifar10.txt`;
 //!   the page itself publishes only the MD5 `c32a1d4ab5d03f1284b67883e8d87530`,

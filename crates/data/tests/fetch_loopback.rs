@@ -207,8 +207,9 @@ fn fmnist_downloads_verifies_and_loads_then_skips_when_present() {
 
 #[test]
 fn fmnist_debian_files_do_not_match_the_pinned_upstream_checksums() {
-    // The Debian package re-gzipped the upstream files, so serving them under
-    // the official manifest must fail verification: a real wrong-checksum case.
+    // The Debian package's .gz files are not byte-identical to upstream's
+    // (each is 23-24 bytes shorter), so serving them under the official
+    // manifest must fail verification: a real wrong-checksum case.
     let dir = Path::new("/usr/share/datasets/fashion-mnist");
     let names = [
         "train-images-idx3-ubyte.gz",
