@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::random::{BitReader, Inclusion};
+use super::random::{ByteReader, Inclusion};
 use super::{invalid, BatchSampler, DataError, EpochPlan};
 use crate::seed::{RunSeed, SeedKey, Stream};
 
@@ -24,8 +24,9 @@ pub struct PoissonConfig {
 ///
 /// The inclusion draws of step `s` of epoch `e`, replica `r` come from
 /// `seed.stream(Sampler).child(r).child(e).child(s)`, records in index
-/// order, one lazy exact Bernoulli draw each (see the `random` module): a
-/// record is included with probability `floor(q·2^64)/2^64 ≤ q`. Any step
+/// order, one exact Bernoulli draw each that reads random bytes lazily
+/// (usually one byte per record; see the `random` module): a record is
+/// included with probability `floor(q·2^64)/2^64 ≤ q`. Any step
 /// can be replayed on its own with [`PoissonSampler::batch`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoissonSampler {
@@ -89,12 +90,16 @@ impl PoissonSampler {
     }
 
     fn draw(&self, key: SeedKey) -> Vec<usize> {
+        let threshold = match self.inclusion {
+            Inclusion::Always => return (0..self.num_records).collect(),
+            Inclusion::Below(threshold) => threshold,
+        };
         let mut rng = key.rng();
-        let mut bits = BitReader::new();
+        let mut bytes = ByteReader::new();
         let mut batch =
             Vec::with_capacity((self.sample_rate * self.num_records as f64 * 1.5) as usize + 16);
         for record in 0..self.num_records {
-            if bits.include(&mut rng, self.inclusion) {
+            if bytes.below(&mut rng, threshold) {
                 batch.push(record);
             }
         }

@@ -76,56 +76,63 @@ impl Inclusion {
     }
 }
 
-/// Exact Bernoulli draws that consume random bits lazily.
+/// Exact Bernoulli draws that consume random bytes lazily.
 ///
-/// To decide `U < t / 2^64`, the bits of `U` are compared with those of `t`
-/// from the most significant down; the first differing bit decides. This is
-/// the same event as `next_u64() < t` (so exactly the same distribution),
-/// but uses 2 random bits per draw on average instead of 64. Bits are taken
-/// from `next_u64()` words, most significant bit first.
+/// To decide `U < t / 2^64` for a uniform `U`, the bytes of `U` are
+/// compared with those of `t` from the most significant down (base-256
+/// digits); the first differing byte decides, and if all 8 bytes agree the
+/// answer is "no". This is exactly the event `u < t` for the 64-bit prefix
+/// `u` of `U` (so exactly the distribution of `next_u64() < t`), but it
+/// usually decides after one byte, so one `next_u64()` serves about 8
+/// records. Bytes are taken from `next_u64()` words, most significant first.
 #[derive(Debug)]
-pub(crate) struct BitReader {
+pub(crate) struct ByteReader {
     word: u64,
     left: u32,
 }
 
-impl BitReader {
+impl ByteReader {
     pub(crate) fn new() -> Self {
         Self { word: 0, left: 0 }
     }
 
-    #[inline]
-    fn bit<R: RngCore>(&mut self, rng: &mut R) -> bool {
+    #[inline(always)]
+    fn byte<R: RngCore>(&mut self, rng: &mut R) -> u8 {
         if self.left == 0 {
             self.word = rng.next_u64();
-            self.left = 64;
+            self.left = 8;
         }
         self.left -= 1;
-        (self.word >> self.left) & 1 == 1
+        let byte = (self.word >> 56) as u8;
+        self.word <<= 8;
+        byte
     }
 
     /// One draw of the event `U < t / 2^64`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn below<R: RngCore>(&mut self, rng: &mut R, threshold: u64) -> bool {
-        for position in (0..64).rev() {
-            let t_bit = (threshold >> position) & 1 == 1;
-            let u_bit = self.bit(rng);
-            if u_bit != t_bit {
-                // U's bit is 0 where t's is 1: U < t; the reverse: U > t.
-                return t_bit;
-            }
+        let t_byte = (threshold >> 56) as u8;
+        let u_byte = self.byte(rng);
+        if u_byte != t_byte {
+            return u_byte < t_byte;
         }
-        // All 64 bits equal: U's 64-bit prefix equals t, so U ≥ t / 2^64.
-        false
+        self.below_after_tie(rng, threshold)
     }
 
-    /// One draw of the inclusion event.
-    #[inline]
-    pub(crate) fn include<R: RngCore>(&mut self, rng: &mut R, inclusion: Inclusion) -> bool {
-        match inclusion {
-            Inclusion::Always => true,
-            Inclusion::Below(t) => self.below(rng, t),
+    /// The rest of [`ByteReader::below`] once the leading bytes agree
+    /// (probability 2^-8).
+    #[cold]
+    #[inline(never)]
+    fn below_after_tie<R: RngCore>(&mut self, rng: &mut R, threshold: u64) -> bool {
+        for digit in (0..7).rev() {
+            let t_byte = (threshold >> (8 * digit)) as u8;
+            let u_byte = self.byte(rng);
+            if u_byte != t_byte {
+                return u_byte < t_byte;
+            }
         }
+        // All 8 bytes equal: U's 64-bit prefix equals t, so U ≥ t / 2^64.
+        false
     }
 }
 
@@ -155,7 +162,8 @@ mod tests {
         }
     }
 
-    /// The lazy comparison decides exactly `u < t` for the 64-bit prefix `u`.
+    /// The lazy comparison decides exactly `u < t` for the 64-bit prefix `u`,
+    /// reading only the bytes it needs.
     #[test]
     fn lazy_bernoulli_equals_full_comparison() {
         let thresholds = [
@@ -181,10 +189,16 @@ mod tests {
         ];
         for &t in &thresholds {
             for &u in &words {
-                let mut reader = BitReader::new();
-                // Feed u as the first word; a second word only if 64 bits tie.
-                let mut rng = Words(vec![u, 0]);
+                let mut reader = ByteReader::new();
+                let mut rng = Words(vec![u]);
                 assert_eq!(reader.below(&mut rng, t), u < t, "u = {u:#x}, t = {t:#x}");
+                // Bytes consumed: up to and including the first differing one.
+                let differing = (u ^ t).leading_zeros() / 8;
+                assert_eq!(
+                    reader.left,
+                    8 - (differing + 1).min(8),
+                    "u = {u:#x}, t = {t:#x}"
+                );
             }
         }
     }
