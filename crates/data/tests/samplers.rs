@@ -319,6 +319,31 @@ fn poisson_inclusion_frequency_is_the_sample_rate_for_every_record() {
     }
 }
 
+/// Inclusions in consecutive steps (across epoch boundaries too) are
+/// independent: at q = 1/2 the pair (in step s, in step s+1) of a record is
+/// uniform over its 4 outcomes (χ² with 3 degrees of freedom).
+#[test]
+fn poisson_consecutive_steps_are_independent() {
+    let sampler = poisson(4, 0.5);
+    let steps: Vec<Vec<usize>> = sampler
+        .steps(RunSeed(15), 0)
+        .take(4001)
+        .map(|step| step.batch)
+        .collect();
+    let mut pairs = Vec::new();
+    for window in steps.windows(2) {
+        for record in 0..4 {
+            let now = usize::from(window[0].contains(&record));
+            let next = usize::from(window[1].contains(&record));
+            pairs.push(2 * now + next);
+        }
+    }
+    let total = pairs.len();
+    let (statistic, df, p) = chi_square_test(&counts(pairs, 4), &uniform(total, 4));
+    assert_eq!(df, 3);
+    assert!(p > ALPHA, "chi2 = {statistic:.2}, p = {p:.2e}");
+}
+
 #[test]
 fn poisson_is_replayable_and_varies_across_replicas_and_epochs() {
     let sampler = poisson(400, 0.1);
@@ -384,6 +409,24 @@ fn shuffle_is_replayable_and_varies_across_epochs_replicas_and_seeds() {
     assert_ne!(a.batches(), sampler.epoch(RunSeed(1), 0, 1).batches());
     assert_ne!(a.batches(), sampler.epoch(RunSeed(1), 1, 0).batches());
     assert_ne!(a.batches(), sampler.epoch(RunSeed(2), 0, 0).batches());
+}
+
+/// "Reshuffled every epoch" (spec 000 §6 item 2): the steps holding record
+/// 0 in consecutive epochs are independent, uniform over the T × T = 25
+/// pairs (χ² with 24 degrees of freedom).
+#[test]
+fn shuffle_epochs_are_independent() {
+    let sampler = shuffle(10, 2, None);
+    let t = sampler.steps_per_epoch();
+    let epochs = 5001;
+    let step_of_zero: Vec<usize> = (0..epochs)
+        .map(|epoch| sampler.epoch(RunSeed(27), 4, epoch).step_of(0).unwrap())
+        .collect();
+    let pairs = step_of_zero.windows(2).map(|w| w[0] * t + w[1]);
+    let (statistic, df, p) =
+        chi_square_test(&counts(pairs, t * t), &uniform(epochs as usize - 1, t * t));
+    assert_eq!(df, 24);
+    assert!(p > ALPHA, "chi2 = {statistic:.2}, p = {p:.2e}");
 }
 
 /// Under a uniform permutation the record at the first position, the step
