@@ -277,7 +277,7 @@ impl BgmSimulator {
         &self,
         hypothesis: Hypothesis,
         rng: &mut R,
-    ) -> ObservationMatrix {
+    ) -> Result<ObservationMatrix> {
         let mut worker = Worker::new(self);
         let t = self.config.steps;
         let mut values = Vec::with_capacity(t * self.config.epochs);
@@ -286,7 +286,6 @@ impl BgmSimulator {
             values.extend_from_slice(&worker.row);
         }
         ObservationMatrix::new(self.config.epochs, t, values)
-            .expect("shape and finiteness hold by construction")
     }
 
     /// The score `log Λ` of one raw observation matrix, with this simulator's
@@ -488,6 +487,16 @@ mod tests {
             "noise_multiplier"
         );
         c.noise_multiplier = -1.0;
+        assert_eq!(
+            parameter_of(BgmSimulator::new(c.clone())),
+            "noise_multiplier"
+        );
+        c.noise_multiplier = 1e-200; // 1/σ² overflows
+        assert_eq!(
+            parameter_of(BgmSimulator::new(c.clone())),
+            "noise_multiplier"
+        );
+        c.noise_multiplier = 1e200; // 1/σ² underflows to 0
         assert_eq!(
             parameter_of(BgmSimulator::new(c.clone())),
             "noise_multiplier"

@@ -218,6 +218,13 @@ impl RowScorer {
         check_positive("noise_multiplier", noise_multiplier)?;
         lr.validate()?;
         let s = 1.0 / (noise_multiplier * noise_multiplier);
+        if !(s.is_finite() && s > 0.0) {
+            return Err(invalid(
+                "noise_multiplier",
+                noise_multiplier,
+                "a value in [1e-150, 1e150] (1/σ² must be a finite positive number)",
+            ));
+        }
         // (a, c, a′, c′) from the log forms of spec 000 §2.6.
         let (a, c, a_den, c_den) = match lr {
             // log Λ^N = LSE_t((2o − 1)/(2σ²))

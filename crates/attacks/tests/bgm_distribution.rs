@@ -28,7 +28,7 @@ fn noiseless_rows(c: BgmConfig, h: Hypothesis, runs: usize) -> Vec<Vec<i64>> {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     (0..runs)
         .map(|_| {
-            let m = sim.sample_observation(h, &mut rng);
+            let m = sim.sample_observation(h, &mut rng).unwrap();
             m.row(0)
                 .iter()
                 .map(|&v| {
@@ -219,7 +219,7 @@ fn max_statistic_follows_chua_et_al_closed_form() {
     ] {
         let maxima: Vec<f64> = (0..runs)
             .map(|_| {
-                let m = sim.sample_observation(h, &mut rng);
+                let m = sim.sample_observation(h, &mut rng).unwrap();
                 m.row(0)
                     .iter()
                     .map(|&o| o + b as f64)
@@ -362,7 +362,9 @@ fn score_columns_use_only_the_leading_batches() {
     c.score_columns = 1;
     let sim = BgmSimulator::new(c).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let m = sim.sample_observation(Hypothesis::WithTarget, &mut rng);
+    let m = sim
+        .sample_observation(Hypothesis::WithTarget, &mut rng)
+        .unwrap();
     let u = m.row(0)[0] + 2.0;
     let expected = ((u - 1.0).powi(2) - (u - 2.0).powi(2)) / 2.0;
     assert!((sim.score(&m).unwrap() - expected).abs() < 1e-12);

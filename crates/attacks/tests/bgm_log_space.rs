@@ -92,7 +92,9 @@ fn naive_products_fail_where_log_space_does_not() {
     ))
     .unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let m = sim.sample_observation(Hypothesis::WithTarget, &mut rng);
+    let m = sim
+        .sample_observation(Hypothesis::WithTarget, &mut rng)
+        .unwrap();
     let naive_row: f64 = m
         .values()
         .iter()

@@ -29,10 +29,16 @@ fn pi_observations(buffer: usize, runs: usize) -> (Vec<ObservationMatrix>, Vec<O
     .unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let with = (0..runs)
-        .map(|_| sim.sample_observation(Hypothesis::WithTarget, &mut rng))
+        .map(|_| {
+            sim.sample_observation(Hypothesis::WithTarget, &mut rng)
+                .unwrap()
+        })
         .collect();
     let without = (0..runs)
-        .map(|_| sim.sample_observation(Hypothesis::WithoutTarget, &mut rng))
+        .map(|_| {
+            sim.sample_observation(Hypothesis::WithoutTarget, &mut rng)
+                .unwrap()
+        })
         .collect();
     (with, without)
 }
