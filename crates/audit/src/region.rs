@@ -8,6 +8,12 @@
 //! - GDP: spec 001 §4 (Lemma 1, Corollary 1, Nasr et al. 2023 App. A);
 //!   lecture 004 D.5: `μ⁻ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, then ε at δ from the
 //!   exact μ-GDP δ(ε) by bisection ([`crate::normal::gdp_epsilon`]).
+//!   μ⁻ is a valid lower bound on the smallest μ for which the mechanism is
+//!   μ-GDP; the ε derived from it is a lower bound on the mechanism's ε(δ)
+//!   only if its trade-off curve is Gaussian-shaped (spec 001 §4 Remark 3:
+//!   the approximation "can underestimate the privacy guarantees" of e.g.
+//!   subsampled mechanisms). The coverage tests check μ⁻ for randomized
+//!   response and both μ⁻ and ε for the Gaussian mechanism.
 //!
 //! Both error-rate bounds are one-sided Clopper–Pearson upper limits at tail
 //! `(1 − confidence)/2` each, so the pair holds jointly with probability at
