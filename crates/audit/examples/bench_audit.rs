@@ -31,7 +31,7 @@ fn cpu_seconds() -> f64 {
 /// Wall and CPU seconds since (`t`, `c`).
 fn took(t: Instant, c: f64) -> String {
     format!(
-        "{:.2} s wall, {:.2} s CPU",
+        "{:.3} s wall, {:.3} s CPU",
         t.elapsed().as_secs_f64(),
         cpu_seconds() - c
     )
