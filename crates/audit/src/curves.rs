@@ -82,7 +82,7 @@ fn escape(s: &str) -> String {
 }
 
 impl TradeoffPlot {
-    /// Renders an SVG: axes [0,1]², one polyline per curve, empirical points
+    /// Renders an SVG: axes `[0, 1]²`, one polyline per curve, empirical points
     /// as black dots, each joined to its upper-bound corner (hollow red).
     pub fn to_svg(&self) -> String {
         let (w, h, m) = (640.0, 560.0, 60.0);
