@@ -33,6 +33,8 @@ use crate::normal;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PldOptions {
     /// Δ, the width of the privacy-loss grid (default 1e-4, as `dp_accounting`'s DP-SGD default).
+    /// It is an upper limit: the accountant refines it to 0.05·q·√(e^{1/σ²} − 1) (a twentieth of
+    /// the spread of one step's loss) when that is smaller, as for tiny sample rates.
     pub discretisation: f64,
     /// Mass allowed outside the FFT window on each side (default 1e-15); charged to δ.
     pub tail_mass: f64,
@@ -47,6 +49,8 @@ impl Default for PldOptions {
     }
 }
 
+/// Finest grid the accountant chooses on its own (see `PldOptions::discretisation`).
+const MIN_DISCRETISATION: f64 = 1e-8;
 /// Largest privacy-loss grid the accountant builds (per step and after composition).
 const MAX_GRID: usize = 1 << 24;
 /// Per-step tail quantile of the noise: the grid covers ±Z standard deviations (Φ̄(10) ≈ 7.6e-24).
@@ -586,6 +590,16 @@ impl Pld {
                 expected: "a number in (0, 1e-6)",
             });
         }
+        // The grid must be fine compared with the spread of one step's loss, or the mean-preserving
+        // spread (variance ≤ Δ²/4 per step) swamps the true variance (≈ q²(e^{1/σ²} − 1)).
+        let delta = components
+            .iter()
+            .map(|c| {
+                let s2 = c.noise_multiplier * c.noise_multiplier;
+                0.05 * c.sample_rate * (1.0 / s2).exp_m1().sqrt()
+            })
+            .fold(delta, f64::min)
+            .max(MIN_DISCRETISATION);
         let symmetric = components.iter().all(|c| !c.is_subsampled());
         let dirs: &[Direction] = if symmetric {
             &[Direction::Remove]

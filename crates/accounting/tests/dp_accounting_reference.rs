@@ -8,7 +8,7 @@
 use dpaudit_accounting::{dpsgd_epsilon, Accountant};
 
 /// (sample_rate, noise_multiplier, steps, dp_accounting PLD ε, dp_accounting RDP ε) at δ = 1e-5.
-const REFERENCE: [(f64, f64, u64, f64, f64); 7] = [
+const REFERENCE: [(f64, f64, u64, f64, f64); 8] = [
     (0.01, 0.5, 100, 6.476210, 8.034120),
     (0.01, 1.0, 100, 0.718037, 1.214145),
     (0.01, 1.5, 100, 0.292119, 0.465118),
@@ -16,6 +16,7 @@ const REFERENCE: [(f64, f64, u64, f64, f64); 7] = [
     (0.01, 1.0, 10_000, 6.187745, 6.712757),
     (1.0, 4.0, 250, 23.995359, 25.518421),
     (1.0, 1.0, 1, 4.377178, 4.728507),
+    (0.001, 1.0, 100_000, 1.638029, 1.785425),
 ];
 
 #[test]
