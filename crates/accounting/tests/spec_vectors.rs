@@ -144,3 +144,25 @@ fn spec_004_gdp_clt_is_labelled_approximate() {
         "no subsampling: the CLT accountant is exact"
     );
 }
+
+#[test]
+fn spec_000_section_4_table1_poisson_epsilon_recomputed() {
+    // Spec 000 §4, "Table 1 ε recomputed at δ=1e-5 with q=1/T and steps T·E (PLD)":
+    // Places-365 (σ=1.00, T=440, E=509 → 223,960 steps) 6.59; CIFAR-10 (3.00, 11, 168 → 1,848) 6.23;
+    // SST-2 (0.79, 117, 10 → 1,170) 2.97; QNLI (0.87, 195, 30 → 5,850) 2.88;
+    // MNLI (0.73, 781, 50 → 39,050) 2.60; Persona-Chat (0.82, 254, 30 → 7,620) 2.84.
+    for (sigma, t, steps, expected) in [
+        (1.00, 440u64, 223_960u64, 6.59),
+        (3.00, 11, 1_848, 6.23),
+        (0.79, 117, 1_170, 2.97),
+        (0.87, 195, 5_850, 2.88),
+        (0.73, 781, 39_050, 2.60),
+        (0.82, 254, 7_620, 2.84),
+    ] {
+        let e = pld(1.0 / t as f64, sigma, steps);
+        assert!(
+            (e - expected).abs() < 0.006,
+            "σ = {sigma}, T = {t}, steps = {steps}: {e}"
+        );
+    }
+}
