@@ -214,3 +214,93 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Account {
+        #[command(flatten)]
+        args: AccountArgs,
+    }
+
+    #[derive(Debug, Parser)]
+    struct Calibrate {
+        #[command(flatten)]
+        args: CalibrateArgs,
+    }
+
+    #[test]
+    fn account_flags_parse_and_default_to_pld() {
+        let a = Account::try_parse_from([
+            "account",
+            "--sample-rate",
+            "0.01",
+            "--noise-multiplier",
+            "1.0",
+            "--steps",
+            "100",
+            "--delta",
+            "1e-5",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(a.accountant, AccountantArg::Pld);
+        assert!(!a.json && !a.shuffle);
+        let a = Account::try_parse_from([
+            "account",
+            "--accountant",
+            "gdp-clt",
+            "--sample-rate",
+            "1",
+            "--noise-multiplier",
+            "1",
+            "--steps",
+            "1",
+            "--delta",
+            "1e-5",
+            "--json",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(Accountant::from(a.accountant), Accountant::GdpClt);
+        // DP-critical flags have no defaults.
+        assert!(Account::try_parse_from([
+            "account",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "1",
+            "--delta",
+            "1e-5"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn json_carries_epsilon_and_its_bounds() {
+        // Spec 000 §7: q = 0.01, σ = 1.0, 100 steps, δ = 1e-5 → 0.718 (PLD).
+        let e = dpsgd_epsilon(0.01, 1.0, 100, 1e-5, Accountant::Pld).unwrap();
+        let v = upper_bound_json(&e);
+        let eps = v["epsilon"].as_f64().unwrap();
+        assert!((eps - 0.718).abs() < 1e-3);
+        assert!(v["epsilon_lower"].as_f64().unwrap() <= eps);
+        assert_eq!(v["epsilon_upper"].as_f64().unwrap(), eps);
+        let c = Calibrate::try_parse_from([
+            "calibrate",
+            "--sample-rate",
+            "0.01",
+            "--steps",
+            "100",
+            "--delta",
+            "1e-5",
+            "--target-epsilon",
+            "1",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(c.tolerance, 1e-3);
+    }
+}
