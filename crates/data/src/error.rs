@@ -135,6 +135,10 @@ pub enum DataError {
     #[error("downloading {url}: {message}")]
     Http { url: String, message: String },
 
+    /// A file to download with neither a pinned nor a given SHA-256.
+    #[error("{file}: no SHA-256 is published for {dataset}, and a download is never used unverified: expected one given explicitly (--sha256 HEX)")]
+    MissingChecksum { file: String, dataset: String },
+
     /// Downloaded bytes whose SHA-256 is not the pinned one.
     #[error("{file} from {url}: SHA-256 mismatch: expected {expected}, found {found}; the download was discarded and nothing was written")]
     ChecksumMismatch {

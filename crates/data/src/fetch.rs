@@ -355,15 +355,14 @@ fn expected_checksums(manifest: &Manifest, options: &FetchOptions) -> Result<Vec
         .files
         .iter()
         .map(|f| {
-            let given = options.sha256.get(f.name).map(|s| s.trim().to_ascii_lowercase());
+            let given = options
+                .sha256
+                .get(f.name)
+                .map(|s| s.trim().to_ascii_lowercase());
             let Some(want) = given.or_else(|| f.sha256.map(str::to_string)) else {
-                return Err(DataError::InvalidArgument {
-                    parameter: "sha256",
-                    value: format!("none for {}", f.name),
-                    expected: format!(
-                        "an explicit SHA-256 for {}: no checksum is published for {}, so pass --sha256 HEX",
-                        f.name, manifest.kind
-                    ),
+                return Err(DataError::MissingChecksum {
+                    file: f.name.to_string(),
+                    dataset: manifest.kind.to_string(),
                 });
             };
             if want.len() != 64 || !want.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -562,7 +561,8 @@ mod tests {
             ..Default::default()
         };
         let err = fetch(DatasetKind::Purchase100, &opts).unwrap_err();
-        assert!(err.to_string().contains("pass --sha256 HEX"), "{err}");
+        assert!(matches!(err, DataError::MissingChecksum { .. }), "{err}");
+        assert!(err.to_string().contains("--sha256 HEX"), "{err}");
         assert!(
             !dir.path().join("p").exists(),
             "nothing created before the checks pass"

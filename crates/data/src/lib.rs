@@ -27,7 +27,8 @@ pub mod seed;
 pub mod synthetic;
 
 pub use dataset::{
-    Dataset, DatasetKind, Normalization, Source, SourceFile, Splits, CIFAR10_CLASSES, FMNIST_CLASSES,
+    Dataset, DatasetKind, Normalization, Source, SourceFile, Splits, CIFAR10_CLASSES,
+    FMNIST_CLASSES,
 };
 pub use error::{DataError, Position, Result};
 pub use load::{load, load_dir};
