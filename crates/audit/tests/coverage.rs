@@ -59,7 +59,14 @@ fn rr_mu(eps: f64) -> f64 {
     -2.0 * inverse_cdf(1.0 / (1.0 + eps.exp()))
 }
 
-const TRIALS: usize = 2000;
+/// 2000 simulated audits per case; 20 000 with `DPAUDIT_SLOW_TESTS=1`.
+fn trials() -> usize {
+    if std::env::var("DPAUDIT_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        20_000
+    } else {
+        2000
+    }
+}
 
 #[test]
 fn eps_delta_coverage() {
@@ -70,7 +77,7 @@ fn eps_delta_coverage() {
         selection: Selection::Split { seed: 5 },
     };
     for eps0 in [0.5, 1.0, 2.0] {
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| {
                 eps_delta_lower_bound(&rr_scores(&mut rng, eps0, 200), &cfg)
                     .unwrap()
@@ -78,11 +85,11 @@ fn eps_delta_coverage() {
                     > eps0
             })
             .count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("eps-delta, RR ε₀={eps0}"));
+        assert_coverage(bad, trials(), 0.05, &format!("eps-delta, RR ε₀={eps0}"));
     }
     for mu in [1.0, 2.0] {
         let truth = gdp_epsilon(mu, DELTA);
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| {
                 eps_delta_lower_bound(&gaussian_scores(&mut rng, mu, 100), &cfg)
                     .unwrap()
@@ -90,7 +97,7 @@ fn eps_delta_coverage() {
                     > truth
             })
             .count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("eps-delta, Gaussian μ={mu}"));
+        assert_coverage(bad, trials(), 0.05, &format!("eps-delta, Gaussian μ={mu}"));
     }
 }
 
@@ -111,25 +118,25 @@ fn gdp_coverage() {
     };
     for eps0 in [0.5, 1.0, 2.0] {
         let mu_true = rr_mu(eps0);
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| mu_of(&rr_scores(&mut rng, eps0, 200)).0 > mu_true)
             .count();
         assert_coverage(
             bad,
-            TRIALS,
+            trials(),
             0.05,
             &format!("gdp, RR ε₀={eps0} (μ={mu_true})"),
         );
     }
     for mu in [0.5, 1.0, 2.0] {
         let truth = gdp_epsilon(mu, DELTA);
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| {
                 let (m, e) = mu_of(&gaussian_scores(&mut rng, mu, 100));
                 m > mu || e > truth
             })
             .count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("gdp, Gaussian μ={mu}"));
+        assert_coverage(bad, trials(), 0.05, &format!("gdp, Gaussian μ={mu}"));
     }
 }
 
@@ -167,7 +174,7 @@ fn one_run_coverage() {
             selection: Selection::Fixed,
             fixed_guesses: Some((50, 50)),
         };
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| {
                 let obs = canaries(&mut rng, 200, |r, inc| {
                     if (r.gen::<f64>() < p) == inc {
@@ -179,13 +186,13 @@ fn one_run_coverage() {
                 one_run_lower_bound(&obs, &cfg).unwrap().epsilon > eps0
             })
             .count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("one-run fixed, RR ε₀={eps0}"));
+        assert_coverage(bad, trials(), 0.05, &format!("one-run fixed, RR ε₀={eps0}"));
         let cfg = OneRunConfig {
             selection: Selection::Split { seed: 3 },
             fixed_guesses: None,
             ..cfg
         };
-        let bad = (0..TRIALS / 4)
+        let bad = (0..trials() / 4)
             .filter(|_| {
                 let obs = canaries(&mut rng, 200, |r, inc| {
                     if (r.gen::<f64>() < p) == inc {
@@ -199,7 +206,7 @@ fn one_run_coverage() {
             .count();
         assert_coverage(
             bad,
-            TRIALS / 4,
+            trials() / 4,
             0.05,
             &format!("one-run split, RR ε₀={eps0}"),
         );
@@ -214,7 +221,7 @@ fn one_run_coverage() {
             selection: Selection::Fixed,
             fixed_guesses: Some((20, 20)),
         };
-        let bad = (0..TRIALS)
+        let bad = (0..trials())
             .filter(|_| {
                 let obs = canaries(&mut rng, 200, |r, inc| {
                     let z: f64 = r.sample(StandardNormal);
@@ -223,7 +230,7 @@ fn one_run_coverage() {
                 one_run_lower_bound(&obs, &cfg).unwrap().epsilon > truth
             })
             .count();
-        assert_coverage(bad, TRIALS, 0.05, &format!("one-run, Gaussian μ={mu}"));
+        assert_coverage(bad, trials(), 0.05, &format!("one-run, Gaussian μ={mu}"));
     }
 }
 
@@ -237,7 +244,7 @@ fn panoramia_coverage() {
             selection,
         };
         for eps0 in [1.0, 2.0] {
-            let bad = (0..TRIALS)
+            let bad = (0..trials())
                 .filter(|_| {
                     let obs = rr_scores(&mut rng, eps0, 100);
                     panoramia(&obs, &obs, &cfg).unwrap().c_plus_epsilon_lb > eps0
@@ -245,7 +252,7 @@ fn panoramia_coverage() {
                 .count();
             assert_coverage(
                 bad,
-                TRIALS,
+                trials(),
                 0.025,
                 &format!("panoramia {}, RR ε₀={eps0}", selection.name()),
             );
