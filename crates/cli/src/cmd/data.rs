@@ -1,6 +1,8 @@
 //! `dpaudit data info|fetch`: inspect the datasets, or download them.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -133,40 +135,47 @@ fn info(args: InfoArgs) -> anyhow::Result<()> {
         test_histogram: splits.test.class_histogram(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
-        return Ok(());
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&info)?));
     }
-    println!("dataset      : {kind}");
-    println!("source       : {}", splits.source());
+    let mut out = String::new();
+    writeln!(out, "dataset      : {kind}")?;
+    writeln!(out, "source       : {}", splits.source())?;
     if info.synthetic {
         let looked = match kind.default_dir() {
             Some(d) => format!("no files in {}", d.display()),
             None => "no --data-dir given".to_string(),
         };
-        println!("WARNING      : SYNTHETIC data ({looked}); these are not the real records");
+        writeln!(
+            out,
+            "WARNING      : SYNTHETIC data ({looked}); these are not the real records"
+        )?;
     }
-    println!("record shape : {:?}", info.shape);
-    println!("classes      : {}", info.num_classes);
-    println!("train        : {} records", info.train_count);
-    println!("test         : {} records", info.test_count);
+    writeln!(out, "record shape : {:?}", info.shape)?;
+    writeln!(out, "classes      : {}", info.num_classes)?;
+    writeln!(out, "train        : {} records", info.train_count)?;
+    writeln!(out, "test         : {} records", info.test_count)?;
     if kind == DatasetKind::Purchase100 && !info.synthetic {
-        println!("               (Purchase-100 has no official test split: split the train records with a seed)");
+        writeln!(
+            out,
+            "               (no official test split: split these records with a seed)"
+        )?;
     }
-    println!("class histogram (label, name, train, test):");
+    writeln!(out, "class histogram (label, name, train, test):")?;
     let width = info.class_names.iter().map(String::len).max().unwrap_or(0);
     for (c, name) in info.class_names.iter().enumerate() {
-        println!(
+        writeln!(
+            out,
             "  {c:>3}  {name:<width$}  {:>6}  {:>6}",
             info.train_histogram[c], info.test_histogram[c]
-        );
+        )?;
     }
     if !info.files.is_empty() {
-        println!("files (SHA-256, bytes, path):");
+        writeln!(out, "files (SHA-256, bytes, path):")?;
         for f in &info.files {
-            println!("  {}  {:>10}  {}", f.sha256, f.bytes, f.path.display());
+            writeln!(out, "  {}  {:>10}  {}", f.sha256, f.bytes, f.path.display())?;
         }
     }
-    Ok(())
+    emit(&out)
 }
 
 fn fetch_cmd(args: FetchArgs) -> anyhow::Result<()> {
@@ -201,25 +210,39 @@ fn fetch_cmd(args: FetchArgs) -> anyhow::Result<()> {
     let report = fetch::fetch(kind, &options)
         .with_context(|| format!("fetching {kind} into {}", args.to.display()))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
     }
+    let mut out = String::new();
     for f in &report.files {
         let what = match f.status {
             FileStatus::Downloaded => "downloaded",
             FileStatus::AlreadyPresent => "already present",
         };
-        println!(
+        writeln!(
+            out,
             "{what:<16} {}  {:>10} bytes  sha256 {}  ({})",
             f.name, f.bytes, f.sha256, f.url
-        );
+        )?;
     }
     if let Some(p) = &report.unpacked {
-        println!("unpacked into    {}", p.display());
+        writeln!(out, "unpacked into    {}", p.display())?;
     }
-    println!(
+    writeln!(
+        out,
         "use it with: dpaudit data info {kind} --data-dir {}",
         report.dir.display()
-    );
-    Ok(())
+    )?;
+    emit(&out)
+}
+
+/// Writes `text` to stdout; a closed pipe (`dpaudit data info ... | head`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
 }
