@@ -1,5 +1,27 @@
 //! DP-SGD on libtorch: per-sample gradients, clipping, noise, replicas.
 //!
-//! The only crate of the workspace that links libtorch.
+//! The only crate of the workspace that links libtorch. Pipeline (see
+//! [`engine`]): one forward pass records every trainable layer ([`layers`]),
+//! one backward pass gives each layer's backprop, and per layer the engine
+//! derives per-sample squared norms → clip coefficients → the clipped sum
+//! (book-keeping) → the noisy sum → an SGD step. Every model ([`models`]) is a
+//! stack of `M ≥ 1` independent replicas trained in the same kernels.
 
+pub mod bench;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod init;
+pub mod layers;
+pub mod models;
 pub mod runtime;
+pub mod testing;
+pub mod trainer;
+
+pub use engine::{
+    forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, NoisySum,
+    Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
+};
+pub use error::{Result, TrainError};
+pub use init::Init;
+pub use models::Model;

@@ -1,0 +1,165 @@
+//! Throughput of the DP step against our own non-private step on the same
+//! model, device and random data (issue 5 "Done when", the benchmark table).
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tch::{Device, Kind, Tensor};
+
+use crate::engine::{non_private_step, Batch, DpSgd, DpSgdConfig, Normaliser, Sgd};
+use crate::error::Result;
+use crate::init::Init;
+use crate::models::{LeNet5, Mlp, Model, WideResNet};
+
+/// One benchmark row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BenchModel {
+    /// WRN-16-4 with GroupNorm, 3×32×32, 10 classes (the GPU.md baseline layout).
+    Wrn16x4,
+    /// LeNet-5, 1×28×28, 10 classes.
+    LeNet5,
+    /// MLP 600 → 256 → 100 (the GPU.md baseline's `mlp_purchase`).
+    Mlp,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct BenchSpec {
+    /// The model.
+    pub model: BenchModel,
+    /// Batch size per replica.
+    pub batch: i64,
+    /// Replicas.
+    pub replicas: usize,
+}
+
+/// The rows of issue 5.
+pub const STANDARD_ROWS: [BenchSpec; 7] = [
+    BenchSpec {
+        model: BenchModel::Wrn16x4,
+        batch: 256,
+        replicas: 1,
+    },
+    BenchSpec {
+        model: BenchModel::Wrn16x4,
+        batch: 1024,
+        replicas: 1,
+    },
+    BenchSpec {
+        model: BenchModel::LeNet5,
+        batch: 256,
+        replicas: 1,
+    },
+    BenchSpec {
+        model: BenchModel::LeNet5,
+        batch: 4096,
+        replicas: 1,
+    },
+    BenchSpec {
+        model: BenchModel::Mlp,
+        batch: 4096,
+        replicas: 1,
+    },
+    BenchSpec {
+        model: BenchModel::LeNet5,
+        batch: 100,
+        replicas: 64,
+    },
+    BenchSpec {
+        model: BenchModel::LeNet5,
+        batch: 100,
+        replicas: 512,
+    },
+];
+
+/// One measured row: samples per second (all replicas together).
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    /// What was measured.
+    pub spec: BenchSpec,
+    /// Timed iterations of each step kind.
+    pub iters: usize,
+    /// Non-private SGD step, samples/s.
+    pub non_private: f64,
+    /// DP-SGD step (per-sample clipping, noise), samples/s.
+    pub dp: f64,
+    /// `dp / non_private`.
+    pub ratio: f64,
+}
+
+fn build(spec: &BenchSpec, device: Device) -> (Box<dyn Model>, i64) {
+    let mut init = Init::new(0, spec.replicas, device);
+    match spec.model {
+        BenchModel::Wrn16x4 => (
+            Box::new(WideResNet::new(&mut init, 16, 4, 10, 16, [3, 32, 32])),
+            10,
+        ),
+        BenchModel::LeNet5 => (Box::new(LeNet5::new(&mut init, 10)), 10),
+        BenchModel::Mlp => (Box::new(Mlp::new(&mut init, &[600, 256, 100])), 100),
+    }
+}
+
+fn sync(device: Device) {
+    if let Device::Cuda(i) = device {
+        tch::Cuda::synchronize(i as i64);
+    }
+}
+
+fn time(
+    iters: usize,
+    warmup: usize,
+    device: Device,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    sync(device);
+    let start = Instant::now();
+    for _ in 0..iters {
+        f()?;
+    }
+    sync(device);
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Measure one row: `warmup` untimed then `iters` timed steps of each kind,
+/// non-private first, on the same random batch.
+pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> Result<BenchRow> {
+    tch::manual_seed(0);
+    let (model, classes) = build(&spec, device);
+    let mut shape = vec![spec.batch, spec.replicas as i64];
+    shape.extend(model.sample_shape());
+    let batch = Batch::new(
+        Tensor::randn(shape.as_slice(), (Kind::Float, device)),
+        Tensor::randint(
+            classes,
+            [spec.batch, spec.replicas as i64],
+            (Kind::Int64, device),
+        ),
+    );
+    let mut sgd = Sgd::new(0.01, 0.0, 0.0);
+    let t_np = time(iters, warmup, device, || {
+        non_private_step(model.as_ref(), &mut sgd, &batch).map(|_| ())
+    })?;
+    let mut dp = DpSgd::new(DpSgdConfig {
+        noise_multiplier: 1.0,
+        max_grad_norm: 1.0,
+        learning_rate: 0.01,
+        normaliser: Normaliser::FixedBatchSize(spec.batch as u64),
+        momentum: 0.0,
+        weight_decay: 0.0,
+    })?;
+    let t_dp = time(iters, warmup, device, || {
+        dp.step(model.as_ref(), &batch).map(|_| ())
+    })?;
+    let samples = (spec.batch * spec.replicas as i64 * iters as i64) as f64;
+    let (non_private, dp_rate) = (samples / t_np, samples / t_dp);
+    Ok(BenchRow {
+        spec,
+        iters,
+        non_private,
+        dp: dp_rate,
+        ratio: dp_rate / non_private,
+    })
+}

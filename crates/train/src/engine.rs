@@ -1,0 +1,611 @@
+//! The DP-SGD step (Abadi et al. 2016, Alg. 1; spec 001 §1 Eq. (2)), read as a
+//! pipeline of types:
+//!
+//! [`Backprops`] (one forward, one backward) → [`PerSampleNorms`] →
+//! [`ClipCoefficients`] → [`ClippedSum`] → [`NoisySum`] → [`Sgd::step`].
+//!
+//! * One forward pass records every trainable layer's input and output; one
+//!   backward pass (`Tensor::run_backward` with the layer outputs as inputs) gives
+//!   `δ = ∂L/∂output` per layer for `L = Σ_i ℓ_i` (reduction = sum, so `δ_i` is
+//!   sample `i`'s own backprop).
+//! * Squared norms per layer are summed over all layers; the clip coefficient of
+//!   slot `i` is `c_i = min(1, C/‖g_i‖)`, and `c_i = 1` when `‖g_i‖ = 0` (the
+//!   gradient is zero, so any coefficient gives the same, exact, zero
+//!   contribution; `C/0 = +∞` and `min(1, +∞) = 1` in IEEE arithmetic).
+//!   No `+ε` in the denominator: clipped norms are `≤ C` up to one rounding.
+//! * The clipped sum `Σ_i c_i g_i` is computed per layer from `(x, δ, c)`
+//!   without a second backward (book-keeping).
+//! * Gaussian noise `N(0, σ²C²)` is added to the **sum** of every replica
+//!   independently, then the sum is divided by a public constant: the expected
+//!   batch size `q·n` under Poisson sampling, or the fixed batch size — never the
+//!   realised batch size.
+//! * Masked slots (padding, when replicas draw batches of different sizes) and
+//!   overridden slots have their loss multiplied by an exact 0, so their backprop
+//!   is exactly 0, and their coefficient is multiplied by 0 as well.
+
+use tch::{Kind, Tensor};
+
+use crate::error::{Result, TrainError};
+use crate::layers::{Recorded, Tape};
+use crate::models::Model;
+
+/// What a slot contributes instead of its computed per-sample gradient
+/// (issue 5 point 4; the gradient canaries of spec 001 §3.2 and the zero-out
+/// neighbouring relation).
+#[derive(Debug)]
+pub enum Override {
+    /// A given gradient, flat over all parameters of the slot's replica in
+    /// [`Model::named_parameters`] order (PyTorch row-major within each
+    /// parameter), on the model's device. It is clipped by the same rule as
+    /// computed gradients: a vector of norm ≤ C passes unchanged.
+    Gradient(Tensor),
+    /// A zero gradient (the slot is present, its contribution is exactly zero).
+    Zero,
+    /// The slot is absent (like a masked slot).
+    Exclude,
+}
+
+/// An override of one slot `(slot, replica)` of a batch.
+#[derive(Debug)]
+pub struct SlotOverride {
+    /// Index along the batch axis `B`.
+    pub slot: usize,
+    /// Index along the replica axis `M`.
+    pub replica: usize,
+    /// What the slot contributes.
+    pub kind: Override,
+}
+
+/// One batch for all replicas.
+#[derive(Debug)]
+pub struct Batch {
+    /// `[B, M, sample_shape]`, float32. Masked slots must hold finite values
+    /// (zeros by convention).
+    pub inputs: Tensor,
+    /// `[B, M]`, int64 class indices.
+    pub targets: Tensor,
+    /// `[B, M]`, 1.0 for real slots and 0.0 for padding; `None` = all real.
+    pub mask: Option<Tensor>,
+    /// Per-slot overrides; at most one per slot.
+    pub overrides: Vec<SlotOverride>,
+}
+
+impl Batch {
+    /// A batch without mask or overrides.
+    pub fn new(inputs: Tensor, targets: Tensor) -> Self {
+        Self {
+            inputs,
+            targets,
+            mask: None,
+            overrides: Vec::new(),
+        }
+    }
+}
+
+/// Per-sample cross-entropy losses `[B, M]` from logits `[B, M, K]`.
+pub fn per_sample_cross_entropy(logits: &Tensor, targets: &Tensor) -> Tensor {
+    logits
+        .log_softmax(-1, Kind::Float)
+        .gather(-1, &targets.unsqueeze(-1), false)
+        .squeeze_dim(-1)
+        .neg()
+}
+
+/// Result of one forward and one backward pass: each trainable layer's record
+/// and backprop, plus the per-sample losses.
+#[derive(Debug)]
+pub struct Backprops {
+    /// One per trainable layer, in [`Model::layers`] order.
+    pub records: Vec<Recorded>,
+    /// `∂L/∂output` of each layer.
+    pub backprops: Vec<Tensor>,
+    /// `[B, M]` per-sample losses (detached; masked and overridden slots included,
+    /// as computed).
+    pub losses: Tensor,
+    /// `[B, M]` 1.0 where the computed gradient counts (real, not overridden).
+    pub computed: Tensor,
+    /// `[B, M]` 1.0 where the slot is present (real and not excluded).
+    pub present: Tensor,
+}
+
+fn check_shape(what: &str, t: &Tensor, expected: &[i64]) -> Result<()> {
+    if t.size() != expected {
+        return Err(TrainError::Shape {
+            what: what.to_string(),
+            got: t.size(),
+            expected: format!("{expected:?}"),
+        });
+    }
+    Ok(())
+}
+
+/// Forward with recording, loss with reduction = sum over computed slots, one
+/// backward to the layer outputs.
+pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
+    let m = model.replicas();
+    let xs = batch.inputs.size();
+    let b = *xs.first().unwrap_or(&0);
+    let mut expected = vec![b, m];
+    expected.extend(model.sample_shape());
+    check_shape("batch inputs", &batch.inputs, &expected)?;
+    check_shape("batch targets", &batch.targets, &[b, m])?;
+    let device = batch.inputs.device();
+    let mask = match &batch.mask {
+        Some(t) => {
+            check_shape("batch mask", t, &[b, m])?;
+            t.to_kind(Kind::Float)
+        }
+        None => Tensor::ones([b, m], (Kind::Float, device)),
+    };
+    // Host-side override bookkeeping: which slots drop their computed gradient.
+    let mut computed_host = vec![1f32; (b * m) as usize];
+    let mut present_host = vec![1f32; (b * m) as usize];
+    for o in &batch.overrides {
+        if o.slot as i64 >= b || o.replica as i64 >= m {
+            return Err(TrainError::Override {
+                slot: o.slot,
+                replica: o.replica,
+                reason: format!("outside the batch of {b} slots × {m} replicas"),
+            });
+        }
+        let k = o.slot * m as usize + o.replica;
+        if computed_host[k] == 0.0 {
+            return Err(TrainError::Override {
+                slot: o.slot,
+                replica: o.replica,
+                reason: "more than one override for this slot".into(),
+            });
+        }
+        computed_host[k] = 0.0;
+        if matches!(o.kind, Override::Exclude) {
+            present_host[k] = 0.0;
+        }
+    }
+    let (computed, present) = if batch.overrides.is_empty() {
+        (mask.shallow_clone(), mask.shallow_clone())
+    } else {
+        let c = Tensor::from_slice(&computed_host)
+            .reshape([b, m])
+            .to_device(device);
+        let p = Tensor::from_slice(&present_host)
+            .reshape([b, m])
+            .to_device(device);
+        (&mask * c, &mask * p)
+    };
+
+    let mut tape = Tape::recording();
+    let logits = model.forward(&batch.inputs, &mut tape);
+    let records = tape.into_records();
+    let nlayers = model.layers().len();
+    if records.len() != nlayers {
+        return Err(TrainError::Shape {
+            what: "recorded layers".into(),
+            got: vec![records.len() as i64],
+            expected: format!("{nlayers} (one record per trainable layer)"),
+        });
+    }
+    let losses = per_sample_cross_entropy(&logits, &batch.targets);
+    let total = (&losses * &computed).sum(Kind::Float);
+    let outputs: Vec<&Tensor> = records.iter().map(|r| &r.output).collect();
+    let backprops = Tensor::f_run_backward(&[&total], &outputs, false, false)
+        .map_err(TrainError::torch("backward to the layer outputs"))?;
+    Ok(Backprops {
+        records,
+        backprops,
+        losses: losses.detach(),
+        computed,
+        present,
+    })
+}
+
+/// Per-sample squared gradient norms over all parameters, `[B, M]`.
+#[derive(Debug)]
+pub struct PerSampleNorms {
+    /// `‖g_i‖²`; exactly 0 for masked, excluded and zero-overridden slots; `‖v‖²`
+    /// for a slot overridden with gradient `v`.
+    pub sq: Tensor,
+}
+
+/// `c_i = min(1, C/‖g_i‖)`, `[B, M]`, zero where the computed gradient does not
+/// count.
+#[derive(Debug)]
+pub struct ClipCoefficients {
+    /// Coefficients of the computed per-sample gradients.
+    pub computed: Tensor,
+    /// Coefficients of the overriding gradients, one per
+    /// [`Override::Gradient`] in batch order.
+    pub overrides: Vec<Tensor>,
+}
+
+/// `Σ_i c_i g_i` per parameter, `[M, ...]` each, in
+/// [`Model::named_parameters`] order.
+#[derive(Debug)]
+pub struct ClippedSum(pub Vec<Tensor>);
+
+/// `Σ_i c_i g_i + N(0, σ²C²I)`, `[M, ...]` each.
+#[derive(Debug)]
+pub struct NoisySum(pub Vec<Tensor>);
+
+/// Sizes of the replica's parameters, for splitting flat override vectors.
+fn param_sizes(model: &dyn Model) -> Vec<(Vec<i64>, i64)> {
+    model
+        .named_parameters()
+        .iter()
+        .map(|(_, t)| {
+            let s = t.size()[1..].to_vec();
+            let n = s.iter().product();
+            (s, n)
+        })
+        .collect()
+}
+
+fn override_gradients<'a>(
+    model: &dyn Model,
+    batch: &'a Batch,
+) -> Result<Vec<(&'a SlotOverride, &'a Tensor)>> {
+    let p = model.num_parameters();
+    let mut out = Vec::new();
+    for o in &batch.overrides {
+        if let Override::Gradient(v) = &o.kind {
+            if v.size() != [p] {
+                return Err(TrainError::Override {
+                    slot: o.slot,
+                    replica: o.replica,
+                    reason: format!(
+                        "gradient has shape {:?}, expected [{p}] (all parameters of one replica)",
+                        v.size()
+                    ),
+                });
+            }
+            out.push((o, v));
+        }
+    }
+    Ok(out)
+}
+
+impl Backprops {
+    /// Per-sample gradients `[B, M, ...]` of every parameter, in
+    /// [`Model::named_parameters`] order (computed values; overrides ignored).
+    pub fn per_sample_grads(&self, model: &dyn Model) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        for (((_, layer), rec), bp) in model
+            .layers()
+            .iter()
+            .zip(&self.records)
+            .zip(&self.backprops)
+        {
+            out.extend(layer.per_sample_grads(rec, bp));
+        }
+        out
+    }
+
+    /// Squared norms over all layers, with overrides applied.
+    pub fn norms(&self, model: &dyn Model, batch: &Batch) -> Result<PerSampleNorms> {
+        let layers = model.layers();
+        let mut sq = Tensor::zeros_like(&self.computed);
+        for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
+            sq += layer.per_sample_sq_norms(rec, bp);
+        }
+        let sq = sq * &self.computed;
+        for (o, v) in override_gradients(model, batch)? {
+            let v2 = v.square().sum(Kind::Float);
+            sq.get(o.slot as i64).get(o.replica as i64).copy_(&v2);
+        }
+        Ok(PerSampleNorms { sq })
+    }
+
+    /// The clipped sum by book-keeping: each layer's weighted sum with the
+    /// computed coefficients, plus `c_v·v` for every overriding gradient.
+    pub fn clipped_sum(
+        &self,
+        model: &dyn Model,
+        batch: &Batch,
+        coef: &ClipCoefficients,
+    ) -> Result<ClippedSum> {
+        let layers = model.layers();
+        let mut sums = Vec::new();
+        for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
+            sums.extend(layer.clipped_sum(rec, bp, &coef.computed));
+        }
+        let sizes = param_sizes(model);
+        for ((o, v), c) in override_gradients(model, batch)?
+            .into_iter()
+            .zip(&coef.overrides)
+        {
+            let scaled = v * c;
+            let mut offset = 0;
+            for (sum, (shape, n)) in sums.iter_mut().zip(&sizes) {
+                let part = scaled.narrow(0, offset, *n).reshape(shape.as_slice());
+                let mut slot = sum.get(o.replica as i64);
+                slot += part;
+                offset += n;
+            }
+        }
+        Ok(ClippedSum(sums))
+    }
+}
+
+impl PerSampleNorms {
+    /// `c_i = min(1, C/‖g_i‖)` (1 where `‖g_i‖ = 0`), times the computed mask;
+    /// overriding gradients get their own coefficient by the same rule.
+    pub fn clip(
+        &self,
+        max_grad_norm: f64,
+        backprops: &Backprops,
+        model: &dyn Model,
+        batch: &Batch,
+    ) -> Result<ClipCoefficients> {
+        let all = (self.sq.sqrt().reciprocal() * max_grad_norm).clamp_max(1.0);
+        let computed = &all * &backprops.computed;
+        let overrides = override_gradients(model, batch)?
+            .into_iter()
+            .map(|(o, _)| all.get(o.slot as i64).get(o.replica as i64))
+            .collect();
+        Ok(ClipCoefficients {
+            computed,
+            overrides,
+        })
+    }
+}
+
+impl ClippedSum {
+    /// Add `N(0, (σC)²)` to every coordinate of every replica's sum, from
+    /// libtorch's (seeded, process-global) generator.
+    pub fn add_noise(self, noise_multiplier: f64, max_grad_norm: f64) -> NoisySum {
+        let std = noise_multiplier * max_grad_norm;
+        if std == 0.0 {
+            return NoisySum(self.0);
+        }
+        NoisySum(
+            self.0
+                .into_iter()
+                .map(|s| &s + s.randn_like() * std)
+                .collect(),
+        )
+    }
+}
+
+/// The public constant the noisy sum is divided by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Normaliser {
+    /// Poisson sampling: the expected batch size `q·n`.
+    ExpectedBatchSize(f64),
+    /// Fixed-size batches: the batch size.
+    FixedBatchSize(u64),
+}
+
+impl Normaliser {
+    /// The divisor.
+    pub fn value(&self) -> f64 {
+        match *self {
+            Normaliser::ExpectedBatchSize(v) => v,
+            Normaliser::FixedBatchSize(b) => b as f64,
+        }
+    }
+}
+
+/// DP-SGD hyperparameters. All DP-critical values are explicit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DpSgdConfig {
+    /// σ: noise std on the sum is `σ·C`.
+    pub noise_multiplier: f64,
+    /// C: per-sample clipping norm.
+    pub max_grad_norm: f64,
+    /// η.
+    pub learning_rate: f64,
+    /// What the noisy sum is divided by.
+    pub normaliser: Normaliser,
+    /// SGD momentum (PyTorch semantics, dampening 0); 0 = off (the seeds).
+    pub momentum: f64,
+    /// L2 weight decay added to the gradient; 0 = off.
+    pub weight_decay: f64,
+}
+
+impl DpSgdConfig {
+    /// Check ranges once.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, value: f64, expected: &str| {
+            Err(TrainError::InvalidConfig {
+                field: field.into(),
+                value: value.to_string(),
+                expected: expected.into(),
+            })
+        };
+        if !(self.noise_multiplier >= 0.0 && self.noise_multiplier.is_finite()) {
+            return bad(
+                "noise_multiplier",
+                self.noise_multiplier,
+                "a finite number ≥ 0",
+            );
+        }
+        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
+            return bad("max_grad_norm", self.max_grad_norm, "a finite number > 0");
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return bad("learning_rate", self.learning_rate, "a finite number > 0");
+        }
+        let n = self.normaliser.value();
+        if !(n > 0.0 && n.is_finite()) {
+            return bad("expected_batch_size", n, "a finite number > 0");
+        }
+        if !(0.0..1.0).contains(&self.momentum) {
+            return bad("momentum", self.momentum, "in [0, 1)");
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            return bad("weight_decay", self.weight_decay, "a finite number ≥ 0");
+        }
+        Ok(())
+    }
+}
+
+/// What one step reports.
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    /// Zero-based step index.
+    pub step: u64,
+    /// Sum of the losses of present slots with computed gradients, all replicas.
+    pub loss_sum: f64,
+    /// Number of slots whose computed gradient counted.
+    pub samples: f64,
+    /// Fraction of those slots that were clipped (`‖g_i‖ > C`).
+    pub clipped_fraction: f64,
+}
+
+/// Plain SGD on a model's parameters (momentum and weight decay optional), used
+/// by both the DP and the non-private step.
+#[derive(Debug)]
+pub struct Sgd {
+    /// Learning rate.
+    pub learning_rate: f64,
+    /// Momentum; 0 = off.
+    pub momentum: f64,
+    /// Weight decay; 0 = off.
+    pub weight_decay: f64,
+    buffers: Option<Vec<Tensor>>,
+}
+
+impl Sgd {
+    /// A fresh optimiser.
+    pub fn new(learning_rate: f64, momentum: f64, weight_decay: f64) -> Self {
+        Self {
+            learning_rate,
+            momentum,
+            weight_decay,
+            buffers: None,
+        }
+    }
+
+    /// `θ ← θ − η·(g + λθ)` (with momentum `v ← μv + g + λθ`, `θ ← θ − ηv`, as
+    /// `torch.optim.SGD`), for gradients in [`Model::named_parameters`] order.
+    pub fn step(&mut self, model: &dyn Model, grads: &[Tensor]) {
+        let params = model.named_parameters();
+        tch::no_grad(|| {
+            let mut updates: Vec<Tensor> = params
+                .iter()
+                .zip(grads)
+                .map(|((_, p), g)| {
+                    if self.weight_decay != 0.0 {
+                        g + p * self.weight_decay
+                    } else {
+                        g.shallow_clone()
+                    }
+                })
+                .collect();
+            if self.momentum != 0.0 {
+                match &mut self.buffers {
+                    None => self.buffers = Some(updates.iter().map(|u| u.copy()).collect()),
+                    Some(bufs) => {
+                        for (buf, u) in bufs.iter_mut().zip(&updates) {
+                            let _ = buf.g_mul_scalar_(self.momentum);
+                            *buf += u;
+                        }
+                    }
+                }
+                updates = self
+                    .buffers
+                    .as_ref()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.shallow_clone())
+                    .collect();
+            }
+            for ((_, p), u) in params.iter().zip(&updates) {
+                let mut p = p.shallow_clone();
+                let _ = p.g_sub_(&(u * self.learning_rate));
+            }
+        });
+    }
+}
+
+/// The DP-SGD optimiser: the pipeline above plus the step counter.
+#[derive(Debug)]
+pub struct DpSgd {
+    /// The hyperparameters.
+    pub config: DpSgdConfig,
+    sgd: Sgd,
+    step: u64,
+}
+
+impl DpSgd {
+    /// Validate and build.
+    pub fn new(config: DpSgdConfig) -> Result<Self> {
+        config.validate()?;
+        let sgd = Sgd::new(config.learning_rate, config.momentum, config.weight_decay);
+        Ok(Self {
+            config,
+            sgd,
+            step: 0,
+        })
+    }
+
+    /// Steps taken so far.
+    pub fn steps_taken(&self) -> u64 {
+        self.step
+    }
+
+    /// Everything up to the noisy sum (no parameter change).
+    pub fn noisy_sum(
+        &self,
+        model: &dyn Model,
+        batch: &Batch,
+    ) -> Result<(NoisySum, Backprops, ClipCoefficients)> {
+        let bp = forward_backward(model, batch)?;
+        let norms = bp.norms(model, batch)?;
+        let coef = norms.clip(self.config.max_grad_norm, &bp, model, batch)?;
+        let sum = bp.clipped_sum(model, batch, &coef)?;
+        let noisy = sum.add_noise(self.config.noise_multiplier, self.config.max_grad_norm);
+        Ok((noisy, bp, coef))
+    }
+
+    /// One DP-SGD step. A non-finite loss stops before any parameter changes.
+    pub fn step(&mut self, model: &dyn Model, batch: &Batch) -> Result<StepReport> {
+        let (noisy, bp, coef) = self.noisy_sum(model, batch)?;
+        let loss_sum = (&bp.losses * &bp.computed)
+            .sum(Kind::Double)
+            .double_value(&[]);
+        if !loss_sum.is_finite() {
+            return Err(TrainError::NonFiniteLoss {
+                step: self.step,
+                loss: loss_sum,
+            });
+        }
+        let samples = bp.computed.sum(Kind::Double).double_value(&[]);
+        let clipped = (coef.computed.lt(1.0).to_kind(Kind::Double) * &bp.computed)
+            .sum(Kind::Double)
+            .double_value(&[]);
+        let inv = 1.0 / self.config.normaliser.value();
+        let grads: Vec<Tensor> = noisy.0.iter().map(|s| s * inv).collect();
+        self.sgd.step(model, &grads);
+        let report = StepReport {
+            step: self.step,
+            loss_sum,
+            samples,
+            clipped_fraction: if samples > 0.0 {
+                clipped / samples
+            } else {
+                0.0
+            },
+        };
+        self.step += 1;
+        Ok(report)
+    }
+}
+
+/// One non-private step with the same model and optimiser (mean loss over
+/// present slots of each replica, ordinary autograd): the baseline of `dpaudit
+/// bench`.
+pub fn non_private_step(model: &dyn Model, sgd: &mut Sgd, batch: &Batch) -> Result<f64> {
+    let logits = model.forward(&batch.inputs, &mut Tape::off());
+    let losses = per_sample_cross_entropy(&logits, &batch.targets);
+    let b = losses.size()[0].max(1) as f64;
+    let total = losses.sum(Kind::Float) / b;
+    let params: Vec<Tensor> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let grads = Tensor::f_run_backward(&[&total], &params, false, false)
+        .map_err(TrainError::torch("non-private backward"))?;
+    sgd.step(model, &grads);
+    Ok(total.double_value(&[]))
+}

@@ -1,0 +1,81 @@
+//! The one error type of the training crate.
+
+/// Everything that can go wrong in `dpaudit-train`. Messages say what was
+/// wrong, where (field, layer, step) and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A configuration value is out of its valid range.
+    #[error("invalid value for `{field}`: {value} ({expected})")]
+    InvalidConfig {
+        /// The field name, as in the TOML config.
+        field: String,
+        /// The offending value, printed.
+        value: String,
+        /// What was expected instead.
+        expected: String,
+    },
+    /// A tensor handed to the engine has the wrong shape.
+    #[error("shape mismatch in {what}: got {got:?}, expected {expected}")]
+    Shape {
+        /// Which tensor.
+        what: String,
+        /// Its actual shape.
+        got: Vec<i64>,
+        /// The shape that was expected, in words.
+        expected: String,
+    },
+    /// The model asked for a layer the DP engine refuses.
+    #[error("`{layer}` is not supported: {reason}")]
+    Unsupported {
+        /// The layer or option.
+        layer: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A per-sample gradient override does not fit the batch or the model.
+    #[error("override for slot {slot} of replica {replica}: {reason}")]
+    Override {
+        /// Slot index in the batch.
+        slot: usize,
+        /// Replica index.
+        replica: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The loss became NaN or infinite.
+    #[error("the training loss is not finite at step {step} (loss sum {loss}); stopping the run")]
+    NonFiniteLoss {
+        /// Zero-based step index.
+        step: u64,
+        /// The loss sum observed.
+        loss: f64,
+    },
+    /// libtorch reported an error.
+    #[error("libtorch error in {context}: {source}")]
+    Torch {
+        /// What the engine was doing.
+        context: String,
+        /// The libtorch error.
+        #[source]
+        source: tch::TchError,
+    },
+    /// Reading or writing a checkpoint failed.
+    #[error("checkpoint `{path}`: {reason}")]
+    Checkpoint {
+        /// The file.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl TrainError {
+    /// Wrap a libtorch error with what the engine was doing.
+    pub fn torch(context: impl Into<String>) -> impl FnOnce(tch::TchError) -> Self {
+        let context = context.into();
+        move |source| TrainError::Torch { context, source }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = TrainError> = std::result::Result<T, E>;

@@ -1,0 +1,91 @@
+//! PyTorch's default initialisation, drawn on the host from one ChaCha stream
+//! per replica.
+//!
+//! `nn.Linear` and `nn.Conv2d` initialise their weight with
+//! `kaiming_uniform_(a = √5)`, whose bound is `gain·√(3/fan_in)` with
+//! `gain = √(2/(1+a²)) = √(1/3)`, i.e. `1/√fan_in`; their bias is
+//! `U(−1/√fan_in, 1/√fan_in)` (PyTorch `torch/nn/modules/linear.py`,
+//! `conv.py`, `reset_parameters`). `fan_in = in_features` for Linear and
+//! `in_channels/groups · kh · kw` for Conv2d. GroupNorm starts at weight 1,
+//! bias 0.
+//!
+//! Replica `m` draws from ChaCha20 seeded with the init seed on stream `m`, so a
+//! replica's initial parameters do not depend on how many replicas are trained
+//! beside it, nor on the device or libtorch's global RNG.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use tch::{Device, Kind, Tensor};
+
+/// Per-replica random streams for parameter initialisation, plus the device the
+/// parameters live on.
+#[derive(Debug)]
+pub struct Init {
+    rngs: Vec<ChaCha20Rng>,
+    device: Device,
+}
+
+impl Init {
+    /// `replicas` independent streams derived from `seed`.
+    pub fn new(seed: u64, replicas: usize, device: Device) -> Self {
+        let rngs = (0..replicas)
+            .map(|m| {
+                let mut r = ChaCha20Rng::seed_from_u64(seed);
+                r.set_stream(m as u64);
+                r
+            })
+            .collect();
+        Self { rngs, device }
+    }
+
+    /// One replica per listed stream: `with_streams(seed, &[m], d)` gives the
+    /// initial parameters replica `m` has in a stack of any size.
+    pub fn with_streams(seed: u64, streams: &[u64], device: Device) -> Self {
+        let rngs = streams
+            .iter()
+            .map(|&m| {
+                let mut r = ChaCha20Rng::seed_from_u64(seed);
+                r.set_stream(m);
+                r
+            })
+            .collect();
+        Self { rngs, device }
+    }
+
+    /// Number of replicas `M`.
+    pub fn replicas(&self) -> i64 {
+        self.rngs.len() as i64
+    }
+
+    /// The device parameters are created on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// A `[M, shape]` parameter with entries `U(−bound, bound)`, requiring grad.
+    pub fn uniform(&mut self, shape: &[i64], bound: f64) -> Tensor {
+        let per: usize = shape.iter().product::<i64>() as usize;
+        let mut host = Vec::with_capacity(per * self.rngs.len());
+        for r in self.rngs.iter_mut() {
+            for _ in 0..per {
+                host.push(r.gen_range(-bound..bound) as f32);
+            }
+        }
+        self.param(Tensor::from_slice(&host), shape)
+    }
+
+    /// A `[M, shape]` parameter filled with `value`, requiring grad.
+    pub fn constant(&mut self, shape: &[i64], value: f64) -> Tensor {
+        let mut full = vec![self.replicas()];
+        full.extend_from_slice(shape);
+        Tensor::full(full.as_slice(), value, (Kind::Float, self.device)).set_requires_grad(true)
+    }
+
+    fn param(&self, flat: Tensor, shape: &[i64]) -> Tensor {
+        let mut full = vec![self.replicas()];
+        full.extend_from_slice(shape);
+        flat.reshape(full.as_slice())
+            .to_device(self.device)
+            .set_requires_grad(true)
+    }
+}

@@ -1,0 +1,102 @@
+//! `nn.GroupNorm` with per-sample gradients, stacked over replicas.
+//!
+//! GroupNorm normalises each sample on its own, so per-sample gradients exist
+//! (unlike BatchNorm, which mixes samples and is refused by the engine).
+
+use tch::Tensor;
+
+use super::{PerSampleGrad, Recorded, Tape};
+use crate::init::Init;
+
+/// Shape of a GroupNorm layer (PyTorch `nn.GroupNorm(num_groups, num_channels, eps)`,
+/// affine).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupNormConfig {
+    /// Groups; divides `num_channels`.
+    pub num_groups: i64,
+    /// Channels.
+    pub num_channels: i64,
+    /// Added to the variance (PyTorch default `1e-5`).
+    pub eps: f64,
+}
+
+/// `y = x̂ ⊙ γ + β` with `x̂` the input normalised over each group of each sample.
+/// `weight` (γ) and `bias` (β) are `[M, C]`; the input is `[B, M, C, ...]`.
+/// Replicas run as one `group_norm` with `M·G` groups.
+///
+/// Per-sample gradients: `∇γ_i = Σ_s δ_i ⊙ x̂_i`, `∇β_i = Σ_s δ_i` over spatial
+/// positions `s`; the tape records `x̂`.
+#[derive(Debug)]
+pub struct GroupNorm {
+    /// γ, `[M, C]`.
+    pub weight: Tensor,
+    /// β, `[M, C]`.
+    pub bias: Tensor,
+    /// The shape.
+    pub config: GroupNormConfig,
+}
+
+impl GroupNorm {
+    /// PyTorch default initialisation: γ = 1, β = 0.
+    pub fn new(init: &mut Init, config: GroupNormConfig) -> Self {
+        let weight = init.constant(&[config.num_channels], 1.0);
+        let bias = init.constant(&[config.num_channels], 0.0);
+        Self {
+            weight,
+            bias,
+            config,
+        }
+    }
+
+    fn m(&self) -> i64 {
+        super::replicas_of(&self.weight)
+    }
+}
+
+impl PerSampleGrad for GroupNorm {
+    fn parameters(&self) -> Vec<(&'static str, &Tensor)> {
+        vec![("weight", &self.weight), ("bias", &self.bias)]
+    }
+
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+        let m = self.m();
+        let c = self.config.num_channels;
+        let shape = x.size();
+        let b = shape[0];
+        let spatial: i64 = shape[3..].iter().product();
+        let xin = x.reshape([b, m * c, spatial]);
+        let xhat = xin.group_norm(
+            m * self.config.num_groups,
+            None::<Tensor>,
+            None::<Tensor>,
+            self.config.eps,
+            true,
+        );
+        let y = &xhat * self.weight.reshape([1, m * c, 1]) + self.bias.reshape([1, m * c, 1]);
+        tape.record(&xhat, &y);
+        y.reshape(shape.as_slice())
+    }
+
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor> {
+        let b = backprop.size()[0];
+        let (m, c) = (self.m(), self.config.num_channels);
+        let gw = (backprop * &rec.input)
+            .sum_dim_intlist(-1, false, None)
+            .reshape([b, m, c]);
+        let gb = backprop.sum_dim_intlist(-1, false, None).reshape([b, m, c]);
+        vec![gw, gb]
+    }
+
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor {
+        let g = self.per_sample_grads(rec, backprop);
+        (g[0].square() + g[1].square()).sum_dim_intlist(-1, false, None)
+    }
+
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor> {
+        let g = self.per_sample_grads(rec, backprop);
+        let c = coef.unsqueeze(-1);
+        g.iter()
+            .map(|t| (t * &c).sum_dim_intlist(0, false, None))
+            .collect()
+    }
+}

@@ -1,0 +1,101 @@
+//! Layers with per-sample gradients.
+//!
+//! Every activation carries two leading axes, `[B, M, ...]`: `B` batch slots and
+//! `M` independent replicas (issue 5 point 3). A slot `(b, m)` is one sample of
+//! replica `m`; replicas never mix. `M = 1` is ordinary training.
+//!
+//! A trainable layer records its (detached) input and its output on a [`Tape`]
+//! during the forward pass. One backward pass then gives `∂loss/∂output` (the
+//! *backprop*) of every layer, from which each layer derives, without any further
+//! backward pass (Opacus' `grad_sample` formulation, Yousefpour et al. 2021):
+//! per-sample gradients, per-sample squared norms and the coefficient-weighted
+//! sum `Σ_i c_i g_i` (book-keeping, Bu et al. 2023).
+
+use tch::Tensor;
+
+pub mod conv2d;
+pub mod group_norm;
+pub mod linear;
+pub mod ops;
+
+pub use conv2d::{Conv2d, Conv2dConfig};
+pub use group_norm::{GroupNorm, GroupNormConfig};
+pub use linear::{Linear, LinearConfig};
+
+/// What a trainable layer saw in the forward pass.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The layer's input as the per-sample formulas need it (detached), e.g. the
+    /// `[B, M·C, H, W]` view for a convolution or the normalised input `x̂` of a
+    /// GroupNorm.
+    pub input: Tensor,
+    /// The layer's output, still attached to the autograd graph.
+    pub output: Tensor,
+}
+
+/// Where trainable layers record themselves during a forward pass.
+#[derive(Debug, Default)]
+pub struct Tape {
+    records: Option<Vec<Recorded>>,
+}
+
+impl Tape {
+    /// A tape that records every trainable layer.
+    pub fn recording() -> Self {
+        Self {
+            records: Some(Vec::new()),
+        }
+    }
+
+    /// A tape that records nothing (evaluation, non-private training).
+    pub fn off() -> Self {
+        Self { records: None }
+    }
+
+    /// Record one trainable layer (called by the layers themselves).
+    pub fn record(&mut self, input: &Tensor, output: &Tensor) {
+        if let Some(r) = self.records.as_mut() {
+            r.push(Recorded {
+                input: input.detach(),
+                output: output.shallow_clone(),
+            });
+        }
+    }
+
+    /// The records, in forward order.
+    pub fn into_records(self) -> Vec<Recorded> {
+        self.records.unwrap_or_default()
+    }
+}
+
+/// The per-sample-gradient interface every trainable layer implements
+/// (Opacus' `(layer, activations, backprops) → per-sample gradients`, plus a
+/// norms-only path and a book-keeping clipped sum).
+///
+/// Shapes: parameters are `[M, <PyTorch shape>]`; per-sample gradients
+/// `[B, M, <PyTorch shape>]`; norms and coefficients `[B, M]`; clipped sums
+/// `[M, <PyTorch shape>]`.
+pub trait PerSampleGrad: std::fmt::Debug {
+    /// Parameters in PyTorch registration order with their PyTorch names
+    /// (`weight`, `bias`).
+    fn parameters(&self) -> Vec<(&'static str, &Tensor)>;
+
+    /// One forward pass; records itself on `tape`.
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor;
+
+    /// Per-sample gradients of every parameter, `[B, M, ...]` each.
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor>;
+
+    /// Per-sample squared gradient norms over all parameters of this layer,
+    /// `[B, M]`; ghost norms where they are cheaper.
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor;
+
+    /// `Σ_b coef[b, m] · g[b, m]` for every parameter, `[M, ...]` each, without
+    /// materialising the per-sample gradients where possible.
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor>;
+}
+
+/// The number of replicas `M` of a parameter tensor `[M, ...]`.
+pub(crate) fn replicas_of(t: &Tensor) -> i64 {
+    t.size()[0]
+}

@@ -1,0 +1,179 @@
+//! CIFAR-style ResNet-18 with GroupNorm in place of BatchNorm.
+//!
+//! Paper 001 (hidden-state audit, §6.2; spec 001 §6.2): 11,173,962 trainable
+//! parameters with 10 classes, which is the CIFAR layout of He et al. 2016 as in
+//! kuangliu/pytorch-cifar: 3×3 stride-1 stem (64, no bias), no max-pool,
+//! BasicBlock stages [2, 2, 2, 2] of widths 64/128/256/512 with 1×1 convolution
+//! shortcuts when downsampling, global average pooling, FC 512 → classes. Each
+//! norm layer has 2 parameters per channel, so GroupNorm keeps the count.
+//! BatchNorm mixes samples and has no per-sample gradient; DP training replaces
+//! it with GroupNorm (`min(32, C)` groups by default).
+
+use tch::Tensor;
+
+use crate::init::Init;
+use crate::layers::{
+    ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
+    Tape,
+};
+use crate::models::Model;
+
+fn gn(init: &mut Init, groups: i64, c: i64) -> GroupNorm {
+    GroupNorm::new(
+        init,
+        GroupNormConfig {
+            num_groups: groups.min(c),
+            num_channels: c,
+            eps: 1e-5,
+        },
+    )
+}
+
+/// One BasicBlock: `relu(bn1(conv1 x)) → bn2(conv2 ·) + shortcut(x) → relu`.
+#[derive(Debug)]
+pub struct BasicBlock {
+    /// 3×3, stride s.
+    pub conv1: Conv2d,
+    /// Norm after conv1.
+    pub bn1: GroupNorm,
+    /// 3×3, stride 1.
+    pub conv2: Conv2d,
+    /// Norm after conv2.
+    pub bn2: GroupNorm,
+    /// 1×1 convolution and norm when the shape changes (`shortcut.0`, `shortcut.1`).
+    pub shortcut: Option<(Conv2d, GroupNorm)>,
+}
+
+impl BasicBlock {
+    fn new(init: &mut Init, groups: i64, cin: i64, cout: i64, stride: i64) -> Self {
+        let conv1 = Conv2d::new(
+            init,
+            Conv2dConfig::new(cin, cout, 3)
+                .stride(stride)
+                .padding(1)
+                .no_bias(),
+        );
+        let bn1 = gn(init, groups, cout);
+        let conv2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias());
+        let bn2 = gn(init, groups, cout);
+        let shortcut = (stride != 1 || cin != cout).then(|| {
+            (
+                Conv2d::new(
+                    init,
+                    Conv2dConfig::new(cin, cout, 1).stride(stride).no_bias(),
+                ),
+                gn(init, groups, cout),
+            )
+        });
+        Self {
+            conv1,
+            bn1,
+            conv2,
+            bn2,
+            shortcut,
+        }
+    }
+
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+        let h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape), tape));
+        let h = self.bn2.forward(&self.conv2.forward(&h, tape), tape);
+        let s = match &self.shortcut {
+            Some((c, n)) => n.forward(&c.forward(x, tape), tape),
+            None => x.shallow_clone(),
+        };
+        ops::relu(&ops::residual_add(&s, &h))
+    }
+
+    fn layers<'a>(&'a self, p: &str, out: &mut Vec<(String, &'a dyn PerSampleGrad)>) {
+        out.push((format!("{p}.conv1"), &self.conv1));
+        out.push((format!("{p}.bn1"), &self.bn1));
+        out.push((format!("{p}.conv2"), &self.conv2));
+        out.push((format!("{p}.bn2"), &self.bn2));
+        if let Some((c, n)) = &self.shortcut {
+            out.push((format!("{p}.shortcut.0"), c));
+            out.push((format!("{p}.shortcut.1"), n));
+        }
+    }
+}
+
+/// ResNet-18; PyTorch names `conv1`, `bn1`, `layer{1..4}.{0,1}.…`, `linear`.
+#[derive(Debug)]
+pub struct ResNet18 {
+    /// Stem 3 → 64.
+    pub conv1: Conv2d,
+    /// Stem norm.
+    pub bn1: GroupNorm,
+    /// Four stages of two blocks.
+    pub stages: Vec<Vec<BasicBlock>>,
+    /// 512 → classes.
+    pub linear: Linear,
+    sample: Vec<i64>,
+}
+
+impl ResNet18 {
+    /// For `[3, H, W]` inputs, `classes` outputs and GroupNorm with
+    /// `min(groups, C)` groups.
+    pub fn new(init: &mut Init, classes: i64, groups: i64, sample: [i64; 3]) -> Self {
+        let conv1 = Conv2d::new(
+            init,
+            Conv2dConfig::new(sample[0], 64, 3).padding(1).no_bias(),
+        );
+        let bn1 = gn(init, groups, 64);
+        let mut cin = 64;
+        let mut stages = Vec::new();
+        for (i, &w) in [64i64, 128, 256, 512].iter().enumerate() {
+            let stride = if i == 0 { 1 } else { 2 };
+            let b0 = BasicBlock::new(init, groups, cin, w, stride);
+            let b1 = BasicBlock::new(init, groups, w, w, 1);
+            stages.push(vec![b0, b1]);
+            cin = w;
+        }
+        let linear = Linear::new(
+            init,
+            LinearConfig {
+                in_features: 512,
+                out_features: classes,
+                bias: true,
+            },
+        );
+        Self {
+            conv1,
+            bn1,
+            stages,
+            linear,
+            sample: sample.to_vec(),
+        }
+    }
+}
+
+impl Model for ResNet18 {
+    fn replicas(&self) -> i64 {
+        self.conv1.weight.size()[0]
+    }
+    fn sample_shape(&self) -> Vec<i64> {
+        self.sample.clone()
+    }
+    fn num_classes(&self) -> i64 {
+        self.linear.config.out_features
+    }
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+        let mut h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape), tape));
+        for stage in &self.stages {
+            for block in stage {
+                h = block.forward(&h, tape);
+            }
+        }
+        self.linear.forward(&ops::global_avg_pool(&h), tape)
+    }
+    fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
+        let mut v: Vec<(String, &dyn PerSampleGrad)> =
+            vec![("conv1".into(), &self.conv1), ("bn1".into(), &self.bn1)];
+        for (i, stage) in self.stages.iter().enumerate() {
+            for (j, block) in stage.iter().enumerate() {
+                block.layers(&format!("layer{}.{j}", i + 1), &mut v);
+            }
+        }
+        v.push(("linear".into(), &self.linear));
+        v
+    }
+}

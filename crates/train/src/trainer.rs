@@ -1,0 +1,456 @@
+//! A whole DP-SGD run from a [`TrainConfig`]: data → sampler → steps → test
+//! accuracy → accountant's ε → checkpoint. Progress goes to an [`Observer`]; the
+//! CLI owns the progress bar.
+
+use std::path::Path;
+
+use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
+use dpaudit_data::dataset::{Dataset, DatasetKind, Normalization};
+use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::seed::{RunSeed, Stream};
+use tch::{Device, Kind, Tensor};
+
+use crate::config::{DatasetChoice, DeviceChoice, ModelConfig, TrainConfig};
+use crate::engine::{Batch, DpSgd, DpSgdConfig, Normaliser, StepReport};
+use crate::error::{Result, TrainError};
+use crate::init::Init;
+use crate::layers::Tape;
+use crate::models::{ConvNet, LeNet5, Mlp, Model, ResNet18, ShallowCnn, WideResNet};
+
+/// Receives progress from [`train`].
+pub trait Observer {
+    /// Before the first step.
+    fn on_start(&mut self, _total_steps: u64) {}
+    /// After every step.
+    fn on_step(&mut self, _report: &StepReport) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Silent;
+impl Observer for Silent {}
+
+/// What the accountant says about the run, with what it assumed.
+#[derive(Debug, Clone)]
+pub struct PrivacyReport {
+    /// The accountant's bound.
+    pub bound: EpsilonUpperBound,
+    /// What was accounted, in words (e.g. which sampler assumption).
+    pub assumption: String,
+    /// False when the accounting does not match the sampler (shuffle-type
+    /// samplers accounted as Poisson, the common practice spec 000 audits).
+    pub valid_for_sampler: bool,
+}
+
+/// The result of [`train`].
+#[derive(Debug)]
+pub struct TrainOutcome {
+    /// The trained replicas.
+    pub model: Box<dyn Model>,
+    /// Steps taken.
+    pub steps: u64,
+    /// Test accuracy of each replica.
+    pub test_accuracy: Vec<f64>,
+    /// Mean training loss per sample over the last step.
+    pub last_loss: f64,
+    /// ε from the accountant (None when σ = 0: no privacy).
+    pub privacy: Option<PrivacyReport>,
+    /// Records in the training split.
+    pub train_records: usize,
+    /// Records in the test split.
+    pub test_records: usize,
+    /// Where the data came from (real files or the synthetic stand-in).
+    pub data_source: String,
+}
+
+fn data_err(context: &str) -> impl FnOnce(dpaudit_data::DataError) -> TrainError + '_ {
+    move |e| TrainError::InvalidConfig {
+        field: context.to_string(),
+        value: "data".into(),
+        expected: e.to_string(),
+    }
+}
+
+/// Build the configured model with `M = replicas` on `device`.
+pub fn build_model(
+    config: &ModelConfig,
+    sample_shape: &[usize],
+    classes: i64,
+    init: &mut Init,
+) -> Result<Box<dyn Model>> {
+    let shape: Vec<i64> = sample_shape.iter().map(|&d| d as i64).collect();
+    let image = |what: &str| -> Result<[i64; 3]> {
+        match shape.as_slice() {
+            &[c, h, w] => Ok([c, h, w]),
+            _ => Err(TrainError::Shape {
+                what: what.into(),
+                got: shape.clone(),
+                expected: "[C, H, W] images".into(),
+            }),
+        }
+    };
+    Ok(match config {
+        ModelConfig::Mlp { hidden } => {
+            let mut widths = vec![shape.iter().product::<i64>()];
+            widths.extend(hidden);
+            widths.push(classes);
+            Box::new(FlatMlp(Mlp::new(init, &widths), shape.clone()))
+        }
+        ModelConfig::Lenet5 => {
+            if shape != [1, 28, 28] {
+                return Err(TrainError::Shape {
+                    what: "LeNet-5 input".into(),
+                    got: shape,
+                    expected: "[1, 28, 28]".into(),
+                });
+            }
+            Box::new(LeNet5::new(init, classes))
+        }
+        ModelConfig::ShallowCnn => {
+            if shape != [3, 32, 32] {
+                return Err(TrainError::Shape {
+                    what: "shallow CNN input".into(),
+                    got: shape,
+                    expected: "[3, 32, 32]".into(),
+                });
+            }
+            Box::new(ShallowCnn::new(init, classes))
+        }
+        ModelConfig::Convnet => {
+            if shape != [3, 32, 32] {
+                return Err(TrainError::Shape {
+                    what: "ConvNet input".into(),
+                    got: shape,
+                    expected: "[3, 32, 32]".into(),
+                });
+            }
+            Box::new(ConvNet::new(init, classes))
+        }
+        ModelConfig::Resnet18 { groups, .. } => Box::new(ResNet18::new(
+            init,
+            classes,
+            *groups,
+            image("ResNet-18 input")?,
+        )),
+        ModelConfig::Wrn {
+            depth,
+            width,
+            groups,
+            ..
+        } => Box::new(WideResNet::new(
+            init,
+            *depth,
+            *width,
+            classes,
+            *groups,
+            image("WRN input")?,
+        )),
+    })
+}
+
+/// An MLP fed with records of any shape, flattened.
+#[derive(Debug)]
+struct FlatMlp(Mlp, Vec<i64>);
+
+impl Model for FlatMlp {
+    fn replicas(&self) -> i64 {
+        self.0.replicas()
+    }
+    fn sample_shape(&self) -> Vec<i64> {
+        self.1.clone()
+    }
+    fn num_classes(&self) -> i64 {
+        self.0.num_classes()
+    }
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+        self.0.forward(&crate::layers::ops::flatten(x), tape)
+    }
+    fn layers(&self) -> Vec<(String, &dyn crate::layers::PerSampleGrad)> {
+        self.0.layers()
+    }
+}
+
+/// Train and test splits after class selection, downsampling and normalisation.
+pub fn prepare_data(config: &TrainConfig) -> Result<(Dataset, Dataset)> {
+    let kind = match config.data.dataset {
+        DatasetChoice::Fmnist => DatasetKind::Fmnist,
+        DatasetChoice::Cifar10 => DatasetKind::Cifar10,
+        DatasetChoice::Purchase100 => DatasetKind::Purchase100,
+    };
+    let seed = RunSeed(config.seed);
+    let splits = dpaudit_data::load(
+        kind,
+        config.data.data_dir.as_deref(),
+        seed.stream(Stream::Synthetic).to_u64(),
+    )
+    .map_err(data_err("data"))?;
+    let splits = match &config.data.classes {
+        Some(c) => splits.select_classes(c).map_err(data_err("data.classes"))?,
+        None => splits,
+    };
+    let mut split_rng = seed.stream(Stream::Split).rng();
+    let (mut train, mut test) = if splits.test.is_empty() {
+        // Purchase-100 has no test split: hold out 20% (seeded).
+        let held = splits.train.len() / 5;
+        splits
+            .train
+            .split(held, &mut split_rng)
+            .map_err(data_err("data"))?
+    } else {
+        (splits.train, splits.test)
+    };
+    if let Some(n) = config.data.train_size {
+        train = train
+            .downsample(n, &mut split_rng)
+            .map_err(data_err("data.train_size"))?;
+    }
+    if config.data.normalize {
+        let norm = Normalization::fit(&train).map_err(data_err("data.normalize"))?;
+        norm.apply(&mut train).map_err(data_err("data.normalize"))?;
+        norm.apply(&mut test).map_err(data_err("data.normalize"))?;
+    }
+    Ok((train, test))
+}
+
+/// Gather records into `[B, M, record]` plus targets `[B, M]` and mask `[B, M]`:
+/// replica `m` gets `batches[m]`, padded with zeros up to the largest batch.
+pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Batch {
+    let m = batches.len();
+    let b = batches.iter().map(Vec::len).max().unwrap_or(0);
+    let len = data.record_len();
+    let mut x = vec![0f32; b * m * len];
+    let mut y = vec![0i64; b * m];
+    let mut mask = vec![0f32; b * m];
+    let feats = data.features();
+    for (r, batch) in batches.iter().enumerate() {
+        for (i, &idx) in batch.iter().enumerate() {
+            let k = i * m + r;
+            x[k * len..(k + 1) * len].copy_from_slice(&feats[idx * len..(idx + 1) * len]);
+            y[k] = data.labels()[idx];
+            mask[k] = 1.0;
+        }
+    }
+    let mut shape = vec![b as i64, m as i64];
+    shape.extend(data.shape().iter().map(|&d| d as i64));
+    let full = batches.iter().all(|v| v.len() == b);
+    Batch {
+        inputs: Tensor::from_slice(&x)
+            .reshape(shape.as_slice())
+            .to_device(device),
+        targets: Tensor::from_slice(&y)
+            .reshape([b as i64, m as i64])
+            .to_device(device),
+        mask: (!full).then(|| {
+            Tensor::from_slice(&mask)
+                .reshape([b as i64, m as i64])
+                .to_device(device)
+        }),
+        overrides: Vec::new(),
+    }
+}
+
+/// Test accuracy of every replica, in chunks of 1,000 records.
+pub fn evaluate(model: &dyn Model, data: &Dataset, device: Device) -> Vec<f64> {
+    let m = model.replicas() as usize;
+    let n = data.len();
+    let mut correct = vec![0f64; m];
+    tch::no_grad(|| {
+        for start in (0..n).step_by(1000) {
+            let idx: Vec<usize> = (start..(start + 1000).min(n)).collect();
+            let batch = gather(data, &vec![idx; m], device);
+            let pred = model
+                .forward(&batch.inputs, &mut Tape::off())
+                .argmax(-1, false);
+            let hits = pred
+                .eq_tensor(&batch.targets)
+                .to_kind(Kind::Double)
+                .sum_dim_intlist(0, false, None);
+            let hits: Vec<f64> =
+                Vec::<f64>::try_from(hits.to_device(Device::Cpu)).unwrap_or_default();
+            for (c, h) in correct.iter_mut().zip(hits) {
+                *c += h;
+            }
+        }
+    });
+    correct
+        .iter()
+        .map(|c| if n > 0 { c / n as f64 } else { 0.0 })
+        .collect()
+}
+
+/// The accountant's ε for the run (PLD, add/remove).
+pub fn account(
+    sampler: &Sampler,
+    config: &TrainConfig,
+    steps: u64,
+) -> Result<Option<PrivacyReport>> {
+    let sigma = config.dp.noise_multiplier;
+    if sigma == 0.0 {
+        return Ok(None);
+    }
+    let acc_err = |e: dpaudit_accounting::AccountingError| TrainError::InvalidConfig {
+        field: "dp.noise_multiplier".into(),
+        value: sigma.to_string(),
+        expected: format!("a value the accountant accepts: {e}"),
+    };
+    let n = sampler.num_records() as f64;
+    let (event, assumption, valid) = match sampler {
+        Sampler::Poisson(s) => (
+            MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
+            format!("Poisson sampling, q = {}, {steps} steps", s.sample_rate()),
+            true,
+        ),
+        Sampler::FixedSequence(_) => {
+            // The fixed sequence is public (spec 001 §5): a record is in a known
+            // set of batches; account the most frequent record's participations.
+            let mut count = vec![0u64; sampler.num_records()];
+            for step in sampler.steps(RunSeed(config.seed), 0).take(steps as usize) {
+                for i in step.batch {
+                    count[i] += 1;
+                }
+            }
+            let p = count.into_iter().max().unwrap_or(0).max(1);
+            (
+                MechanismEvent::fixed_batches(sigma, p),
+                format!("fixed public batches, {p} participations"),
+                true,
+            )
+        }
+        other => {
+            let b = other.batch_size().unwrap_or(1) as f64;
+            (
+                MechanismEvent::dpsgd(b / n, sigma, steps),
+                format!(
+                    "{} sampler accounted as Poisson with q = B/n = {:.6} (common practice; NOT a valid bound for \
+                     shuffled batches, spec 000)",
+                    other.kind(),
+                    b / n
+                ),
+                false,
+            )
+        }
+    };
+    let bound = dpaudit_accounting::epsilon(
+        &event,
+        config.delta,
+        Accountant::Pld,
+        NeighbouringRelation::AddOrRemove,
+    )
+    .map_err(acc_err)?;
+    Ok(Some(PrivacyReport {
+        bound,
+        assumption,
+        valid_for_sampler: valid,
+    }))
+}
+
+/// Run the configured training.
+pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainOutcome> {
+    config.validate()?;
+    let device = match config.device {
+        DeviceChoice::Cpu => Device::Cpu,
+        DeviceChoice::Cuda => {
+            if !tch::Cuda::is_available() {
+                return Err(TrainError::InvalidConfig {
+                    field: "device".into(),
+                    value: "cuda".into(),
+                    expected: "a CUDA device; none is available (see `dpaudit doctor`)".into(),
+                });
+            }
+            Device::Cuda(0)
+        }
+    };
+    let seed = RunSeed(config.seed);
+    let (train_data, test_data) = prepare_data(config)?;
+    let sampler = config
+        .sampler
+        .build(train_data.len())
+        .map_err(data_err("sampler"))?;
+    let steps = match (config.steps, config.epochs) {
+        (Some(s), _) => s,
+        (None, Some(e)) => e * sampler.steps_per_epoch() as u64,
+        (None, None) => unreachable!("validated"),
+    };
+    let classes = train_data.num_classes() as i64;
+    let mut init = Init::new(seed.stream(Stream::Init).to_u64(), config.replicas, device);
+    let model = build_model(&config.model, train_data.shape(), classes, &mut init)?;
+    let normaliser = match sampler {
+        Sampler::Poisson(_) => Normaliser::ExpectedBatchSize(sampler.expected_batch_size()),
+        _ => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
+    };
+    let mut dp = DpSgd::new(DpSgdConfig {
+        noise_multiplier: config.dp.noise_multiplier,
+        max_grad_norm: config.dp.max_grad_norm,
+        learning_rate: config.dp.learning_rate,
+        normaliser,
+        momentum: config.dp.momentum,
+        weight_decay: config.dp.weight_decay,
+    })?;
+    // libtorch's generator is process-global: seed it once, from the noise stream.
+    tch::manual_seed(seed.stream(Stream::Noise).to_u64() as i64);
+    let mut streams: Vec<_> = (0..config.replicas as u64)
+        .map(|r| sampler.steps(seed, r))
+        .collect();
+    observer.on_start(steps);
+    let mut last_loss = f64::NAN;
+    for _ in 0..steps {
+        let batches: Vec<Vec<usize>> = streams
+            .iter_mut()
+            .map(|s| s.next().map(|st| st.batch).unwrap_or_default())
+            .collect();
+        let batch = gather(&train_data, &batches, device);
+        let report = dp.step(model.as_ref(), &batch)?;
+        last_loss = if report.samples > 0.0 {
+            report.loss_sum / report.samples
+        } else {
+            f64::NAN
+        };
+        observer.on_step(&report);
+    }
+    let test_accuracy = evaluate(model.as_ref(), &test_data, device);
+    let privacy = account(&sampler, config, steps)?;
+    Ok(TrainOutcome {
+        model,
+        steps,
+        test_accuracy,
+        last_loss,
+        privacy,
+        train_records: train_data.len(),
+        test_records: test_data.len(),
+        data_source: train_data.source().label(),
+    })
+}
+
+/// Write the parameters with PyTorch names to safetensors: one file for one
+/// replica; `stem.replica{m}.safetensors` per replica otherwise.
+pub fn save_checkpoint(model: &dyn Model, path: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let m = model.replicas();
+    let params = model.named_parameters();
+    let mut written = Vec::new();
+    for r in 0..m {
+        let file = if m == 1 {
+            path.to_path_buf()
+        } else {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into());
+            path.with_file_name(format!("{stem}.replica{r}.safetensors"))
+        };
+        let tensors: Vec<(String, Tensor)> = params
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.clone(),
+                    t.get(r).detach().to_device(Device::Cpu).contiguous(),
+                )
+            })
+            .collect();
+        Tensor::write_safetensors(&tensors, &file).map_err(|e| TrainError::Checkpoint {
+            path: file.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        written.push(file);
+    }
+    Ok(written)
+}

@@ -1,0 +1,124 @@
+//! Bad input (issue 5 "Done when"): BatchNorm is refused with the reason;
+//! unknown fields, missing DP fields and impossible shapes give clear errors;
+//! a NaN loss stops the run naming the step.
+
+use dpaudit_train::config::TrainConfig;
+use dpaudit_train::models::Mlp;
+use dpaudit_train::{Batch, DpSgd, DpSgdConfig, Init, Normaliser, TrainError};
+use tch::{Device, Kind, Tensor};
+
+const GOOD: &str = r#"
+seed = 1
+steps = 10
+delta = 1e-5
+[model]
+kind = "lenet5"
+[data]
+dataset = "fmnist"
+classes = [0, 1]
+[sampler]
+kind = "poisson"
+sample_rate = 0.01
+[dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.1
+"#;
+
+fn err(text: &str) -> String {
+    TrainConfig::from_toml(text, "test.toml")
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_good_config_loads() {
+    let c = TrainConfig::from_toml(GOOD, "test.toml").unwrap();
+    assert_eq!(c.replicas, 1);
+    assert_eq!(c.dp.momentum, 0.0);
+}
+
+#[test]
+fn batch_norm_is_refused_with_the_reason() {
+    let text = GOOD
+        .replace("kind = \"lenet5\"", "kind = \"resnet18\"\nnorm = \"batch\"")
+        .replace("\"fmnist\"", "\"cifar10\"");
+    let e = err(&text);
+    assert!(
+        e.contains("BatchNorm") && e.contains("per-sample") && e.contains("group"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_fields_are_errors_with_their_place() {
+    let e = err(&GOOD.replace("max_grad_norm = 1.0", "max_grad_norm = 1.0\nclip = 2.0"));
+    assert!(e.contains("clip") && e.contains("line"), "{e}");
+}
+
+#[test]
+fn dp_fields_have_no_defaults() {
+    for field in [
+        "noise_multiplier = 1.0",
+        "max_grad_norm = 1.0",
+        "sample_rate = 0.01",
+        "seed = 1",
+        "delta = 1e-5",
+    ] {
+        let e = err(&GOOD.replace(field, ""));
+        let name = field.split(' ').next().unwrap();
+        assert!(e.contains(name), "missing {name}: {e}");
+    }
+    let e = err(&GOOD.replace("steps = 10", ""));
+    assert!(e.contains("steps") && e.contains("epochs"), "{e}");
+}
+
+#[test]
+fn impossible_shapes_and_ranges_are_errors() {
+    let e = err(&GOOD.replace("\"fmnist\"", "\"cifar10\""));
+    assert!(e.contains("1×28×28"), "{e}");
+    let e = err(&GOOD.replace("max_grad_norm = 1.0", "max_grad_norm = 0.0"));
+    assert!(e.contains("dp.max_grad_norm"), "{e}");
+    let e = err(&GOOD.replace(
+        "kind = \"lenet5\"",
+        "kind = \"wrn\"\ndepth = 15\nwidth = 4\nnorm = \"group\"",
+    ));
+    assert!(e.contains("depth"), "{e}");
+}
+
+#[test]
+fn a_nan_loss_stops_the_run_naming_the_step() {
+    let model = Mlp::new(&mut Init::new(0, 1, Device::Cpu), &[4, 3, 2]);
+    let mut dp = DpSgd::new(DpSgdConfig {
+        noise_multiplier: 0.0,
+        max_grad_norm: 1.0,
+        learning_rate: 0.1,
+        normaliser: Normaliser::FixedBatchSize(2),
+        momentum: 0.0,
+        weight_decay: 0.0,
+    })
+    .unwrap();
+    let y = Tensor::zeros([2, 1], (Kind::Int64, Device::Cpu));
+    let good = Batch::new(
+        Tensor::ones([2, 1, 4], (Kind::Float, Device::Cpu)),
+        y.shallow_clone(),
+    );
+    dp.step(&model, &good).unwrap();
+    let before = model.fcs[0].weight.copy();
+    let bad = Batch::new(
+        Tensor::full([2, 1, 4], f64::NAN, (Kind::Float, Device::Cpu)),
+        y,
+    );
+    match dp.step(&model, &bad) {
+        Err(TrainError::NonFiniteLoss { step, .. }) => assert_eq!(step, 1),
+        other => panic!("expected NonFiniteLoss at step 1, got {other:?}"),
+    }
+    // The parameters are untouched by the failed step.
+    assert_eq!(
+        (model.fcs[0].weight.copy() - before)
+            .abs()
+            .max()
+            .double_value(&[]),
+        0.0
+    );
+}
