@@ -221,11 +221,13 @@ fn sweep(sorted: &Sorted, tail: f64, stat: Statistic) -> SweepBest {
         hi: last,
     });
     while let Some(block) = heap.pop() {
-        if block.upper <= best.value + SWEEP_TOLERANCE || block.hi - block.lo <= 1 {
-            if block.hi - block.lo <= 1 {
-                continue;
-            }
+        if block.upper <= best.value + SWEEP_TOLERANCE {
+            // The heap is ordered by upper bound: nothing left can win.
             break;
+        }
+        if block.hi - block.lo <= 1 {
+            // Both candidates of the block were evaluated already.
+            continue;
         }
         // Ties: a block whose ends have the same value holds one threshold.
         if neg[block.lo] == neg[block.hi] {
@@ -248,13 +250,13 @@ fn sweep(sorted: &Sorted, tail: f64, stat: Statistic) -> SweepBest {
 }
 
 fn threshold_evidence(
-    sorted_or_obs: &Observations,
+    obs: &Observations,
     threshold: f64,
     tail: f64,
     candidates: u64,
 ) -> ThresholdEvidence {
     let (mut fp, mut fnn, mut pos, mut neg) = (0_u64, 0_u64, 0_u64, 0_u64);
-    for (&s, &m) in sorted_or_obs.scores().iter().zip(sorted_or_obs.members()) {
+    for (&s, &m) in obs.scores().iter().zip(obs.members()) {
         if m {
             pos += 1;
             if s <= threshold {
