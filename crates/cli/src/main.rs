@@ -34,6 +34,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// The main job: everything that exists, on the embedded default data.
     Demo(cmd::demo::Args),
+    /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
+    Bgm(cmd::bgm::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -47,5 +49,6 @@ fn main() -> anyhow::Result<()> {
         Command::Train(a) => cmd::train::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Bgm(a) => cmd::bgm::run(a),
     }
 }

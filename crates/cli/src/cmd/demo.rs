@@ -13,8 +13,8 @@ use anyhow::Context;
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
 use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, Sampler};
 use dpaudit_audit::bound::EpsilonLowerBound;
-use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
+use dpaudit_audit::region::RegionConfig;
+use dpaudit_audit::scores::Selection;
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_train::runtime::RuntimeInfo;
 use serde::Serialize;
@@ -81,12 +81,28 @@ struct AuditRow {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.runs >= 100, "--runs must be at least 100, got {}", args.runs);
+    anyhow::ensure!(
+        args.runs >= 100,
+        "--runs must be at least 100, got {}",
+        args.runs
+    );
     let runtime = RuntimeInfo::probe();
     let data = data_summary(args.seed)?;
     let sample_rate = 1.0 / STEPS as f64;
-    let pld = dpsgd_epsilon(sample_rate, NOISE_MULTIPLIER, STEPS as u64, DELTA, Accountant::Pld)?;
-    let rdp = dpsgd_epsilon(sample_rate, NOISE_MULTIPLIER, STEPS as u64, DELTA, Accountant::Rdp)?;
+    let pld = dpsgd_epsilon(
+        sample_rate,
+        NOISE_MULTIPLIER,
+        STEPS as u64,
+        DELTA,
+        Accountant::Pld,
+    )?;
+    let rdp = dpsgd_epsilon(
+        sample_rate,
+        NOISE_MULTIPLIER,
+        STEPS as u64,
+        DELTA,
+        Accountant::Rdp,
+    )?;
     let chua = shuffle_lower_bound(NOISE_MULTIPLIER, STEPS as u64, 1, DELTA)?;
 
     let mut audits = Vec::new();
@@ -160,15 +176,12 @@ fn bgm_audit(sampler: Sampler, runs: usize, seed: u64) -> anyhow::Result<Epsilon
         score_columns: STEPS,
         seed,
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let scores = BgmSimulator::new(config)?.simulate(runs, threads);
-    let observations = Observations::from_classes(&scores.with_target, &scores.without_target)?;
-    let cfg = RegionConfig {
+    let region = RegionConfig {
         confidence: CONFIDENCE,
         delta: DELTA,
         selection: Selection::Split { seed },
     };
-    Ok(eps_delta_lower_bound(&observations, &cfg)?)
+    super::bgm::simulate_and_bound(&BgmSimulator::new(config)?, 0, runs, 0, &region)
 }
 
 fn print_text(r: &DemoReport) {
@@ -189,14 +202,21 @@ fn print_text(r: &DemoReport) {
         d.train_count,
         d.test_count,
         d.source,
-        if d.synthetic { "  (SYNTHETIC stand-in: install dataset-fashion-mnist for the real data)" } else { "" }
+        if d.synthetic {
+            "  (SYNTHETIC stand-in: install dataset-fashion-mnist for the real data)"
+        } else {
+            ""
+        }
     );
     let m = &r.mechanism;
     println!(
         "mechanism DP-SGD, {} steps, sample rate q = {}, noise multiplier σ = {}, δ = {:e}",
         m.steps, m.sample_rate, m.noise_multiplier, m.delta
     );
-    println!("upper     ε ≤ {:.4} (PLD)   ε ≤ {:.4} (RDP)", r.epsilon_upper_pld, r.epsilon_upper_rdp);
+    println!(
+        "upper     ε ≤ {:.4} (PLD)   ε ≤ {:.4} (RDP)",
+        r.epsilon_upper_pld, r.epsilon_upper_rdp
+    );
     println!(
         "audit     Worst-Case threat model (BGM, spec 000 §2.3), {} simulated runs per hypothesis, \
          Clopper–Pearson at {:.0}%",

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod bench;
+pub mod bgm;
 pub mod data;
 pub mod demo;
 pub mod doctor;
