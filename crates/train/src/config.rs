@@ -277,10 +277,8 @@ impl TrainConfig {
             Ok(())
         };
         match &self.model {
-            ModelConfig::Mlp { hidden } => {
-                if hidden.iter().any(|&w| w < 1) {
-                    return Err(invalid("model.hidden", format!("{hidden:?}"), "widths ≥ 1"));
-                }
+            ModelConfig::Mlp { hidden } if hidden.iter().any(|&w| w < 1) => {
+                return Err(invalid("model.hidden", format!("{hidden:?}"), "widths ≥ 1"));
             }
             ModelConfig::Resnet18 { norm, groups } => {
                 refuse_batch(*norm, "resnet18")?;

@@ -151,7 +151,7 @@ pub fn check_against_oracle(
         .map_err(|e| e.to_string())?;
     for ((s, g), (name, _)) in sums.0.iter().zip(&psg).zip(&params) {
         let mut cshape = vec![b, m];
-        cshape.extend(std::iter::repeat(1).take(g.dim() - 2));
+        cshape.extend(std::iter::repeat_n(1, g.dim() - 2));
         let want = (g * coef.reshape(cshape.as_slice())).sum_dim_intlist(0, false, None);
         close(&format!("{name} clipped sum"), s, &want, tol)?;
     }
