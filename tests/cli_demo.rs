@@ -8,7 +8,11 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
         .args(["demo", "--runs", "20000", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
 
     // PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718 (spec 000 §7,
@@ -28,13 +32,22 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
     };
     // Soundness: Poisson batches, accounted as Poisson, never audit above the upper bound.
     let poisson = lower("poisson");
-    assert!((0.0..=pld).contains(&poisson), "Poisson ε_lb = {poisson} vs ε_ub = {pld}");
+    assert!(
+        (0.0..=pld).contains(&poisson),
+        "Poisson ε_lb = {poisson} vs ε_ub = {pld}"
+    );
     // Seed 000's finding: shuffled batches accounted as Poisson leak more than the
     // accountant says. At T = 100, σ = 1 the paper measures ε_emp = 4.01 from 10⁹ runs
     // against the Chua et al. lower bound 4.06 (spec 000 §5.2, §7); 2·10⁴ runs can only
     // certify less, so the audit lands between the Poisson ε and the Chua bound.
     let shuffle = lower("shuffle");
     let chua = r["shuffle_epsilon_lower_chua"].as_f64().unwrap();
-    assert!(shuffle > pld, "shuffle ε_lb = {shuffle} should exceed Poisson ε = {pld}");
-    assert!(chua > shuffle, "Chua bound {chua} below the audit's {shuffle}");
+    assert!(
+        shuffle > pld,
+        "shuffle ε_lb = {shuffle} should exceed Poisson ε = {pld}"
+    );
+    assert!(
+        chua > shuffle,
+        "Chua bound {chua} below the audit's {shuffle}"
+    );
 }
