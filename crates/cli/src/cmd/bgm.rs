@@ -338,7 +338,11 @@ fn prepare(setting: Setting) -> anyhow::Result<Prepared> {
             })
             .with_context(|| format!("guess k = {k}"))?;
         }
-        let guess_runs = s.guess_runs.unwrap_or(s.runs / 4).max(100);
+        let guess_runs = s.guess_runs.unwrap_or((s.runs / 4).max(100));
+        anyhow::ensure!(
+            guess_runs >= 100,
+            "guess_runs = {guess_runs}: expected at least 100 runs per hypothesis and guess"
+        );
         (guesses, guess_runs)
     } else {
         (vec![s.steps], 0)
