@@ -20,6 +20,18 @@ pub struct GroupNormConfig {
     pub eps: f64,
 }
 
+impl GroupNormConfig {
+    /// `min(groups, channels)` groups over `channels` with PyTorch's default
+    /// `eps = 1e-5`: the GroupNorm the residual models put in place of BatchNorm.
+    pub fn capped(groups: i64, channels: i64) -> Self {
+        Self {
+            num_groups: groups.min(channels),
+            num_channels: channels,
+            eps: 1e-5,
+        }
+    }
+}
+
 /// `y = x̂ ⊙ γ + β` with `x̂` the input normalised over each group of each sample.
 /// `weight` (γ) and `bias` (β) are `[M, C]`; the input is `[B, M, C, ...]`.
 /// Replicas run as one `group_norm` with `M·G` groups.

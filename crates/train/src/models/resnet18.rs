@@ -19,14 +19,7 @@ use crate::layers::{
 use crate::models::Model;
 
 fn gn(init: &mut Init, groups: i64, c: i64) -> GroupNorm {
-    GroupNorm::new(
-        init,
-        GroupNormConfig {
-            num_groups: groups.min(c),
-            num_channels: c,
-            eps: 1e-5,
-        },
-    )
+    GroupNorm::new(init, GroupNormConfig::capped(groups, c))
 }
 
 /// One BasicBlock: `relu(bn1(conv1 x)) → bn2(conv2 ·) + shortcut(x) → relu`.

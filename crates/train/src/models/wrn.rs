@@ -19,14 +19,7 @@ use crate::layers::{
 use crate::models::Model;
 
 fn gn(init: &mut Init, groups: i64, c: i64) -> GroupNorm {
-    GroupNorm::new(
-        init,
-        GroupNormConfig {
-            num_groups: groups.min(c),
-            num_channels: c,
-            eps: 1e-5,
-        },
-    )
+    GroupNorm::new(init, GroupNormConfig::capped(groups, c))
 }
 
 /// A pre-activation wide block; PyTorch names `n1`, `c1`, `n2`, `c2`, `sc`.
