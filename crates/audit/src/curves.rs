@@ -75,7 +75,8 @@ pub struct TradeoffPlot {
 
 const COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"];
 
-fn escape(s: &str) -> String {
+/// Escapes `&`, `<` and `>` for SVG/XML text content.
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -21,7 +21,8 @@
 //! Building blocks: [`special`] (log-space ln Γ, incomplete beta, binomial
 //! tails), [`clopper_pearson`] (one- and two-sided limits, tails to 1e-300),
 //! [`normal`] (Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
-//! [`curves`] (trade-off curves and a hand-written SVG plot).
+//! [`curves`] (trade-off curves and a hand-written SVG plot), [`plots`]
+//! (score histograms and ε lower-vs-upper bar plots, hand-written SVG).
 //!
 //! # Selection is explicit
 //! Every bound names its [`scores::Selection`]: `split` (default in the CLI;
@@ -46,6 +47,7 @@ pub mod io;
 pub mod normal;
 pub mod one_run;
 pub mod panoramia;
+pub mod plots;
 pub mod region;
 pub mod scores;
 mod sort;

@@ -1,0 +1,849 @@
+//! Plots for the experiment reports, as hand-written SVG in the look of
+//! [`crate::curves::TradeoffPlot::to_svg`] (no plotting dependency):
+//!
+//! - [`histogram`] + [`Histogram::to_svg`]: member and non-member score
+//!   distributions on common bins, overlaid. A visual check of the
+//!   distinguishing test behind every bound (the threshold sweep of spec 000
+//!   §2.7 / spec 001 §4 separates exactly these two samples).
+//! - [`epsilon_bars_svg`]: empirical ε lower bounds against the accountant's
+//!   ε upper bound, one bar per audit or threat model: the "gap" plots of
+//!   spec 000 (Fig. 1, largest gaps per threat model) and spec 001 (Fig. 6,
+//!   accounting upper bound vs auditing performance). A bound computed with
+//!   `same-data` selection is not valid at its stated confidence (see
+//!   [`crate::scores::Selection`]); its bar is hatched and its label says so.
+//!
+//! Every number printed into the SVG is finite: non-finite inputs are
+//! skipped or shown as `n/a`, never formatted.
+
+use std::fmt::Write as _;
+
+use crate::curves::escape;
+use crate::error::{AuditError, Result};
+
+/// Largest bin count [`histogram`] accepts (a plot wider than this has
+/// bars narrower than a pixel).
+pub const MAX_BINS: usize = 10_000;
+
+/// Legend label of the member series.
+const MEMBERS_LABEL: &str = "members (canary in)";
+/// Legend label of the non-member series.
+const NONMEMBERS_LABEL: &str = "non-members (canary out)";
+/// Label of the accountant's ε line.
+const UPPER_LABEL: &str = "ε upper (accountant)";
+/// Suffix of the label of a bar whose bound is not valid at its confidence.
+const INVALID_SUFFIX: &str = " (not valid at stated confidence)";
+
+const MEMBER_COLOR: &str = "#1f77b4";
+const NONMEMBER_COLOR: &str = "#ff7f0e";
+const UPPER_COLOR: &str = "#d62728";
+
+/// Member and non-member score counts on common equal-width bins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// Bin edges, increasing, `bins + 1` of them. Bin `i` is
+    /// `[edges[i], edges[i + 1])`; the last bin also holds its right edge.
+    pub edges: Vec<f64>,
+    /// Member counts per bin.
+    pub members: Vec<u64>,
+    /// Non-member counts per bin.
+    pub nonmembers: Vec<u64>,
+    /// Scores (of both classes) that were NaN or ±∞ and are in no bin.
+    pub skipped_non_finite: u64,
+}
+
+/// Bins both score classes on `bins` common equal-width bins spanning the
+/// smallest to the largest finite score of either class.
+///
+/// When every finite score equals one value `v`, there is one bin,
+/// `[v − 0.5, v + 0.5]`, whatever `bins` is. Non-finite scores are counted
+/// in [`Histogram::skipped_non_finite`] and binned nowhere.
+///
+/// # Errors
+/// [`AuditError::InvalidParameter`] when `bins` is 0 or above [`MAX_BINS`],
+/// or when neither class has a finite score.
+pub fn histogram(members: &[f64], nonmembers: &[f64], bins: usize) -> Result<Histogram> {
+    if bins == 0 || bins > MAX_BINS {
+        return Err(AuditError::InvalidParameter {
+            name: "bins",
+            value: bins.to_string(),
+            expected: "a bin count from 1 to 10000",
+        });
+    }
+    let finite = || {
+        members
+            .iter()
+            .chain(nonmembers)
+            .copied()
+            .filter(|v| v.is_finite())
+    };
+    let lo = finite().fold(f64::INFINITY, f64::min);
+    let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(AuditError::InvalidParameter {
+            name: "scores",
+            value: format!(
+                "{} member and {} non-member scores, none finite",
+                members.len(),
+                nonmembers.len()
+            ),
+            expected: "at least one finite score in either class",
+        });
+    }
+    let edges: Vec<f64> = if lo == hi {
+        vec![lo - 0.5, lo + 0.5]
+    } else {
+        // Interpolate instead of `lo + i·(hi − lo)/bins`: `hi − lo` can
+        // overflow for scores near ±f64::MAX; this cannot, and the end
+        // edges are exactly `lo` and `hi`. The running max keeps the edges
+        // sorted whatever the rounding.
+        let mut prev = lo;
+        (0..=bins)
+            .map(|i| {
+                let f = i as f64 / bins as f64;
+                let e = (lo * (1.0 - f) + hi * f).max(prev);
+                prev = e;
+                e
+            })
+            .collect()
+    };
+    let n = edges.len() - 1;
+    let inner = &edges[1..n];
+    // Bin = number of inner edges ≤ v, so a score on an inner edge goes to
+    // the bin that edge opens, and `hi` lands in the last bin.
+    let count = |scores: &[f64]| {
+        let mut c = vec![0u64; n];
+        for &v in scores.iter().filter(|v| v.is_finite()) {
+            c[inner.partition_point(|&e| e <= v)] += 1;
+        }
+        c
+    };
+    let skipped = members
+        .iter()
+        .chain(nonmembers)
+        .filter(|v| !v.is_finite())
+        .count() as u64;
+    Ok(Histogram {
+        members: count(members),
+        nonmembers: count(nonmembers),
+        edges,
+        skipped_non_finite: skipped,
+    })
+}
+
+/// Maps `[lo, hi]` (finite, `lo < hi`) onto pixels `[p0, p1]`, clamping.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    p0: f64,
+    p1: f64,
+}
+
+impl Scale {
+    fn px(&self, v: f64) -> f64 {
+        // Halves: `hi − lo` may overflow, `hi/2 − lo/2` cannot.
+        let t = (v * 0.5 - self.lo * 0.5) / (self.hi * 0.5 - self.lo * 0.5);
+        let t = if t.is_finite() {
+            t.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self.p0 + t * (self.p1 - self.p0)
+    }
+}
+
+/// Multiples of a 1-2-5 step that lie in `[lo, hi]` (about `target` of
+/// them), and the step. Falls back to the two ends when no step fits.
+fn ticks(lo: f64, hi: f64, target: usize) -> (Vec<f64>, f64) {
+    let raw = hi / target as f64 - lo / target as f64;
+    if !(raw.is_finite() && raw > 0.0) {
+        return (vec![lo, hi], 0.0);
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let norm = raw / mag;
+    let step = mag
+        * if norm < 1.5 {
+            1.0
+        } else if norm < 3.5 {
+            2.0
+        } else if norm < 7.5 {
+            5.0
+        } else {
+            10.0
+        };
+    let (k0, k1) = ((lo / step).ceil(), (hi / step).floor());
+    if !(step > 0.0 && k0.is_finite() && k1.is_finite() && k1 >= k0 && k1 - k0 <= 50.0) {
+        return (vec![lo, hi], 0.0);
+    }
+    let ticks = (0..=(k1 - k0) as usize)
+        // `+ 0.0` turns −0 into 0.
+        .map(|i| (k0 + i as f64) * step + 0.0)
+        .collect();
+    (ticks, step)
+}
+
+/// The smallest multiple of a 1-2-5 step at or above `hi` (finite, > 0),
+/// so that an axis `[0, nice_ceil(hi)]` ends on a tick.
+fn nice_ceil(hi: f64) -> f64 {
+    let (t, step) = ticks(0.0, hi, 5);
+    let last = t.last().copied().unwrap_or(hi);
+    if step > 0.0 && last < hi {
+        last + step
+    } else {
+        last.max(hi)
+    }
+}
+
+/// A tick label with as many decimals as the tick step needs.
+fn fmt_tick(v: f64, step: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    let decimals = if step > 0.0 && step < 1.0 {
+        (-step.log10().floor()).max(0.0) as usize
+    } else {
+        0
+    };
+    if v.abs() >= 1e6 || decimals > 6 || step == 0.0 && v.abs() < 1e-3 {
+        format!("{v:.3e}")
+    } else if step == 0.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
+/// A value label: three decimals, scientific when very large or small.
+fn fmt_value(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".to_string()
+    } else if v != 0.0 && (v.abs() >= 1e6 || v.abs() < 1e-3) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `<svg>` opening, white background and centred title.
+fn open_svg(s: &mut String, w: f64, h: f64, title: &str) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#,
+        w / 2.0,
+        escape(title)
+    );
+}
+
+impl Histogram {
+    /// Renders an SVG: the two classes as overlaid semi-transparent bars
+    /// (members blue, non-members orange; one `<rect>` per non-empty bin per
+    /// class, classes `bar-members` / `bar-nonmembers`), a legend above the
+    /// plot area, ticks on both axes, the score axis labelled `x_label` and
+    /// the count axis `count`. A note under the title gives the number of
+    /// skipped non-finite scores when there are any.
+    ///
+    /// Robust to hand-built values: bins whose edges are not finite and
+    /// increasing are left out, and only as many bins as all three vectors
+    /// describe are drawn.
+    pub fn to_svg(&self, title: &str, x_label: &str) -> String {
+        let (w, h, m) = (640.0, 480.0, 60.0);
+        let (pw, ph) = (w - 2.0 * m, h - 2.0 * m - 20.0);
+        let (top, bottom) = (m + 20.0, m + 20.0 + ph);
+        let mut s = String::new();
+        open_svg(&mut s, w, h, title);
+        if self.skipped_non_finite > 0 {
+            let _ = writeln!(
+                s,
+                r##"<text x="{}" y="42" text-anchor="middle" fill="#555">non-finite scores not shown: {}</text>"##,
+                w / 2.0,
+                self.skipped_non_finite
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<rect x="{m}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+        );
+        let n = self
+            .edges
+            .len()
+            .saturating_sub(1)
+            .min(self.members.len())
+            .min(self.nonmembers.len());
+        let bins: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let (a, b) = (self.edges[i], self.edges[i + 1]);
+                a.is_finite() && b.is_finite() && a <= b
+            })
+            .collect();
+        let lo = bins
+            .iter()
+            .map(|&i| self.edges[i])
+            .fold(f64::INFINITY, f64::min);
+        let hi = bins
+            .iter()
+            .map(|&i| self.edges[i + 1])
+            .fold(f64::NEG_INFINITY, f64::max);
+        if bins.is_empty() || lo >= hi {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="middle">no finite scores to show</text>"#,
+                w / 2.0,
+                (top + bottom) / 2.0
+            );
+            s.push_str("</svg>\n");
+            return s;
+        }
+        let x = Scale {
+            lo,
+            hi,
+            p0: m,
+            p1: w - m,
+        };
+        let max_count = bins
+            .iter()
+            .map(|&i| self.members[i].max(self.nonmembers[i]))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        // Counts are integers: a step below 1 would repeat tick labels.
+        let y_hi = nice_ceil(max_count as f64).max(1.0);
+        let y = Scale {
+            lo: 0.0,
+            hi: y_hi,
+            p0: bottom,
+            p1: top,
+        };
+        let (xt, xstep) = ticks(lo, hi, 6);
+        for t in xt {
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
+                x.px(t),
+                bottom,
+                top
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                x.px(t),
+                bottom + 16.0,
+                fmt_tick(t, xstep)
+            );
+        }
+        let (yt, ystep) = ticks(0.0, y_hi, 5);
+        for t in yt.into_iter().filter(|t| t.fract() == 0.0) {
+            let _ = writeln!(
+                s,
+                r##"<line x1="{1:.1}" y1="{0:.1}" x2="{2:.1}" y2="{0:.1}" stroke="#ddd"/>"##,
+                y.px(t),
+                m,
+                w - m
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                m - 6.0,
+                y.px(t) + 4.0,
+                fmt_tick(t, ystep.max(1.0))
+            );
+        }
+        for (counts, color, class) in [
+            (&self.members, MEMBER_COLOR, "bar-members"),
+            (&self.nonmembers, NONMEMBER_COLOR, "bar-nonmembers"),
+        ] {
+            for &i in bins.iter().filter(|&&i| counts[i] > 0) {
+                let (x0, x1) = (x.px(self.edges[i]), x.px(self.edges[i + 1]));
+                let y1 = y.px(counts[i] as f64);
+                let _ = writeln!(
+                    s,
+                    r#"<rect class="{class}" x="{x0:.2}" y="{y1:.2}" width="{:.2}" height="{:.2}" fill="{color}" fill-opacity="0.45" stroke="{color}" stroke-width="0.8"/>"#,
+                    x1 - x0,
+                    bottom - y1
+                );
+            }
+        }
+        for (k, (color, label)) in [
+            (MEMBER_COLOR, MEMBERS_LABEL),
+            (NONMEMBER_COLOR, NONMEMBERS_LABEL),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // One row between title and plot, so no bar can hide it.
+            let (lx, ly) = (m + 220.0 * k as f64, top - 14.0);
+            let _ = writeln!(
+                s,
+                r#"<rect class="legend" x="{lx}" y="{}" width="14" height="10" fill="{color}" fill-opacity="0.45" stroke="{color}"/><text x="{}" y="{}">{label}</text>"#,
+                ly - 5.0,
+                lx + 20.0,
+                ly + 4.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            w / 2.0,
+            h - 12.0,
+            escape(x_label)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="16" y="{0}" text-anchor="middle" transform="rotate(-90 16 {0})">count</text>"#,
+            (top + bottom) / 2.0
+        );
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+/// One bar of [`epsilon_bars_svg`]: an empirical ε lower bound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpsilonBar {
+    /// What produced it (audit method, threat model, ...).
+    pub label: String,
+    /// The ε lower bound.
+    pub lower: f64,
+    /// Whether the bound is valid at its stated confidence (false for
+    /// `same-data` selection, see [`crate::scores::Selection`]).
+    pub valid: bool,
+}
+
+/// Renders ε lower bounds as horizontal bars against the accountant's ε
+/// upper bound, drawn as a dashed vertical line labelled
+/// `ε upper (accountant)`: the gap plot of spec 000 Fig. 1 / spec 001 Fig. 6
+/// (one bar per audit), also used to compare threat models side by side.
+///
+/// Each bar is one `<rect>` of class `bar-valid` or `bar-invalid`, with its
+/// label above it and its value at its end. A bar with `valid == false` is
+/// hatched and lighter, and its label ends in
+/// ` (not valid at stated confidence)`. The ε axis starts at 0 and reaches
+/// past both the largest finite bar and the upper bound. A bar whose value
+/// is not finite has zero length and the value `n/a`; a negative value has
+/// zero length and shows its value. An upper bound that is `None` draws no
+/// line; one that is not finite or is negative draws no line but a note.
+pub fn epsilon_bars_svg(title: &str, bars: &[EpsilonBar], epsilon_upper: Option<f64>) -> String {
+    let (w, m, row) = (640.0, 60.0, 44.0);
+    let top = m + 20.0;
+    let ph = row * bars.len().max(1) as f64;
+    let bottom = top + ph;
+    let h = bottom + 60.0;
+    let (left, right) = (30.0, w - 40.0);
+    let upper = epsilon_upper.filter(|u| u.is_finite() && *u >= 0.0);
+    let largest = bars
+        .iter()
+        .map(|b| b.lower)
+        .filter(|v| v.is_finite())
+        .chain(upper)
+        .fold(0.0, f64::max);
+    // 15% headroom for the value labels at the bar ends.
+    let x_hi = if largest > 0.0 {
+        nice_ceil(largest * 1.15)
+    } else {
+        1.0
+    };
+    let x = Scale {
+        lo: 0.0,
+        hi: x_hi,
+        p0: left,
+        p1: right,
+    };
+    let mut s = String::new();
+    open_svg(&mut s, w, h, title);
+    let _ = writeln!(
+        s,
+        r##"<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#deebf7"/><line x1="0" y1="0" x2="0" y2="6" stroke="{MEMBER_COLOR}" stroke-width="1.5" stroke-opacity="0.6"/></pattern></defs>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect x="{left}" y="{top}" width="{}" height="{ph}" fill="none" stroke="black"/>"#,
+        right - left
+    );
+    let (xt, xstep) = ticks(0.0, x_hi, 6);
+    for t in xt {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
+            x.px(t),
+            bottom,
+            top
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x.px(t),
+            bottom + 16.0,
+            fmt_tick(t, xstep)
+        );
+    }
+    if bars.is_empty() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">no ε lower bounds to show</text>"#,
+            w / 2.0,
+            (top + bottom) / 2.0 + 4.0
+        );
+    }
+    for (k, b) in bars.iter().enumerate() {
+        let ry = top + row * k as f64;
+        let x1 = if b.lower.is_finite() && b.lower > 0.0 {
+            x.px(b.lower)
+        } else {
+            left
+        };
+        let (class, fill) = if b.valid {
+            (
+                "bar-valid",
+                format!(r#"fill="{MEMBER_COLOR}" fill-opacity="0.8""#),
+            )
+        } else {
+            ("bar-invalid", r#"fill="url(#hatch)""#.to_string())
+        };
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">{}{}</text>"#,
+            left + 4.0,
+            ry + 14.0,
+            escape(&b.label),
+            if b.valid { "" } else { INVALID_SUFFIX }
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect class="{class}" x="{left}" y="{:.1}" width="{:.2}" height="20" {fill} stroke="{MEMBER_COLOR}"/>"#,
+            ry + 19.0,
+            x1 - left
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">ε ≥ {}</text>"#,
+            x1 + 4.0,
+            ry + 33.0,
+            fmt_value(b.lower)
+        );
+    }
+    match (epsilon_upper, upper) {
+        (_, Some(u)) => {
+            let ux = x.px(u);
+            let _ = writeln!(
+                s,
+                r#"<line x1="{ux:.1}" y1="{:.1}" x2="{ux:.1}" y2="{bottom:.1}" stroke="{UPPER_COLOR}" stroke-width="2" stroke-dasharray="6 4"/>"#,
+                top - 10.0
+            );
+            let anchor = if ux > w / 2.0 { "end" } else { "start" };
+            let _ = writeln!(
+                s,
+                r#"<text x="{ux:.1}" y="{:.1}" text-anchor="{anchor}" fill="{UPPER_COLOR}">{UPPER_LABEL} = {}</text>"#,
+                top - 14.0,
+                fmt_value(u)
+            );
+        }
+        (Some(_), None) => {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{:.1}" text-anchor="middle" fill="{UPPER_COLOR}">{UPPER_LABEL} not finite or negative: not drawn</text>"#,
+                w / 2.0,
+                top - 14.0
+            );
+        }
+        (None, None) => {}
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">ε</text>"#,
+        w / 2.0,
+        h - 12.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn well_formed(svg: &str) {
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.ends_with("</svg>\n"), "{svg}");
+        assert_eq!(svg.matches("<svg").count(), 1);
+        for bad in ["NaN", "inf", "Inf"] {
+            assert!(!svg.contains(bad), "`{bad}` in {svg}");
+        }
+    }
+
+    #[test]
+    fn histogram_hand_computed_counts() {
+        // Finite range [0, 4], 4 bins of width (4 − 0)/4 = 1: edges 0,1,2,3,4.
+        // members 0 → bin 0; 0.5 → bin 0; 1 → bin 1 (an inner edge opens its
+        //   bin); 3.99 → bin 3; 4 → bin 3 (the max is in the last bin)
+        //   ⇒ [2, 1, 0, 2].
+        // non-members 2 → bin 2; 2.5 → bin 2; 1.5 → bin 1; NaN, +∞, −∞
+        //   skipped ⇒ [0, 1, 2, 0], skipped = 3.
+        let h = histogram(
+            &[0.0, 0.5, 1.0, 3.99, 4.0],
+            &[2.0, 2.5, f64::NAN, 1.5, f64::INFINITY, f64::NEG_INFINITY],
+            4,
+        )
+        .unwrap();
+        assert_eq!(h.edges, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(h.members, vec![2, 1, 0, 2]);
+        assert_eq!(h.nonmembers, vec![0, 1, 2, 0]);
+        assert_eq!(h.skipped_non_finite, 3);
+    }
+
+    #[test]
+    fn histogram_counts_sum_to_finite_inputs() {
+        // 1000 scores spread over [−3.7, 5.2] by a fixed LCG (no RNG crate
+        // needed), every 97th made non-finite; 13 bins.
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 8.9 - 3.7
+        };
+        let mut m: Vec<f64> = (0..600).map(|_| next()).collect();
+        let n: Vec<f64> = (0..400).map(|_| next()).collect();
+        for i in (0..m.len()).step_by(97) {
+            m[i] = f64::NAN;
+        }
+        let bad = m.iter().filter(|v| !v.is_finite()).count() as u64;
+        assert_eq!(bad, 7); // indices 0, 97, …, 582
+        let h = histogram(&m, &n, 13).unwrap();
+        assert_eq!(h.edges.len(), 14);
+        assert_eq!(h.members.len(), 13);
+        assert_eq!(h.members.iter().sum::<u64>(), 600 - bad);
+        assert_eq!(h.nonmembers.iter().sum::<u64>(), 400);
+        assert_eq!(h.skipped_non_finite, bad);
+        let lo = m.iter().chain(&n).copied().filter(|v| v.is_finite());
+        assert_eq!(h.edges[0], lo.clone().fold(f64::INFINITY, f64::min));
+        assert_eq!(h.edges[13], lo.fold(f64::NEG_INFINITY, f64::max));
+        assert!(h.edges.windows(2).all(|e| e[0] < e[1]));
+    }
+
+    #[test]
+    fn histogram_degenerate_range_is_one_unit_bin() {
+        let h = histogram(&[2.5, 2.5], &[2.5, f64::NAN], 10).unwrap();
+        assert_eq!(h.edges, vec![2.0, 3.0]);
+        assert_eq!(h.members, vec![2]);
+        assert_eq!(h.nonmembers, vec![1]);
+        assert_eq!(h.skipped_non_finite, 1);
+        // One class empty is fine.
+        let h = histogram(&[], &[-1.0], 3).unwrap();
+        assert_eq!(h.edges, vec![-1.5, -0.5]);
+        assert_eq!((h.members, h.nonmembers), (vec![0], vec![1]));
+    }
+
+    #[test]
+    fn histogram_extreme_scores_do_not_overflow() {
+        let h = histogram(&[-f64::MAX], &[f64::MAX], 2).unwrap();
+        assert_eq!(h.edges, vec![-f64::MAX, 0.0, f64::MAX]);
+        assert_eq!((h.members, h.nonmembers), (vec![1, 0], vec![0, 1]));
+        well_formed(&h_svg(&Histogram {
+            edges: vec![-f64::MAX, 0.0, f64::MAX],
+            members: vec![1, 0],
+            nonmembers: vec![0, 1],
+            skipped_non_finite: 0,
+        }));
+    }
+
+    fn h_svg(h: &Histogram) -> String {
+        h.to_svg("t", "score")
+    }
+
+    #[test]
+    fn histogram_errors() {
+        for bins in [0, MAX_BINS + 1] {
+            match histogram(&[1.0], &[2.0], bins) {
+                Err(AuditError::InvalidParameter { name: "bins", .. }) => {}
+                other => panic!("bins = {bins}: {other:?}"),
+            }
+        }
+        for (m, n) in [
+            (&[][..], &[][..]),
+            (&[f64::NAN][..], &[f64::INFINITY, f64::NEG_INFINITY][..]),
+        ] {
+            match histogram(m, n, 5) {
+                Err(AuditError::InvalidParameter { name: "scores", .. }) => {}
+                other => panic!("{m:?} {n:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn histogram_svg_structure() {
+        // Same data as `histogram_hand_computed_counts`: non-empty bins are
+        // 3 for members ([2, 1, 0, 2]) and 2 for non-members ([0, 1, 2, 0]).
+        let h = histogram(&[0.0, 0.5, 1.0, 3.99, 4.0], &[2.0, 2.5, f64::NAN, 1.5], 4).unwrap();
+        let svg = h.to_svg("scores <&> canary", "score (−loss)");
+        well_formed(&svg);
+        assert!(svg.contains("scores &lt;&amp;&gt; canary"));
+        assert!(!svg.contains("<&>"));
+        assert_eq!(svg.matches(r#"class="bar-members""#).count(), 3);
+        assert_eq!(svg.matches(r#"class="bar-nonmembers""#).count(), 2);
+        // background + frame + 2 legend swatches + 5 bars.
+        assert_eq!(svg.matches("<rect").count(), 9);
+        assert!(svg.contains(MEMBERS_LABEL) && svg.contains(NONMEMBERS_LABEL));
+        assert!(svg.contains("score (−loss)"));
+        assert!(svg.contains("non-finite scores not shown: 1"));
+        // x ticks: [0, 4] in ~6 → raw step 0.667 → 1-2-5 step 0.5, one
+        // decimal: 0, 0.5, …, 4.0 (9 ticks). y ticks: max count 2 → step
+        // 0.5, integer ticks only: 0, 1, 2.
+        for t in ["0", "0.5", "1.0", "2.5", "4.0"] {
+            assert!(
+                svg.contains(&format!(r#"text-anchor="middle">{t}</text>"#)),
+                "x {t}"
+            );
+        }
+        for t in ["0", "1", "2"] {
+            assert!(
+                svg.contains(&format!(r#"text-anchor="end">{t}</text>"#)),
+                "y {t}"
+            );
+        }
+        // The tallest bar (count 2) reaches the top of the plot area,
+        // y = 60 + 20 = 80, as the count axis ends at 2.
+        assert!(svg.contains(r#"y="80.00" width="#));
+    }
+
+    #[test]
+    fn histogram_svg_survives_hand_built_values() {
+        for h in [
+            Histogram {
+                edges: vec![],
+                members: vec![],
+                nonmembers: vec![],
+                skipped_non_finite: 0,
+            },
+            Histogram {
+                edges: vec![f64::NAN, 1.0, f64::INFINITY],
+                members: vec![1, 2],
+                nonmembers: vec![3],
+                skipped_non_finite: 2,
+            },
+            Histogram {
+                edges: vec![0.0, 1.0],
+                members: vec![0],
+                nonmembers: vec![0],
+                skipped_non_finite: 0,
+            },
+        ] {
+            well_formed(&h_svg(&h));
+        }
+        // Degenerate-range histogram renders its single bin per class.
+        let svg = h_svg(&histogram(&[7.0], &[7.0], 4).unwrap());
+        well_formed(&svg);
+        assert_eq!(svg.matches(r#"class="bar-members""#).count(), 1);
+        assert_eq!(svg.matches(r#"class="bar-nonmembers""#).count(), 1);
+    }
+
+    fn bar(label: &str, lower: f64, valid: bool) -> EpsilonBar {
+        EpsilonBar {
+            label: label.to_string(),
+            lower,
+            valid,
+        }
+    }
+
+    #[test]
+    fn epsilon_bars_structure() {
+        let bars = [
+            bar("white-box <gradient>", 2.0, true),
+            bar("black-box & loss", 0.5, false),
+            bar("one-run", 1.25, true),
+        ];
+        let svg = epsilon_bars_svg("ε_lb <&> ε_ub", &bars, Some(8.0));
+        well_formed(&svg);
+        assert!(svg.contains("ε_lb &lt;&amp;&gt; ε_ub"));
+        assert!(svg.contains("white-box &lt;gradient&gt;"));
+        assert!(svg.contains("black-box &amp; loss (not valid at stated confidence)"));
+        assert_eq!(
+            svg.matches("(not valid at stated confidence)").count(),
+            1,
+            "only the invalid bar is flagged"
+        );
+        assert_eq!(svg.matches(r#"class="bar-valid""#).count(), 2);
+        assert_eq!(svg.matches(r#"class="bar-invalid""#).count(), 1);
+        assert_eq!(svg.matches(r#"fill="url(#hatch)""#).count(), 1);
+        assert!(svg.contains("ε upper (accountant) = 8.000"));
+        assert_eq!(svg.matches(r#"stroke-dasharray="6 4""#).count(), 1);
+        for v in ["ε ≥ 2.000", "ε ≥ 0.500", "ε ≥ 1.250"] {
+            assert!(svg.contains(v), "{v}");
+        }
+        // Axis: 8 · 1.15 = 9.2 rounds up to the 2-step tick 10, so the plot
+        // [30, 600] maps ε = 8 to 30 + 0.8 · 570 = 486 and ε = 2 to 144
+        // (bar width 114).
+        assert!(svg.contains(r#"x1="486.0""#));
+        assert!(svg.contains(r#"width="114.00""#));
+        assert!(svg.contains(r#"text-anchor="middle">10</text>"#));
+    }
+
+    #[test]
+    fn epsilon_axis_covers_largest_bar() {
+        // A bar above the upper bound (an audit bug, or a same-data bound):
+        // the axis must reach it: 12 · 1.15 = 13.8 → tick 14 (step 2),
+        // so ε = 12 is at 30 + 12/14 · 570 = 518.57 and ε_ub = 3 at 152.14.
+        let svg = epsilon_bars_svg("t", &[bar("a", 12.0, false)], Some(3.0));
+        well_formed(&svg);
+        assert!(svg.contains(r#"width="488.57""#), "{svg}");
+        assert!(svg.contains(r#"x1="152.1""#));
+        assert!(svg.contains(r#"text-anchor="middle">14</text>"#));
+    }
+
+    #[test]
+    fn epsilon_bars_without_finite_numbers() {
+        // No upper bound and all bars 0: axis [0, 1], zero-length bars.
+        let zeros = [bar("a", 0.0, true), bar("b", 0.0, false)];
+        let svg = epsilon_bars_svg("zeros", &zeros, None);
+        well_formed(&svg);
+        assert!(!svg.contains(UPPER_LABEL));
+        assert_eq!(svg.matches(r#"width="0.00""#).count(), 2);
+        assert!(svg.contains(r#"text-anchor="middle">1.0</text>"#));
+        // Non-finite bars and upper bounds are never formatted.
+        let odd = [
+            bar("nan", f64::NAN, true),
+            bar("inf", f64::INFINITY, true),
+            bar("neg", -0.25, true),
+        ];
+        for up in [None, Some(f64::NAN), Some(f64::INFINITY), Some(-1.0)] {
+            let svg = epsilon_bars_svg("odd", &odd, up);
+            assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+            assert!(!svg.contains("NaN") && !svg.contains("∞"));
+            // Labels "inf" are user text; values never print as inf.
+            assert_eq!(svg.matches("inf").count(), 1, "{svg}");
+            assert_eq!(svg.matches("ε ≥ n/a").count(), 2);
+            assert!(svg.contains("ε ≥ -0.250"));
+            assert_eq!(svg.matches(r#"width="0.00""#).count(), 3);
+            assert_eq!(svg.contains("not finite or negative"), up.is_some());
+        }
+        // No bars at all.
+        let svg = epsilon_bars_svg("none", &[], Some(1.0));
+        well_formed(&svg);
+        assert!(svg.contains("no ε lower bounds to show"));
+        assert!(svg.contains("ε upper (accountant) = 1.000"));
+    }
+
+    #[test]
+    fn tick_helpers() {
+        // 1-2-5 steps: [0, 10] in ~5 → step 2; [0, 1] in ~6 → raw 0.1667 → 0.2.
+        assert_eq!(
+            ticks(0.0, 10.0, 5),
+            (vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0], 2.0)
+        );
+        let (t, step) = ticks(0.0, 1.0, 6);
+        assert_eq!(step, 0.2);
+        assert_eq!(t.len(), 6);
+        assert_eq!(fmt_tick(t[3], step), "0.6");
+        assert_eq!(nice_ceil(9.2), 10.0);
+        assert_eq!(nice_ceil(13.8), 14.0);
+        assert_eq!(nice_ceil(2.0), 2.0);
+        assert_eq!(fmt_value(f64::NAN), "n/a");
+        assert_eq!(fmt_value(2.0e7), "2.000e7");
+    }
+}
