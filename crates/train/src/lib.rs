@@ -8,6 +8,7 @@
 //! stack of `M ≥ 1` independent replicas trained in the same kernels.
 
 pub mod bench;
+pub mod bgm;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -16,6 +16,13 @@
 //! valid at its confidence (the paper instead maximises over k on the same
 //! observations; the per-guess same-data numbers are reported, labelled).
 //!
+//! Two simulation engines give the same scores in distribution (issue 7
+//! point 1): the pure-Rust CPU simulator (`--engine rust`, the default on the
+//! CPU, threads over chunks) and the libtorch one (`--engine tensor`,
+//! vectorised over chunks of runs; the only engine with `--device cuda`).
+//! Each setting reports its simulation throughput (observations per second)
+//! and the engine and device it ran on.
+//!
 //! Every setting is validated (sampler parameters included) before any
 //! simulation starts. `audit.json` and `summary.md` are written atomically.
 
@@ -24,10 +31,13 @@ use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant,
 };
 use dpaudit_attacks::likelihood::default_partial_shuffle_guesses;
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, Sampler};
+use dpaudit_attacks::{
+    BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, PairedScores, Sampler,
+};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::scores::{Observations, Selection};
+use dpaudit_train::bgm::TensorBgmSimulator;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -44,9 +54,148 @@ pub struct Args {
     /// Print the JSON report instead of the markdown table.
     #[arg(long)]
     pub json: bool,
-    /// Simulation threads (0 = all cores).
+    /// Simulation threads (0 = all cores): the Rust engine's threads, or
+    /// libtorch's intra-op threads for the tensor engine on the CPU.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Where the simulation runs: `cpu` or `cuda` (CUDA device 0; implies
+    /// `--engine tensor`).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Simulation engine: `rust` (pure-Rust CPU simulator) or `tensor`
+    /// (libtorch, vectorised in chunks of runs). Default: `rust` on the CPU,
+    /// `tensor` on CUDA.
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineChoice>,
+    /// Tensor engine only: runs per chunk and hypothesis (bounds memory;
+    /// default from a per-device element budget). The scores depend on it.
+    #[arg(long)]
+    pub chunk_runs: Option<usize>,
+}
+
+/// The `--engine` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// The pure-Rust CPU simulator (`dpaudit_attacks::BgmSimulator`).
+    Rust,
+    /// The libtorch simulator (`dpaudit_train::bgm::TensorBgmSimulator`).
+    Tensor,
+}
+
+/// Which simulator runs the audits, and where.
+#[derive(Debug, Clone, Copy)]
+pub enum Engine {
+    /// The pure-Rust simulator on `threads` threads (0 = all cores).
+    Rust { threads: usize },
+    /// The tensor simulator on `device`, with `chunk_runs` runs per chunk
+    /// (`None`: the device's default budget).
+    Tensor {
+        device: tch::Device,
+        chunk_runs: Option<usize>,
+    },
+}
+
+impl Engine {
+    /// From the command-line flags; refuses `--engine rust --device cuda`,
+    /// `--chunk-runs` without the tensor engine, and CUDA when none is present.
+    pub fn from_flags(
+        device: &str,
+        engine: Option<EngineChoice>,
+        chunk_runs: Option<usize>,
+        threads: usize,
+    ) -> anyhow::Result<Self> {
+        let device = match device {
+            "cpu" => tch::Device::Cpu,
+            "cuda" if tch::Cuda::is_available() => tch::Device::Cuda(0),
+            "cuda" => {
+                anyhow::bail!("--device cuda: no CUDA device is available (see `dpaudit doctor`)")
+            }
+            other => anyhow::bail!("--device {other}: expected `cpu` or `cuda`"),
+        };
+        let engine = match (engine, device) {
+            (Some(EngineChoice::Rust), tch::Device::Cpu) | (None, tch::Device::Cpu) => {
+                Engine::Rust { threads }
+            }
+            (Some(EngineChoice::Rust), _) => anyhow::bail!(
+                "--engine rust runs on the CPU only; use --engine tensor (the default) with --device cuda"
+            ),
+            (Some(EngineChoice::Tensor), device) | (None, device) => {
+                if threads > 0 && device == tch::Device::Cpu {
+                    tch::set_num_threads(threads as i32);
+                }
+                Engine::Tensor { device, chunk_runs }
+            }
+        };
+        if let (Engine::Rust { .. }, Some(_)) = (engine, chunk_runs) {
+            anyhow::bail!("--chunk-runs applies to --engine tensor only");
+        }
+        if chunk_runs == Some(0) {
+            anyhow::bail!("--chunk-runs 0: expected at least 1 run per chunk");
+        }
+        Ok(engine)
+    }
+
+    /// `rust` or `tensor`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Engine::Rust { .. } => "rust",
+            Engine::Tensor { .. } => "tensor",
+        }
+    }
+
+    /// `cpu` or `cuda:N`.
+    pub fn device_label(&self) -> String {
+        match self {
+            Engine::Rust { .. }
+            | Engine::Tensor {
+                device: tch::Device::Cpu,
+                ..
+            } => "cpu".into(),
+            Engine::Tensor {
+                device: tch::Device::Cuda(i),
+                ..
+            } => format!("cuda:{i}"),
+            Engine::Tensor { device, .. } => format!("{device:?}"),
+        }
+    }
+
+    /// Threads doing the simulation on the CPU (0 on a GPU).
+    pub fn threads(&self) -> usize {
+        match self {
+            Engine::Rust { threads: 0 } => {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            }
+            Engine::Rust { threads } => *threads,
+            Engine::Tensor {
+                device: tch::Device::Cpu,
+                ..
+            } => tch::get_num_threads().max(1) as usize,
+            Engine::Tensor { .. } => 0,
+        }
+    }
+
+    /// Scores of `runs` runs per hypothesis of `sim`'s configuration, from
+    /// chunk `first_chunk` (chunks are each engine's own seeding unit).
+    pub fn simulate(
+        &self,
+        sim: &BgmSimulator,
+        first_chunk: u64,
+        runs: usize,
+    ) -> anyhow::Result<PairedScores> {
+        match *self {
+            Engine::Rust { threads } => Ok(sim.simulate_from_chunk(first_chunk, runs, threads)),
+            Engine::Tensor { device, chunk_runs } => {
+                let mut tensor = TensorBgmSimulator::new(sim.config().clone(), device)
+                    .context("building the tensor simulator")?;
+                if let Some(c) = chunk_runs {
+                    tensor = tensor.with_chunk_runs(c)?;
+                }
+                tensor
+                    .simulate_from_chunk(first_chunk, runs)
+                    .with_context(|| format!("simulating on {device:?}"))
+            }
+        }
+    }
 }
 
 /// A BGM experiment file.
@@ -116,7 +265,39 @@ pub fn simulate_and_bound(
     threads: usize,
     region: &RegionConfig,
 ) -> anyhow::Result<EpsilonLowerBound> {
-    let scores = sim.simulate_from_chunk(first_chunk, runs, threads);
+    let mut clock = SimulationClock::default();
+    simulate_and_bound_on(
+        &Engine::Rust { threads },
+        sim,
+        first_chunk,
+        runs,
+        region,
+        &mut clock,
+    )
+}
+
+/// Time spent simulating (not bounding), and what it produced.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SimulationClock {
+    /// Seconds spent in the simulator.
+    pub seconds: f64,
+    /// Observations simulated (runs, both hypotheses).
+    pub observations: usize,
+}
+
+/// [`simulate_and_bound`] on any engine, adding the simulation time to `clock`.
+pub fn simulate_and_bound_on(
+    engine: &Engine,
+    sim: &BgmSimulator,
+    first_chunk: u64,
+    runs: usize,
+    region: &RegionConfig,
+    clock: &mut SimulationClock,
+) -> anyhow::Result<EpsilonLowerBound> {
+    let start = Instant::now();
+    let scores = engine.simulate(sim, first_chunk, runs)?;
+    clock.seconds += start.elapsed().as_secs_f64();
+    clock.observations += 2 * runs;
     let observations = Observations::from_classes(&scores.with_target, &scores.without_target)
         .context("collecting the simulated scores")?;
     eps_delta_lower_bound(&observations, region).context("bounding ε from the simulated scores")
@@ -163,6 +344,10 @@ pub struct SettingReport {
     pub wall_seconds: f64,
     /// Simulated observations (runs, both hypotheses, selection included) per second.
     pub observations_per_second: f64,
+    /// Seconds spent in the simulator alone (the bounds excluded).
+    pub simulation_seconds: f64,
+    /// Simulator throughput: observations per simulation second.
+    pub simulation_observations_per_second: f64,
 }
 
 /// The partial-shuffle guess search (spec 000 §2.8) on selection runs.
@@ -179,6 +364,11 @@ pub struct GuessSearch {
 pub struct Report {
     pub config: String,
     pub description: String,
+    /// `rust` or `tensor`.
+    pub engine: String,
+    /// `cpu` or `cuda:N`.
+    pub device: String,
+    /// CPU threads simulating (0 on a GPU).
     pub threads: usize,
     pub settings: Vec<SettingReport>,
 }
@@ -203,11 +393,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .with_context(|| format!("{}: settings[{i}] ({:?})", args.config.display(), s.name))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let threads = if args.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        args.threads
-    };
+    let engine = Engine::from_flags(&args.device, args.engine, args.chunk_runs, args.threads)?;
     let out_dir = args.out_dir.clone().unwrap_or_else(|| {
         let stem = args
             .config
@@ -218,20 +404,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut settings = Vec::with_capacity(prepared.len());
     for p in prepared {
         let name = p.setting.name.clone();
-        let report = audit(p, threads).with_context(|| format!("auditing setting {name:?}"))?;
+        let report = audit(p, &engine).with_context(|| format!("auditing setting {name:?}"))?;
         eprintln!(
-            "{}: Poisson ε {:.3}, ε_emp {:.3} ({:.1} s)",
+            "{}: Poisson ε {:.3}, ε_emp {:.3} ({:.1} s; {})",
             report.name,
             report.epsilon_poisson_pld,
             report.lower_bound.epsilon,
-            report.wall_seconds
+            report.wall_seconds,
+            throughput_line(&report, &engine)
         );
         settings.push(report);
     }
     let report = Report {
         config: args.config.display().to_string(),
         description: experiment.description,
-        threads,
+        engine: engine.name().into(),
+        device: engine.device_label(),
+        threads: engine.threads(),
         settings,
     };
     let json = serde_json::to_string_pretty(&report)?;
@@ -243,6 +432,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{json}");
     } else {
         print!("{markdown}");
+        println!();
+        for s in &report.settings {
+            println!("{}: {}", s.name, throughput_line(s, &engine));
+        }
         println!(
             "\nwritten: {}/audit.json, {}/summary.md",
             out_dir.display(),
@@ -357,7 +550,23 @@ fn prepare(setting: Setting) -> anyhow::Result<Prepared> {
     })
 }
 
-fn audit(p: Prepared, threads: usize) -> anyhow::Result<SettingReport> {
+/// `throughput: 1.234e6 observations/s on cpu (rust engine, 2 threads)`.
+fn throughput_line(s: &SettingReport, engine: &Engine) -> String {
+    let threads = match engine.threads() {
+        0 => String::new(),
+        n => format!(", {n} threads"),
+    };
+    format!(
+        "throughput {:.4e} observations/s on {} ({} engine{threads}; simulation only, {:.3e} observations in {:.2} s)",
+        s.simulation_observations_per_second,
+        engine.device_label(),
+        engine.name(),
+        s.simulation_observations_per_second * s.simulation_seconds,
+        s.simulation_seconds
+    )
+}
+
+fn audit(p: Prepared, engine: &Engine) -> anyhow::Result<SettingReport> {
     let s = &p.setting;
     let sample_rate = 1.0 / s.steps as f64;
     let total_steps = (s.steps * s.epochs) as u64;
@@ -375,7 +584,7 @@ fn audit(p: Prepared, threads: usize) -> anyhow::Result<SettingReport> {
         selection: Selection::Split { seed: s.seed },
     };
     let start = Instant::now();
-    let mut simulated = 2 * s.runs;
+    let mut clock = SimulationClock::default();
     let (simulator, guess_search) = if matches!(s.sampler, Sampler::PartialShuffle { .. }) {
         // Choose k on selection runs (disjoint streams), same-data; bound on fresh runs.
         let choose = RegionConfig {
@@ -388,10 +597,16 @@ fn audit(p: Prepared, threads: usize) -> anyhow::Result<SettingReport> {
                 score_columns: k,
                 ..p.simulator.config().clone()
             })?;
-            let lb = simulate_and_bound(&sim, GUESS_FIRST_CHUNK, p.guess_runs, threads, &choose)
-                .with_context(|| format!("guess k = {k}"))?;
+            let lb = simulate_and_bound_on(
+                engine,
+                &sim,
+                GUESS_FIRST_CHUNK,
+                p.guess_runs,
+                &choose,
+                &mut clock,
+            )
+            .with_context(|| format!("guess k = {k}"))?;
             per_guess.push((k, lb.epsilon));
-            simulated += 2 * p.guess_runs;
         }
         let chosen = per_guess
             .iter()
@@ -411,7 +626,7 @@ fn audit(p: Prepared, threads: usize) -> anyhow::Result<SettingReport> {
     } else {
         (p.simulator.clone(), None)
     };
-    let lower_bound = simulate_and_bound(&simulator, 0, s.runs, threads, &region)?;
+    let lower_bound = simulate_and_bound_on(engine, &simulator, 0, s.runs, &region, &mut clock)?;
     let wall_seconds = start.elapsed().as_secs_f64();
     Ok(SettingReport {
         name: s.name.clone(),
@@ -432,7 +647,9 @@ fn audit(p: Prepared, threads: usize) -> anyhow::Result<SettingReport> {
         lower_bound,
         guess_search,
         wall_seconds,
-        observations_per_second: simulated as f64 / wall_seconds.max(1e-9),
+        observations_per_second: clock.observations as f64 / wall_seconds.max(1e-9),
+        simulation_seconds: clock.seconds,
+        simulation_observations_per_second: clock.observations as f64 / clock.seconds.max(1e-9),
     })
 }
 
@@ -455,16 +672,17 @@ pub fn summary_markdown(r: &Report) -> String {
     let _ = writeln!(
         md,
         "Poisson ε: PLD, q = 1/T, T·E steps. Chua: lower bound for shuffle-then-batch (Chua et al.). \
-         ε_emp: Clopper–Pearson lower bound, Worst-Case BGM (spec 000 §2.3, §2.7). {} threads.\n",
-        r.threads
+         ε_emp: Clopper–Pearson lower bound, Worst-Case BGM (spec 000 §2.3, §2.7). \
+         Simulated by the {} engine on {} ({} CPU threads).\n",
+        r.engine, r.device, r.threads
     );
     let _ = writeln!(
         md,
-        "| setting | sampler | dataset | σ | T | E | B | δ | Poisson ε | Chua LB | ε_emp (conf., selection) | k | runs/hyp. | wall s |"
+        "| setting | sampler | dataset | σ | T | E | B | δ | Poisson ε | Chua LB | ε_emp (conf., selection) | k | runs/hyp. | wall s | sim. obs/s |"
     );
     let _ = writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &r.settings {
         let chua = s
@@ -477,7 +695,7 @@ pub fn summary_markdown(r: &Report) -> String {
             .map_or_else(|| "T".to_string(), |g| g.chosen_columns.to_string());
         let _ = writeln!(
             md,
-            "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {:.1} |",
+            "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {:.1} | {:.3e} |",
             s.name,
             sampler_label(s.sampler),
             s.dataset,
@@ -494,7 +712,8 @@ pub fn summary_markdown(r: &Report) -> String {
             if lb.valid_at_confidence { "" } else { ", NOT valid" },
             k,
             s.runs_per_hypothesis,
-            s.wall_seconds
+            s.wall_seconds,
+            s.simulation_observations_per_second
         );
     }
     md
@@ -585,6 +804,64 @@ seed = 0
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown field `sede`"), "{err}");
+    }
+
+    #[test]
+    fn engine_flags_are_checked() {
+        let e = Engine::from_flags("cpu", None, None, 0).unwrap();
+        assert!(matches!(e, Engine::Rust { threads: 0 }));
+        assert_eq!((e.name(), e.device_label().as_str()), ("rust", "cpu"));
+        let e = Engine::from_flags("cpu", Some(EngineChoice::Tensor), Some(64), 0).unwrap();
+        assert!(matches!(
+            e,
+            Engine::Tensor {
+                device: tch::Device::Cpu,
+                chunk_runs: Some(64)
+            }
+        ));
+        let refused = |device, engine, chunk_runs| {
+            format!(
+                "{:#}",
+                Engine::from_flags(device, engine, chunk_runs, 0).unwrap_err()
+            )
+        };
+        assert!(refused("gpu", None, None).contains("expected `cpu` or `cuda`"));
+        assert!(refused("cpu", Some(EngineChoice::Rust), Some(8)).contains("--chunk-runs"));
+        assert!(refused("cpu", Some(EngineChoice::Tensor), Some(0)).contains("at least 1"));
+        // Without a GPU: no CUDA device; with one: the Rust engine is CPU-only.
+        assert!(refused("cuda", Some(EngineChoice::Rust), None).contains("cuda"));
+    }
+
+    #[test]
+    fn tensor_engine_certifies_more_than_poisson_and_less_than_chua() {
+        // The first setting of tests/cli_bgm.rs on the tensor engine: T = 100,
+        // σ = 1, full shuffle, 2·10⁴ runs per hypothesis. Spec 000 §4/§7:
+        // Poisson ε = 0.718, Chua lower bound 4.06; 2·10⁴ runs certify an
+        // ε_emp between the two (the Rust engine's end-to-end test asserts the same).
+        let text = SETTING
+            .replace("steps = 10", "steps = 100")
+            .replace("expected_batch_size = 10", "expected_batch_size = 1")
+            .replace(
+                "sampler = { partial_shuffle = { buffer_size = 15 } }",
+                "sampler = \"shuffle\"",
+            )
+            .replace("runs = 1000", "runs = 20000");
+        let p = prepare(parse(&text).unwrap().settings[0].clone()).unwrap();
+        let engine = Engine::from_flags("cpu", Some(EngineChoice::Tensor), None, 0).unwrap();
+        let r = audit(p, &engine).unwrap();
+        let chua = r.epsilon_shuffle_lower_chua.unwrap();
+        assert!((r.epsilon_poisson_pld - 0.718).abs() < 1e-2);
+        assert!(
+            r.lower_bound.epsilon > r.epsilon_poisson_pld && r.lower_bound.epsilon < chua,
+            "ε_emp = {}, Poisson {}, Chua {chua}",
+            r.lower_bound.epsilon,
+            r.epsilon_poisson_pld
+        );
+        assert!(r.lower_bound.valid_at_confidence);
+        assert!(r.simulation_seconds > 0.0 && r.simulation_seconds <= r.wall_seconds);
+        assert!(
+            (r.simulation_observations_per_second * r.simulation_seconds - 40_000.0).abs() < 1e-6
+        );
     }
 
     #[test]
