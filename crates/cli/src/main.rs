@@ -34,6 +34,12 @@ enum Command {
     Bench(cmd::bench::Args),
     /// The main job: everything that exists, on the embedded default data.
     Demo(cmd::demo::Args),
+    /// A canary audit end to end: train R runs, score the canaries, bound ε.
+    Run(cmd::run::Args),
+    /// Combine the out-dirs of `dpaudit run --shard` into one finished audit.
+    Merge(cmd::run::MergeArgs),
+    /// Several finished audits side by side (threat models, canaries).
+    Compare(cmd::run::CompareArgs),
     /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
     Bgm(cmd::bgm::Args),
 }
@@ -50,5 +56,8 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bgm(a) => cmd::bgm::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Merge(a) => cmd::run::run_merge(a),
+        Command::Compare(a) => cmd::run::run_compare(a),
     }
 }

@@ -517,6 +517,20 @@ impl Sgd {
     }
 }
 
+/// A deliberately broken DP-SGD variant, for `dpaudit selftest` only (issue 6
+/// point 5): an audit of a correct pipeline must not flag it, an audit of
+/// these should. Never used by training configs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    /// Per-sample clipping removed: every coefficient is 1.
+    NoClipping,
+    /// The noise std is `factor·σ·C` instead of `σ·C` (e.g. 0.5: noise halved).
+    NoiseScale(f64),
+    /// The noisy sum of each replica is divided by its realised batch size
+    /// (present slots, at least 1) instead of the public normaliser.
+    RealisedBatchSize,
+}
+
 /// The DP-SGD optimiser: the pipeline above plus the step counter.
 #[derive(Debug)]
 pub struct DpSgd {
@@ -524,6 +538,7 @@ pub struct DpSgd {
     pub config: DpSgdConfig,
     sgd: Sgd,
     step: u64,
+    fault: Option<Fault>,
 }
 
 impl DpSgd {
@@ -535,7 +550,19 @@ impl DpSgd {
             config,
             sgd,
             step: 0,
+            fault: None,
         })
+    }
+
+    /// The same optimiser with a deliberate [`Fault`] (self-test only).
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+
+    /// The injected fault, if any.
+    pub fn fault(&self) -> Option<Fault> {
+        self.fault
     }
 
     /// Steps taken so far.
@@ -551,9 +578,19 @@ impl DpSgd {
     ) -> Result<(NoisySum, Backprops, ClipCoefficients)> {
         let bp = forward_backward(model, batch)?;
         let norms = bp.norms(model, batch)?;
-        let coef = norms.clip(self.config.max_grad_norm, &bp, model, batch)?;
+        let mut coef = norms.clip(self.config.max_grad_norm, &bp, model, batch)?;
+        if self.fault == Some(Fault::NoClipping) {
+            coef = ClipCoefficients {
+                computed: bp.computed.shallow_clone(),
+                overrides: coef.overrides.iter().map(|c| c.ones_like()).collect(),
+            };
+        }
         let sum = bp.clipped_sum(model, batch, &coef)?;
-        let noisy = sum.add_noise(self.config.noise_multiplier, self.config.max_grad_norm);
+        let sigma = match self.fault {
+            Some(Fault::NoiseScale(f)) => self.config.noise_multiplier * f,
+            _ => self.config.noise_multiplier,
+        };
+        let noisy = sum.add_noise(sigma, self.config.max_grad_norm);
         Ok((noisy, bp, coef))
     }
 
@@ -574,7 +611,24 @@ impl DpSgd {
             .sum(Kind::Double)
             .double_value(&[]);
         let inv = 1.0 / self.config.normaliser.value();
-        let grads: Vec<Tensor> = noisy.0.iter().map(|s| s * inv).collect();
+        let grads: Vec<Tensor> = if self.fault == Some(Fault::RealisedBatchSize) {
+            // Present slots per replica, at least 1: `[M]`.
+            let realised = bp
+                .present
+                .sum_dim_intlist(0, false, Kind::Float)
+                .clamp_min(1.0);
+            noisy
+                .0
+                .iter()
+                .map(|s| {
+                    let mut shape = vec![-1i64];
+                    shape.extend(std::iter::repeat_n(1, s.dim() - 1));
+                    s / realised.reshape(shape.as_slice())
+                })
+                .collect()
+        } else {
+            noisy.0.iter().map(|s| s * inv).collect()
+        };
         self.sgd.step(model, &grads);
         let report = StepReport {
             step: self.step,

@@ -9,9 +9,11 @@
 
 pub mod bench;
 pub mod bgm;
+pub mod canary;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod experiment;
 pub mod init;
 pub mod layers;
 pub mod models;
@@ -20,7 +22,7 @@ pub mod testing;
 pub mod trainer;
 
 pub use engine::{
-    forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, NoisySum,
+    forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, Fault, NoisySum,
     Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
 };
 pub use error::{Result, TrainError};

@@ -249,14 +249,16 @@ pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Batch {
     }
 }
 
-/// Test accuracy of every replica, in chunks of 1,000 records.
+/// Test accuracy of every replica, in chunks of at most 8,192 samples over all
+/// replicas (at least one record per chunk).
 pub fn evaluate(model: &dyn Model, data: &Dataset, device: Device) -> Vec<f64> {
     let m = model.replicas() as usize;
     let n = data.len();
     let mut correct = vec![0f64; m];
+    let step = (8192 / m.max(1)).max(1);
     tch::no_grad(|| {
-        for start in (0..n).step_by(1000) {
-            let idx: Vec<usize> = (start..(start + 1000).min(n)).collect();
+        for start in (0..n).step_by(step) {
+            let idx: Vec<usize> = (start..(start + step).min(n)).collect();
             let batch = gather(data, &vec![idx; m], device);
             let pred = model
                 .forward(&batch.inputs, &mut Tape::off())

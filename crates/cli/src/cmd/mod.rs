@@ -7,4 +7,6 @@ pub mod data;
 pub mod demo;
 pub mod doctor;
 pub mod estimate;
+pub mod out;
+pub mod run;
 pub mod train;

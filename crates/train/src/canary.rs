@@ -1,0 +1,797 @@
+//! Canaries and their scores: what an audit inserts into DP-SGD and how it
+//! scores each canary afterwards (issue 6 points 1–2).
+//!
+//! * Gradient canaries (spec 001 §3.2, §3.6; spec 002 §4): a *Dirac* canary is
+//!   `s·C·e_d` (one coordinate, distinct across canaries), a *random-direction*
+//!   canary is `s·C·u` with `u` uniform on the unit sphere. `s` = `scale`, 1 by
+//!   default, so clipping leaves the canary unchanged; the self-test uses
+//!   `s > 1` to check that clipping is applied to it. A gradient canary fills
+//!   one batch slot through [`Override::Gradient`], so it is clipped by the same
+//!   rule as every record and the sum is divided by the same public normaliser.
+//! * Input canaries (spec 002 §4, spec 001 §3.5): test records, either
+//!   mislabeled (a uniformly chosen label different from the true one) or kept
+//!   as they are (in-distribution). They go through the ordinary per-sample
+//!   pipeline.
+//! * Insertion: every `k`-th step (steps `k−1, 2k−1, …` counted from 0, i.e.
+//!   Algorithm 4's `t mod k = 0` with `t` from 1), or *sampled* like an
+//!   ordinary record — with probability `q` at every step under Poisson
+//!   sampling, or once per epoch at a uniform step under the shuffle samplers.
+//! * Inclusion: canary `j` of run `r` is included with probability 1/2,
+//!   independently (spec 002 Alg. 1 step 3; spec 001 Alg. 1), from the
+//!   `membership` stream, so the bits do not depend on how runs are batched.
+//! * The Dirac coordinate is drawn at random (A_GC-R, spec 001 Alg. 2) or
+//!   chosen as the least-updated coordinate of a noiseless simulation of the
+//!   training run without canaries (A_GC-S, spec 001 Alg. 3, Noiseless-PS: the
+//!   variant the paper found best).
+//!
+//! Scores are oriented "higher = member" and computed on the device for all
+//! replicas at once; `dpaudit-attacks` holds the host-side definitions they are
+//! tested against.
+
+use rand::seq::index::sample;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use dpaudit_data::dataset::Dataset;
+use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::seed::{RunSeed, Stream};
+
+use crate::engine::{forward_backward, per_sample_cross_entropy, Batch, Override, SlotOverride};
+use crate::error::{Result, TrainError};
+use crate::layers::Tape;
+use crate::models::Model;
+
+/// What kind of canary is inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CanaryKind {
+    /// `s·C·e_d` at a coordinate `d` (distinct per canary).
+    Dirac,
+    /// `s·C·u`, `u` uniform on the unit sphere of all parameters.
+    RandomDirection,
+    /// A test record with a wrong label.
+    Mislabeled,
+    /// A test record with its own label.
+    InDistribution,
+}
+
+impl CanaryKind {
+    /// Whether the canary is a crafted gradient (white-box insertion).
+    pub fn is_gradient(self) -> bool {
+        matches!(self, CanaryKind::Dirac | CanaryKind::RandomDirection)
+    }
+}
+
+/// When a canary is inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Insertion {
+    /// Deterministically, every `every`-th step (spec 001 §3.4's `k`).
+    Every,
+    /// Like an ordinary record of the sampler: Poisson with the sampler's rate,
+    /// or once per epoch at a uniform step for the shuffle samplers.
+    Sampled,
+}
+
+/// How a Dirac canary's coordinate is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CoordinateChoice {
+    /// Uniformly at random, distinct (A_GC-R, spec 001 Alg. 2).
+    #[default]
+    Random,
+    /// The least-updated coordinates of a noiseless simulation without
+    /// canaries, ranked by the accumulated squared per-step update (A_GC-S
+    /// Noiseless-PS, spec 001 Alg. 3).
+    LeastUpdated,
+}
+
+/// Initial parameters of the audited runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitChoice {
+    /// The same θ₀ for every run, known to the adversary (spec 001 §2, the default).
+    #[default]
+    Fixed,
+    /// A fresh θ₀ per run (spec 001 Remark 1).
+    Random,
+}
+
+fn one() -> u64 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+
+/// The `[canary]` table of an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryConfig {
+    /// What is inserted.
+    pub kind: CanaryKind,
+    /// `m`, canaries per run, each with its own inclusion bit.
+    pub count: usize,
+    /// When it is inserted.
+    pub insertion: Insertion,
+    /// `k` for [`Insertion::Every`] (1 = every step).
+    #[serde(default = "one")]
+    pub every: u64,
+    /// Dirac only: how the coordinates are chosen.
+    #[serde(default)]
+    pub coordinate: CoordinateChoice,
+    /// Gradient canaries only: the canary norm in units of `max_grad_norm`.
+    #[serde(default = "one_f")]
+    pub scale: f64,
+    /// Fixed or per-run θ₀.
+    #[serde(default)]
+    pub init: InitChoice,
+}
+
+/// A score: one threat model's view of a canary. Higher = member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreKind {
+    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (spec 001 §3.2 with the descent
+    /// sign flipped so that members score high).
+    Dirac,
+    /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
+    InnerProduct,
+    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, spec 001 §3.6).
+    Cosine,
+    /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
+    /// canary gradient (clipped, at `θ_t` for input canaries) (spec 002 §4).
+    Iterates,
+    /// Black box: `−ℓ(θ_T; x)` (spec 002 §4, spec 001 A_L).
+    Loss,
+    /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
+    LossDifference,
+    /// Hidden state, any canary: `−‖θ_T − θ₀‖²`. It detects a canary that
+    /// changes the noise scale (the realised-batch-size normaliser); on a
+    /// correct pipeline it carries almost no signal.
+    UpdateNorm,
+}
+
+impl ScoreKind {
+    /// Name in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreKind::Dirac => "dirac",
+            ScoreKind::InnerProduct => "inner_product",
+            ScoreKind::Cosine => "cosine",
+            ScoreKind::Iterates => "iterates",
+            ScoreKind::Loss => "loss",
+            ScoreKind::LossDifference => "loss_difference",
+            ScoreKind::UpdateNorm => "update_norm",
+        }
+    }
+
+    /// The threat model the score belongs to, in words.
+    pub fn threat_model(self) -> &'static str {
+        match self {
+            ScoreKind::Dirac
+            | ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::UpdateNorm => "hidden state (final model θ_T and θ₀)",
+            ScoreKind::Iterates => "white box (all intermediate iterates)",
+            ScoreKind::Loss => "black box (loss of the final model)",
+            ScoreKind::LossDifference => "black box with θ₀ (loss difference)",
+        }
+    }
+
+    /// Whether the score is defined for this canary kind.
+    pub fn applies_to(self, kind: CanaryKind) -> bool {
+        match self {
+            ScoreKind::Dirac => kind == CanaryKind::Dirac,
+            ScoreKind::InnerProduct | ScoreKind::Cosine => kind.is_gradient(),
+            ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
+            ScoreKind::Loss | ScoreKind::LossDifference => !kind.is_gradient(),
+        }
+    }
+}
+
+fn invalid(field: &str, value: impl std::fmt::Display, expected: impl Into<String>) -> TrainError {
+    TrainError::InvalidConfig {
+        field: field.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+impl CanaryConfig {
+    /// Checks that need only the config, the run length and the sampler.
+    pub fn validate(&self, steps: u64, sampler: &Sampler) -> Result<()> {
+        if self.count == 0 {
+            return Err(invalid("canary.count", 0, "at least 1"));
+        }
+        match self.insertion {
+            Insertion::Every => {
+                if self.every == 0 || self.every > steps {
+                    return Err(invalid(
+                        "canary.every",
+                        self.every,
+                        format!("between 1 and the number of steps ({steps}): k larger than the steps inserts nothing"),
+                    ));
+                }
+            }
+            Insertion::Sampled => {
+                if self.every != 1 {
+                    return Err(invalid(
+                        "canary.every",
+                        self.every,
+                        "1 (or left out): `every` applies to insertion = \"every\" only",
+                    ));
+                }
+                if matches!(sampler, Sampler::FixedSequence(_)) {
+                    return Err(invalid(
+                        "canary.insertion",
+                        "sampled",
+                        "\"every\" with the fixed batch sequence: its batches are public and fixed, so a canary \
+                         cannot be sampled like a record (spec 001 §1)",
+                    ));
+                }
+            }
+        }
+        if !(self.scale > 0.0 && self.scale.is_finite()) {
+            return Err(invalid("canary.scale", self.scale, "a finite number > 0"));
+        }
+        if self.scale != 1.0 && !self.kind.is_gradient() {
+            return Err(invalid(
+                "canary.scale",
+                self.scale,
+                "1 (or left out): only gradient canaries have a norm to set",
+            ));
+        }
+        if self.coordinate == CoordinateChoice::LeastUpdated && self.kind != CanaryKind::Dirac {
+            return Err(invalid(
+                "canary.coordinate",
+                "least_updated",
+                "\"random\" (or left out): only Dirac canaries have a coordinate",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Insertions of an included canary over `steps` steps when they are
+    /// deterministic ([`Insertion::Every`]).
+    pub fn deterministic_insertions(&self, steps: u64) -> Option<u64> {
+        (self.insertion == Insertion::Every).then(|| steps / self.every)
+    }
+}
+
+/// The inclusion bits of one run: `m` independent fair coins from the
+/// `membership` stream of the run (`true` = the canary is in).
+pub fn inclusion_bits(seed: RunSeed, run: u64, count: usize) -> Vec<bool> {
+    let mut rng = seed.stream(Stream::Membership).child(run).rng();
+    (0..count).map(|_| rng.gen_bool(0.5)).collect()
+}
+
+/// The steps at which canary `j` of run `run` is in the batch, if included.
+pub fn insertion_steps(
+    config: &CanaryConfig,
+    sampler: &Sampler,
+    seed: RunSeed,
+    run: u64,
+    canary: usize,
+    steps: u64,
+) -> Vec<u64> {
+    match config.insertion {
+        Insertion::Every => (1..=steps / config.every)
+            .map(|i| i * config.every - 1)
+            .collect(),
+        Insertion::Sampled => {
+            let mut rng = seed
+                .stream(Stream::Canary)
+                .child(1)
+                .child(run)
+                .child(canary as u64)
+                .rng();
+            match sampler {
+                Sampler::Poisson(s) => {
+                    let q = s.sample_rate();
+                    (0..steps).filter(|_| rng.gen_bool(q)).collect()
+                }
+                other => {
+                    let per_epoch = other.steps_per_epoch().max(1) as u64;
+                    let mut out = Vec::new();
+                    let mut start = 0;
+                    while start < steps {
+                        let s = start + rng.gen_range(0..per_epoch);
+                        if s < steps {
+                            out.push(s);
+                        }
+                        start += per_epoch;
+                    }
+                    out
+                }
+            }
+        }
+    }
+}
+
+/// The realised canaries of an experiment: the same for every run.
+#[derive(Debug)]
+pub struct Canaries {
+    /// What they are.
+    pub config: CanaryConfig,
+    /// Gradient canaries: `[m, P]` on the device (norm `scale·C` each).
+    pub gradients: Option<Tensor>,
+    /// Dirac canaries: the coordinates, in flat parameter order.
+    pub coordinates: Vec<usize>,
+    /// Input canaries: `m` records (labels already changed for mislabeled ones).
+    pub records: Option<Dataset>,
+    /// Input canaries: the labels the records had in the test set.
+    pub true_labels: Vec<i64>,
+}
+
+impl Canaries {
+    /// Number of canaries `m`.
+    pub fn count(&self) -> usize {
+        self.config.count
+    }
+
+    /// Gradient canaries with given coordinates (Dirac) or random directions.
+    /// `num_parameters` = `P`. The coordinates, when given, must be distinct
+    /// and `< P`.
+    pub fn gradient(
+        config: &CanaryConfig,
+        num_parameters: usize,
+        max_grad_norm: f64,
+        coordinates: Option<Vec<usize>>,
+        seed: RunSeed,
+        device: Device,
+    ) -> Result<Self> {
+        let m = config.count;
+        let p = num_parameters;
+        let norm = config.scale * max_grad_norm;
+        let (gradients, coordinates) = match config.kind {
+            CanaryKind::Dirac => {
+                if m > p {
+                    return Err(invalid(
+                        "canary.count",
+                        m,
+                        format!(
+                            "at most the number of parameters ({p}): Dirac canaries need distinct coordinates"
+                        ),
+                    ));
+                }
+                let coords = match coordinates {
+                    Some(c) => c,
+                    None => {
+                        let mut rng = seed.stream(Stream::Canary).child(0).rng();
+                        sample(&mut rng, p, m).into_vec()
+                    }
+                };
+                let mut host = vec![0f32; m * p];
+                for (j, &d) in coords.iter().enumerate() {
+                    host[j * p + d] = norm as f32;
+                }
+                let g = Tensor::from_slice(&host)
+                    .reshape([m as i64, p as i64])
+                    .to_device(device);
+                (g, coords)
+            }
+            CanaryKind::RandomDirection => {
+                let mut rng = seed.stream(Stream::Canary).child(0).rng();
+                let mut host = vec![0f32; m * p];
+                for row in host.chunks_mut(p.max(1)) {
+                    let mut sq = 0f64;
+                    for v in row.iter_mut() {
+                        let z: f64 = rng.sample(rand_distr_normal());
+                        *v = z as f32;
+                        sq += z * z;
+                    }
+                    let k = norm / sq.sqrt();
+                    for v in row.iter_mut() {
+                        *v = (*v as f64 * k) as f32;
+                    }
+                }
+                let g = Tensor::from_slice(&host)
+                    .reshape([m as i64, p as i64])
+                    .to_device(device);
+                (g, Vec::new())
+            }
+            _ => {
+                return Err(invalid(
+                    "canary.kind",
+                    format!("{:?}", config.kind),
+                    "a gradient canary kind (dirac, random_direction)",
+                ))
+            }
+        };
+        Ok(Self {
+            config: config.clone(),
+            gradients: Some(gradients),
+            coordinates,
+            records: None,
+            true_labels: Vec::new(),
+        })
+    }
+
+    /// Input canaries: `m` records drawn without replacement from `pool` (the
+    /// test split); mislabeled ones get a uniformly drawn wrong label.
+    pub fn input(config: &CanaryConfig, pool: &Dataset, seed: RunSeed) -> Result<Self> {
+        let m = config.count;
+        if m > pool.len() {
+            return Err(invalid(
+                "canary.count",
+                m,
+                format!(
+                    "at most the {} records of the test split the canaries are drawn from",
+                    pool.len()
+                ),
+            ));
+        }
+        let classes = pool.num_classes() as i64;
+        if config.kind == CanaryKind::Mislabeled && classes < 2 {
+            return Err(invalid(
+                "canary.kind",
+                "mislabeled",
+                "a dataset with at least 2 classes",
+            ));
+        }
+        let mut rng = seed.stream(Stream::Canary).child(2).rng();
+        let idx = sample(&mut rng, pool.len(), m).into_vec();
+        let subset = pool
+            .subset(&idx)
+            .map_err(|e| invalid("canary", "records", e.to_string()))?;
+        let true_labels = subset.labels().to_vec();
+        let records = if config.kind == CanaryKind::Mislabeled {
+            let labels: Vec<i64> = true_labels
+                .iter()
+                .map(|&y| {
+                    let shift = rng.gen_range(1..classes);
+                    (y + shift) % classes
+                })
+                .collect();
+            let (features, _) = subset.clone().into_parts();
+            Dataset::new(
+                pool.kind(),
+                features,
+                labels,
+                pool.shape().to_vec(),
+                pool.class_names().to_vec(),
+                pool.source().clone(),
+            )
+            .map_err(|e| invalid("canary", "records", e.to_string()))?
+        } else {
+            subset
+        };
+        Ok(Self {
+            config: config.clone(),
+            gradients: None,
+            coordinates: Vec::new(),
+            records: Some(records),
+            true_labels,
+        })
+    }
+}
+
+fn rand_distr_normal() -> impl rand::distributions::Distribution<f64> {
+    // Box–Muller from two uniforms: no extra dependency for one use.
+    struct Normal;
+    impl rand::distributions::Distribution<f64> for Normal {
+        fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+            let u1: f64 = 1.0 - rng.gen::<f64>();
+            let u2: f64 = rng.gen();
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        }
+    }
+    Normal
+}
+
+/// All parameters of every replica as one `[M, P]` tensor (detached copy), in
+/// [`Model::named_parameters`] order — the order of gradient canaries.
+pub fn flat_parameters(model: &dyn Model) -> Tensor {
+    let m = model.replicas();
+    tch::no_grad(|| {
+        let parts: Vec<Tensor> = model
+            .named_parameters()
+            .iter()
+            .map(|(_, t)| t.detach().reshape([m, -1]))
+            .collect();
+        Tensor::cat(&parts, 1)
+    })
+}
+
+/// Overwrite every replica's parameters with replica 0's (a fixed θ₀).
+pub fn copy_replica_zero(model: &dyn Model) {
+    tch::no_grad(|| {
+        for (_, t) in model.named_parameters() {
+            let first = t.get(0).copy();
+            let mut t = t.shallow_clone();
+            t.copy_(&first.unsqueeze(0).expand_as(&t));
+        }
+    });
+}
+
+/// What a canary contributes to one slot.
+#[derive(Debug, Clone, Copy)]
+pub enum Extra {
+    /// Gradient canary `j` (row `j` of [`Canaries::gradients`]).
+    Gradient(usize),
+    /// Input canary `j` (record `j` of [`Canaries::records`]).
+    Record(usize),
+}
+
+/// Gather genuine records plus canary slots into one batch: replica `r` gets
+/// `batches[r]` then `extras[r]`, padded with masked zero slots.
+pub fn gather_with_canaries(
+    data: &Dataset,
+    batches: &[Vec<usize>],
+    canaries: &Canaries,
+    extras: &[Vec<Extra>],
+    device: Device,
+) -> Batch {
+    let m = batches.len();
+    let b = batches
+        .iter()
+        .zip(extras)
+        .map(|(g, e)| g.len() + e.len())
+        .max()
+        .unwrap_or(0);
+    let len = data.record_len();
+    let mut x = vec![0f32; b * m * len];
+    let mut y = vec![0i64; b * m];
+    let mut mask = vec![0f32; b * m];
+    let mut overrides = Vec::new();
+    let feats = data.features();
+    for (r, (batch, extra)) in batches.iter().zip(extras).enumerate() {
+        for (i, &idx) in batch.iter().enumerate() {
+            let k = i * m + r;
+            x[k * len..(k + 1) * len].copy_from_slice(&feats[idx * len..(idx + 1) * len]);
+            y[k] = data.labels()[idx];
+            mask[k] = 1.0;
+        }
+        for (i, e) in extra.iter().enumerate() {
+            let slot = batch.len() + i;
+            let k = slot * m + r;
+            mask[k] = 1.0;
+            match *e {
+                Extra::Record(j) => {
+                    if let Some(rec) = &canaries.records {
+                        let f = rec.features();
+                        x[k * len..(k + 1) * len].copy_from_slice(&f[j * len..(j + 1) * len]);
+                        y[k] = rec.labels()[j];
+                    }
+                }
+                Extra::Gradient(j) => {
+                    if let Some(g) = &canaries.gradients {
+                        overrides.push(SlotOverride {
+                            slot,
+                            replica: r,
+                            kind: Override::Gradient(g.get(j as i64)),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut shape = vec![b as i64, m as i64];
+    shape.extend(data.shape().iter().map(|&d| d as i64));
+    let full = mask.iter().all(|&v| v == 1.0);
+    Batch {
+        inputs: Tensor::from_slice(&x)
+            .reshape(shape.as_slice())
+            .to_device(device),
+        targets: Tensor::from_slice(&y)
+            .reshape([b as i64, m as i64])
+            .to_device(device),
+        mask: (!full).then(|| {
+            Tensor::from_slice(&mask)
+                .reshape([b as i64, m as i64])
+                .to_device(device)
+        }),
+        overrides,
+    }
+}
+
+/// The `[m, M, record]` batch of all input canaries for every replica.
+fn canary_record_batch(canaries: &Canaries, replicas: i64, device: Device) -> Option<Batch> {
+    let rec = canaries.records.as_ref()?;
+    let m = rec.len() as i64;
+    let mut shape = vec![m, 1];
+    shape.extend(rec.shape().iter().map(|&d| d as i64));
+    let mut expand = vec![m, replicas];
+    expand.extend(rec.shape().iter().map(|&d| d as i64));
+    let x = Tensor::from_slice(rec.features())
+        .reshape(shape.as_slice())
+        .expand(expand.as_slice(), false)
+        .contiguous()
+        .to_device(device);
+    let y = Tensor::from_slice(rec.labels())
+        .reshape([m, 1])
+        .expand([m, replicas], false)
+        .contiguous()
+        .to_device(device);
+    Some(Batch::new(x, y))
+}
+
+/// Per-sample losses `[M, m]` of the input canaries under the current model.
+pub fn canary_losses(model: &dyn Model, canaries: &Canaries) -> Option<Tensor> {
+    let batch = canary_record_batch(canaries, model.replicas(), model_device(model))?;
+    Some(tch::no_grad(|| {
+        let logits = model.forward(&batch.inputs, &mut Tape::off());
+        per_sample_cross_entropy(&logits, &batch.targets)
+            .transpose(0, 1)
+            .contiguous()
+    }))
+}
+
+fn model_device(model: &dyn Model) -> Device {
+    model
+        .named_parameters()
+        .first()
+        .map(|(_, t)| t.device())
+        .unwrap_or(Device::Cpu)
+}
+
+/// The canary gradients at the current parameters, `[M, m, P]`, clipped to
+/// `C` (what the canary would contribute to a step): the fixed gradient for
+/// gradient canaries, the clipped per-sample gradient for input canaries.
+pub fn canary_gradients(
+    model: &dyn Model,
+    canaries: &Canaries,
+    max_grad_norm: f64,
+) -> Result<Tensor> {
+    let m_rep = model.replicas();
+    if let Some(g) = &canaries.gradients {
+        let norms = g.square().sum_dim_intlist(-1, true, Kind::Float).sqrt();
+        let c = (norms.reciprocal() * max_grad_norm).clamp_max(1.0);
+        let clipped = g * c;
+        return Ok(clipped.unsqueeze(0).expand([m_rep, -1, -1], false));
+    }
+    let batch = canary_record_batch(canaries, m_rep, model_device(model))
+        .ok_or_else(|| invalid("canary", "none", "canaries with records or gradients"))?;
+    let bp = forward_backward(model, &batch)?;
+    let grads = bp.per_sample_grads(model);
+    let m = batch.targets.size()[0];
+    let flat: Vec<Tensor> = grads.iter().map(|g| g.reshape([m, m_rep, -1])).collect();
+    let flat = Tensor::cat(&flat, 2).detach();
+    let norms = flat.square().sum_dim_intlist(-1, true, Kind::Float).sqrt();
+    let c = (norms.reciprocal() * max_grad_norm).clamp_max(1.0);
+    Ok((flat * c).transpose(0, 1))
+}
+
+/// Accumulates the scores of every replica and canary over a run.
+#[derive(Debug)]
+pub struct ScoreBook {
+    kinds: Vec<ScoreKind>,
+    theta0: Tensor,
+    loss0: Option<Tensor>,
+    iterates: Option<Tensor>,
+    pending: Option<(Tensor, Tensor)>,
+    max_grad_norm: f64,
+}
+
+impl ScoreBook {
+    /// Start at θ₀ (call before the first step).
+    pub fn start(
+        model: &dyn Model,
+        canaries: &Canaries,
+        kinds: &[ScoreKind],
+        max_grad_norm: f64,
+    ) -> Result<Self> {
+        for &k in kinds {
+            if !k.applies_to(canaries.config.kind) {
+                return Err(invalid(
+                    "audit.scores",
+                    k.name(),
+                    format!("a score defined for {:?} canaries", canaries.config.kind),
+                ));
+            }
+        }
+        let theta0 = flat_parameters(model);
+        let loss0 = kinds
+            .contains(&ScoreKind::LossDifference)
+            .then(|| canary_losses(model, canaries))
+            .flatten();
+        let iterates = kinds.contains(&ScoreKind::Iterates).then(|| {
+            Tensor::zeros(
+                [model.replicas(), canaries.count() as i64],
+                (Kind::Double, theta0.device()),
+            )
+        });
+        Ok(Self {
+            kinds: kinds.to_vec(),
+            theta0,
+            loss0,
+            iterates,
+            pending: None,
+            max_grad_norm,
+        })
+    }
+
+    /// Call before each step (records θ_t and the canary gradients at θ_t).
+    pub fn before_step(&mut self, model: &dyn Model, canaries: &Canaries) -> Result<()> {
+        if self.iterates.is_some() {
+            let g = canary_gradients(model, canaries, self.max_grad_norm)?;
+            self.pending = Some((flat_parameters(model), g));
+        }
+        Ok(())
+    }
+
+    /// Call after each step: adds `⟨θ_t − θ_{t+1}, g_t⟩`.
+    pub fn after_step(&mut self, model: &dyn Model) {
+        if let (Some(acc), Some((before, g))) = (&mut self.iterates, self.pending.take()) {
+            let delta = before - flat_parameters(model);
+            // [M, m, P] · [M, P, 1] → [M, m]
+            let ip = g
+                .bmm(&delta.unsqueeze(-1))
+                .squeeze_dim(-1)
+                .to_kind(Kind::Double);
+            *acc += ip;
+        }
+    }
+
+    /// The scores `[M][m]` per kind, in the order given at [`ScoreBook::start`].
+    pub fn finish(&self, model: &dyn Model, canaries: &Canaries) -> Result<Vec<Vec<Vec<f64>>>> {
+        let theta = flat_parameters(model);
+        let diff = (&self.theta0 - &theta).to_kind(Kind::Double); // θ₀ − θ_T, [M, P]
+        let mut out = Vec::new();
+        for &k in &self.kinds {
+            let t: Tensor = match k {
+                ScoreKind::Dirac => {
+                    let idx: Vec<i64> = canaries.coordinates.iter().map(|&d| d as i64).collect();
+                    let idx = Tensor::from_slice(&idx).to_device(diff.device());
+                    diff.index_select(1, &idx)
+                }
+                ScoreKind::InnerProduct | ScoreKind::Cosine => {
+                    let g = canaries
+                        .gradients
+                        .as_ref()
+                        .ok_or_else(|| invalid("audit.scores", k.name(), "gradient canaries"))?
+                        .to_kind(Kind::Double);
+                    let ip = diff.matmul(&g.transpose(0, 1));
+                    if k == ScoreKind::Cosine {
+                        let dn = diff.square().sum_dim_intlist(1, true, Kind::Double).sqrt();
+                        let gn = g
+                            .square()
+                            .sum_dim_intlist(1, false, Kind::Double)
+                            .sqrt()
+                            .unsqueeze(0);
+                        // A zero update has no direction: cosine 0.
+                        (ip / (dn * gn)).nan_to_num(0.0, 0.0, 0.0)
+                    } else {
+                        ip
+                    }
+                }
+                ScoreKind::Iterates => self
+                    .iterates
+                    .as_ref()
+                    .map(|t| t.copy())
+                    .unwrap_or_else(|| diff.zeros_like()),
+                ScoreKind::Loss => canary_losses(model, canaries)
+                    .ok_or_else(|| invalid("audit.scores", "loss", "input canaries"))?
+                    .to_kind(Kind::Double)
+                    .neg(),
+                ScoreKind::LossDifference => {
+                    let now = canary_losses(model, canaries).ok_or_else(|| {
+                        invalid("audit.scores", "loss_difference", "input canaries")
+                    })?;
+                    let before = self.loss0.as_ref().ok_or_else(|| {
+                        invalid("audit.scores", "loss_difference", "input canaries")
+                    })?;
+                    (before - now).to_kind(Kind::Double)
+                }
+                ScoreKind::UpdateNorm => diff
+                    .square()
+                    .sum_dim_intlist(1, true, Kind::Double)
+                    .neg()
+                    .expand([-1, canaries.count() as i64], false),
+            };
+            out.push(to_rows(&t)?);
+        }
+        Ok(out)
+    }
+}
+
+fn to_rows(t: &Tensor) -> Result<Vec<Vec<f64>>> {
+    let t = t.to_device(Device::Cpu).to_kind(Kind::Double).contiguous();
+    let size = t.size();
+    let (r, c) = (size[0] as usize, size[1] as usize);
+    let flat: Vec<f64> = Vec::<f64>::try_from(t.reshape([-1]))
+        .map_err(TrainError::torch("copying scores to the host"))?;
+    Ok((0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect())
+}

@@ -1,0 +1,628 @@
+//! Canary audit experiments: the training half of `dpaudit run` (issue 6
+//! point 3). An experiment trains `runs` models, `train.replicas` of them at a
+//! time (a *chunk*), inserts the canaries of [`crate::canary`] by their
+//! inclusion bits, and returns every canary's scores. Files, resumption and the
+//! statistics live in the CLI; everything here is a pure function of the
+//! config and the chunk index, so chunks can be trained in any order, on any
+//! machine, and give the same scores (on the same device kind).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind};
+
+use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
+use dpaudit_data::dataset::Dataset;
+use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::seed::{RunSeed, Stream};
+
+use crate::canary::{
+    copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits, insertion_steps,
+    Canaries, CanaryConfig, CanaryKind, CoordinateChoice, Extra, InitChoice, Insertion, ScoreBook,
+    ScoreKind,
+};
+use crate::config::{DeviceChoice, TrainConfig};
+use crate::engine::{DpSgd, DpSgdConfig, Fault, Normaliser};
+use crate::error::{Result, TrainError};
+use crate::init::Init;
+use crate::models::Model;
+use crate::trainer::{build_model, evaluate, gather, prepare_data, Observer};
+
+/// A statistical method the experiment asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MethodChoice {
+    /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
+    EpsDelta,
+    /// GDP audit over runs (one canary per run; spec 001 §4).
+    Gdp,
+    /// One-run audit over the canaries of each run (spec 002).
+    OneRun,
+}
+
+/// Threshold / guess selection policy, as in `dpaudit estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionChoice {
+    /// Choose on a random half, bound on the other (valid; the default).
+    #[default]
+    Split,
+    /// Choose and bound on the same scores, as the papers do (NOT valid).
+    SameData,
+    /// Union bound over the candidates (one-run only).
+    Bonferroni,
+}
+
+fn default_confidence() -> f64 {
+    0.95
+}
+
+/// The `[audit]` table of an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSettings {
+    /// Scores (threat models) to compute; several = a comparison.
+    pub scores: Vec<ScoreKind>,
+    /// Lower-bound methods.
+    pub methods: Vec<MethodChoice>,
+    /// Confidence of every bound.
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
+    /// Selection policy.
+    #[serde(default)]
+    pub selection: SelectionChoice,
+}
+
+/// A whole experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Free text, shown in the summary.
+    #[serde(default)]
+    pub name: String,
+    /// `R`, the number of trained models.
+    pub runs: u64,
+    /// The training config; `replicas` = models trained at once (a chunk).
+    pub train: TrainConfig,
+    /// The canaries.
+    pub canary: CanaryConfig,
+    /// The statistics.
+    pub audit: AuditSettings,
+}
+
+fn invalid(field: &str, value: impl std::fmt::Display, expected: impl Into<String>) -> TrainError {
+    TrainError::InvalidConfig {
+        field: field.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+impl ExperimentConfig {
+    /// Parse and check a TOML document (no data is read).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let config: ExperimentConfig = toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start].matches('\n').count() + 1;
+                    format!(" at line {line}, byte {}", s.start)
+                })
+                .unwrap_or_default();
+            invalid(origin, format!("TOML{at}"), e.message())
+        })?;
+        config.validate_static()?;
+        Ok(config)
+    }
+
+    /// Read and parse a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid(&path.display().to_string(), "unreadable", e.to_string()))?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Checks that need no data.
+    pub fn validate_static(&self) -> Result<()> {
+        self.train.validate().map_err(|e| match e {
+            TrainError::InvalidConfig {
+                field,
+                value,
+                expected,
+            } => invalid(&format!("train.{field}"), value, expected),
+            other => other,
+        })?;
+        if self.runs == 0 {
+            return Err(invalid("runs", 0, "at least 1"));
+        }
+        if self.train.steps.is_none() {
+            return Err(invalid(
+                "train.steps",
+                "missing",
+                "`steps` (audits fix the number of steps; `epochs` is not accepted here)",
+            ));
+        }
+        if self.train.dp.noise_multiplier <= 0.0 {
+            return Err(invalid(
+                "train.dp.noise_multiplier",
+                self.train.dp.noise_multiplier,
+                "> 0: an audit needs a claimed finite ε",
+            ));
+        }
+        let a = &self.audit;
+        if !(a.confidence > 0.0 && a.confidence < 1.0) {
+            return Err(invalid("audit.confidence", a.confidence, "in (0, 1)"));
+        }
+        if a.scores.is_empty() {
+            return Err(invalid("audit.scores", "[]", "at least one score"));
+        }
+        if a.methods.is_empty() {
+            return Err(invalid("audit.methods", "[]", "at least one method"));
+        }
+        for s in &a.scores {
+            if !s.applies_to(self.canary.kind) {
+                return Err(invalid(
+                    "audit.scores",
+                    s.name(),
+                    format!(
+                        "a score defined for {:?} canaries ({})",
+                        self.canary.kind,
+                        applicable_scores(self.canary.kind)
+                    ),
+                ));
+            }
+        }
+        let m = self.canary.count;
+        for method in &a.methods {
+            match method {
+                MethodChoice::EpsDelta | MethodChoice::Gdp if m != 1 => {
+                    return Err(invalid(
+                        "audit.methods",
+                        format!("{method:?}"),
+                        format!(
+                            "`one_run` for {m} canaries per run: the threshold methods treat runs as independent \
+                             observations and need canary.count = 1"
+                        ),
+                    ))
+                }
+                MethodChoice::OneRun if m < 2 => {
+                    return Err(invalid(
+                        "audit.methods",
+                        "one_run",
+                        "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if a.selection == SelectionChoice::Bonferroni
+            && a.methods.iter().any(|m| *m != MethodChoice::OneRun)
+        {
+            return Err(invalid(
+                "audit.selection",
+                "bonferroni",
+                "split or same_data for eps_delta/gdp (bonferroni needs a fixed candidate family: one_run)",
+            ));
+        }
+        if let Insertion::Every = self.canary.insertion {
+            let steps = self.train.steps.unwrap_or(0);
+            if self.canary.every > steps {
+                return Err(invalid(
+                    "canary.every",
+                    self.canary.every,
+                    format!("at most the number of steps ({steps})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps per run.
+    pub fn steps(&self) -> u64 {
+        self.train.steps.unwrap_or(0)
+    }
+
+    /// Models per chunk.
+    pub fn chunk_size(&self) -> u64 {
+        self.train.replicas as u64
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> u64 {
+        self.runs.div_ceil(self.chunk_size())
+    }
+}
+
+fn applicable_scores(kind: CanaryKind) -> String {
+    [
+        ScoreKind::Dirac,
+        ScoreKind::InnerProduct,
+        ScoreKind::Cosine,
+        ScoreKind::Iterates,
+        ScoreKind::Loss,
+        ScoreKind::LossDifference,
+        ScoreKind::UpdateNorm,
+    ]
+    .iter()
+    .filter(|s| s.applies_to(kind))
+    .map(|s| s.name())
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// The claimed guarantee of one canary.
+#[derive(Debug, Clone)]
+pub struct ClaimedBound {
+    /// The accountant's bound.
+    pub bound: EpsilonUpperBound,
+    /// What was accounted, in words.
+    pub assumption: String,
+    /// False when the accounting does not match how the canary was sampled.
+    pub valid_for_sampler: bool,
+}
+
+/// Everything an experiment needs before its first chunk: data, sampler,
+/// canaries and the claimed ε.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The config.
+    pub config: ExperimentConfig,
+    /// Training split.
+    pub train: Dataset,
+    /// Test split.
+    pub test: Dataset,
+    /// The first (at most) [`EVAL_RECORDS`] test records, for the per-run
+    /// test accuracy.
+    pub eval: Dataset,
+    /// The sampler of genuine records.
+    pub sampler: Sampler,
+    /// The canaries (same for all runs).
+    pub canaries: Canaries,
+    /// The accountant's ε for one canary.
+    pub claimed: ClaimedBound,
+    /// Parameters per model.
+    pub num_parameters: usize,
+    /// The device.
+    pub device: Device,
+    /// A deliberate fault (self-test only).
+    pub fault: Option<Fault>,
+}
+
+/// Test records the per-run accuracy is measured on: it describes the
+/// trained models, it is not part of the audit, and scoring every record for
+/// thousands of replicas would cost more than the training.
+pub const EVAL_RECORDS: usize = 200;
+
+/// Scores of one chunk.
+#[derive(Debug, Clone)]
+pub struct ChunkScores {
+    /// First run of the chunk.
+    pub first_run: u64,
+    /// `scores[kind][replica][canary]`.
+    pub scores: Vec<Vec<Vec<f64>>>,
+    /// `bits[replica][canary]`.
+    pub bits: Vec<Vec<bool>>,
+    /// Test accuracy per replica, on the first [`EVAL_RECORDS`] test records.
+    pub test_accuracy: Vec<f64>,
+}
+
+fn device_of(choice: DeviceChoice) -> Result<Device> {
+    match choice {
+        DeviceChoice::Cpu => Ok(Device::Cpu),
+        DeviceChoice::Cuda => {
+            if !tch::Cuda::is_available() {
+                return Err(invalid(
+                    "train.device",
+                    "cuda",
+                    "a CUDA device; none is available (see `dpaudit doctor`)",
+                ));
+            }
+            Ok(Device::Cuda(0))
+        }
+    }
+}
+
+fn normaliser_of(sampler: &Sampler) -> Normaliser {
+    match sampler {
+        Sampler::Poisson(_) => Normaliser::ExpectedBatchSize(sampler.expected_batch_size()),
+        _ => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
+    }
+}
+
+fn dp_config(config: &TrainConfig, sampler: &Sampler) -> DpSgdConfig {
+    DpSgdConfig {
+        noise_multiplier: config.dp.noise_multiplier,
+        max_grad_norm: config.dp.max_grad_norm,
+        learning_rate: config.dp.learning_rate,
+        normaliser: normaliser_of(sampler),
+        momentum: config.dp.momentum,
+        weight_decay: config.dp.weight_decay,
+    }
+}
+
+/// The accountant's ε for one canary of the experiment (PLD, add/remove).
+///
+/// * deterministic insertion (`every = k`): the canary is in `⌊T/k⌋` known
+///   steps, so the run is the composition of that many Gaussian mechanisms
+///   (spec 001 §5: only insertion steps are composed, no subsampling);
+/// * sampled under Poisson: DP-SGD with rate `q` over `T` steps;
+/// * sampled under a shuffle sampler: accounted as Poisson with `q = B/n`, the
+///   common practice spec 000 shows to be invalid (flagged).
+pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<ClaimedBound> {
+    let sigma = config.train.dp.noise_multiplier;
+    let steps = config.steps();
+    let (event, assumption, valid) = match (config.canary.insertion, sampler) {
+        (Insertion::Every, _) => {
+            let p = steps / config.canary.every;
+            (
+                MechanismEvent::fixed_batches(sigma, p),
+                format!(
+                    "canary inserted in {p} known steps (every {} of {steps}): composition of {p} Gaussian \
+                     mechanisms, σ = {sigma}, no subsampling",
+                    config.canary.every
+                ),
+                true,
+            )
+        }
+        (Insertion::Sampled, Sampler::Poisson(s)) => (
+            MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
+            format!(
+                "Poisson sampling, q = {}, {steps} steps, σ = {sigma}",
+                s.sample_rate()
+            ),
+            true,
+        ),
+        (Insertion::Sampled, other) => {
+            let q = other.batch_size().unwrap_or(1) as f64 / other.num_records() as f64;
+            (
+                MechanismEvent::dpsgd(q, sigma, steps),
+                format!(
+                    "{} sampler accounted as Poisson with q = B/n = {q:.6}, {steps} steps (common practice; NOT a \
+                     valid bound for shuffled batches, spec 000)",
+                    other.kind()
+                ),
+                false,
+            )
+        }
+    };
+    let bound = dpaudit_accounting::epsilon(
+        &event,
+        config.train.delta,
+        Accountant::Pld,
+        NeighbouringRelation::AddOrRemove,
+    )
+    .map_err(|e| {
+        invalid(
+            "train.dp.noise_multiplier",
+            sigma,
+            format!("a value the accountant accepts: {e}"),
+        )
+    })?;
+    Ok(ClaimedBound {
+        bound,
+        assumption,
+        valid_for_sampler: valid,
+    })
+}
+
+impl Prepared {
+    /// Load data, build the sampler, the canaries (running the A_GC-S
+    /// simulation if asked) and the claimed ε. Refuses inconsistent configs
+    /// before any training.
+    pub fn new(config: &ExperimentConfig, fault: Option<Fault>) -> Result<Self> {
+        config.validate_static()?;
+        let device = device_of(config.train.device)?;
+        let (train, test) = prepare_data(&config.train)?;
+        let sampler = config
+            .train
+            .sampler
+            .build(train.len())
+            .map_err(|e| invalid("train.sampler", "data", e.to_string()))?;
+        config.canary.validate(config.steps(), &sampler)?;
+        let seed = RunSeed(config.train.seed);
+        let classes = train.num_classes() as i64;
+        let num_parameters = {
+            let mut init = Init::new(0, 1, Device::Cpu);
+            build_model(&config.train.model, train.shape(), classes, &mut init)?.num_parameters()
+                as usize
+        };
+        let max_grad_norm = config.train.dp.max_grad_norm;
+        let canaries = if config.canary.kind.is_gradient() {
+            if config.canary.kind == CanaryKind::Dirac && config.canary.count > num_parameters {
+                return Err(invalid(
+                    "canary.count",
+                    config.canary.count,
+                    format!(
+                        "at most the number of parameters ({num_parameters}): Dirac canaries need distinct \
+                         coordinates"
+                    ),
+                ));
+            }
+            let coordinates = match (config.canary.kind, config.canary.coordinate) {
+                (CanaryKind::Dirac, CoordinateChoice::LeastUpdated) => {
+                    Some(least_updated_coordinates(
+                        config,
+                        &train,
+                        &sampler,
+                        config.canary.count,
+                        device,
+                    )?)
+                }
+                _ => None,
+            };
+            Canaries::gradient(
+                &config.canary,
+                num_parameters,
+                max_grad_norm,
+                coordinates,
+                seed,
+                device,
+            )?
+        } else {
+            Canaries::input(&config.canary, &test, seed)?
+        };
+        let claimed = claimed_bound(config, &sampler)?;
+        let eval = test
+            .subset(&(0..test.len().min(EVAL_RECORDS)).collect::<Vec<_>>())
+            .map_err(|e| invalid("train.data", "test split", e.to_string()))?;
+        Ok(Self {
+            config: config.clone(),
+            train,
+            test,
+            eval,
+            sampler,
+            canaries,
+            claimed,
+            num_parameters,
+            device,
+            fault,
+        })
+    }
+
+    fn build(&self, first_run: u64, replicas: usize) -> Result<Box<dyn Model>> {
+        let seed = RunSeed(self.config.train.seed);
+        let init_seed = seed.stream(Stream::Init).to_u64();
+        let mut init = match self.config.canary.init {
+            InitChoice::Fixed => Init::with_streams(init_seed, &vec![0; replicas], self.device),
+            InitChoice::Random => {
+                let streams: Vec<u64> = (0..replicas as u64).map(|r| first_run + r).collect();
+                Init::with_streams(init_seed, &streams, self.device)
+            }
+        };
+        let model = build_model(
+            &self.config.train.model,
+            self.train.shape(),
+            self.train.num_classes() as i64,
+            &mut init,
+        )?;
+        if self.config.canary.init == InitChoice::Fixed {
+            copy_replica_zero(model.as_ref());
+        }
+        Ok(model)
+    }
+
+    /// Train chunk `chunk` (runs `chunk·M ..`, fewer in the last chunk) and
+    /// score every canary.
+    pub fn run_chunk(&self, chunk: u64, observer: &mut dyn Observer) -> Result<ChunkScores> {
+        let cfg = &self.config;
+        let seed = RunSeed(cfg.train.seed);
+        let first_run = chunk * cfg.chunk_size();
+        let replicas = (cfg.runs - first_run).min(cfg.chunk_size()) as usize;
+        let steps = cfg.steps();
+        let m = self.canaries.count();
+        let bits: Vec<Vec<bool>> = (0..replicas as u64)
+            .map(|r| inclusion_bits(seed, first_run + r, m))
+            .collect();
+        // schedule[replica][step] = canaries inserted at that step.
+        let mut schedule: Vec<Vec<Vec<usize>>> = vec![vec![Vec::new(); steps as usize]; replicas];
+        for (r, row) in bits.iter().enumerate() {
+            for (j, &included) in row.iter().enumerate() {
+                if included {
+                    for s in insertion_steps(
+                        &cfg.canary,
+                        &self.sampler,
+                        seed,
+                        first_run + r as u64,
+                        j,
+                        steps,
+                    ) {
+                        schedule[r][s as usize].push(j);
+                    }
+                }
+            }
+        }
+        let model = self.build(first_run, replicas)?;
+        let mut dp = DpSgd::new(dp_config(&cfg.train, &self.sampler))?;
+        if let Some(f) = self.fault {
+            dp = dp.with_fault(f);
+        }
+        tch::manual_seed(seed.stream(Stream::Noise).child(chunk).to_u64() as i64);
+        let mut book = ScoreBook::start(
+            model.as_ref(),
+            &self.canaries,
+            &cfg.audit.scores,
+            cfg.train.dp.max_grad_norm,
+        )?;
+        let mut streams: Vec<_> = (0..replicas as u64)
+            .map(|r| self.sampler.steps(seed, first_run + r))
+            .collect();
+        observer.on_start(steps);
+        let gradient = self.canaries.config.kind.is_gradient();
+        for s in 0..steps as usize {
+            let batches: Vec<Vec<usize>> = streams
+                .iter_mut()
+                .map(|st| st.next().map(|x| x.batch).unwrap_or_default())
+                .collect();
+            let extras: Vec<Vec<Extra>> = schedule
+                .iter()
+                .map(|sched| {
+                    sched[s]
+                        .iter()
+                        .map(|&j| {
+                            if gradient {
+                                Extra::Gradient(j)
+                            } else {
+                                Extra::Record(j)
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let batch =
+                gather_with_canaries(&self.train, &batches, &self.canaries, &extras, self.device);
+            book.before_step(model.as_ref(), &self.canaries)?;
+            let report = dp.step(model.as_ref(), &batch)?;
+            book.after_step(model.as_ref());
+            observer.on_step(&report);
+        }
+        let scores = book.finish(model.as_ref(), &self.canaries)?;
+        let test_accuracy = evaluate(model.as_ref(), &self.eval, self.device);
+        Ok(ChunkScores {
+            first_run,
+            scores,
+            bits,
+            test_accuracy,
+        })
+    }
+}
+
+/// A_GC-S (spec 001 Alg. 3, Noiseless-PS): train one model from the fixed θ₀
+/// on the (seed's) batches of run 0 without canaries and without noise, sum
+/// the squared per-step update of every coordinate, and return the `m`
+/// coordinates with the smallest sums (ties by lower index). Noiseless
+/// simulation is deterministic, so one simulation suffices (spec 001 §3.3
+/// \[inferred\]).
+pub fn least_updated_coordinates(
+    config: &ExperimentConfig,
+    train: &Dataset,
+    sampler: &Sampler,
+    m: usize,
+    device: Device,
+) -> Result<Vec<usize>> {
+    let seed = RunSeed(config.train.seed);
+    let mut init = Init::with_streams(seed.stream(Stream::Init).to_u64(), &[0], device);
+    let model = build_model(
+        &config.train.model,
+        train.shape(),
+        train.num_classes() as i64,
+        &mut init,
+    )?;
+    let mut dpc = dp_config(&config.train, sampler);
+    dpc.noise_multiplier = 0.0;
+    let mut dp = DpSgd::new(dpc)?;
+    let mut stream = sampler.steps(seed, 0);
+    let mut acc = flat_parameters(model.as_ref())
+        .zeros_like()
+        .to_kind(Kind::Double);
+    for _ in 0..config.steps() {
+        let batch = stream.next().map(|s| s.batch).unwrap_or_default();
+        let before = flat_parameters(model.as_ref());
+        dp.step(model.as_ref(), &gather(train, &[batch], device))?;
+        let delta = flat_parameters(model.as_ref()) - before;
+        acc += delta.to_kind(Kind::Double).square();
+    }
+    let acc: Vec<f64> = Vec::<f64>::try_from(acc.reshape([-1]).to_device(Device::Cpu))
+        .map_err(TrainError::torch("copying the simulated updates"))?;
+    dpaudit_attacks::gradient_crafting::least_updated_coordinates(&acc, m)
+        .map_err(|e| invalid("canary.count", m, e.to_string()))
+}
