@@ -29,8 +29,10 @@
 //!   (spec 000 §6.14). The Poisson mixture uses an exact softplus,
 //!   `max(e, 0) + log1p(exp(−|e|))`.
 //! - **Seeding.** Chunk `c` under hypothesis `h` reseeds libtorch's generator
-//!   with [`chunk_seed`]`(seed, c, h)` and draws all its randomness from it
-//!   (`randn`, `rand`, `randint`, `binomial`). libtorch's generator is
+//!   with [`chunk_seed`]`(seed, c, h)` (distinct for all chunks of a window of
+//!   2³¹, even in the 32 bits the CPU generator keeps) and draws all its
+//!   randomness from it (`randn`, `rand`, `randint`, `binomial`). libtorch's
+//!   generator is
 //!   process-global (tch 0.24 exposes no per-tensor generator), so a chunk
 //!   holds a process-wide lock from reseeding to its last draw; other libtorch
 //!   users of the same process that draw concurrently would perturb the
@@ -71,22 +73,40 @@ pub const CUDA_CHUNK_ELEMENTS: usize = 1 << 26;
 /// chunk's stream from word 0), so the two engines never share randomness.
 const SEED_WORD: u128 = 1 << 100;
 
+/// Chunks per seed window of [`chunk_seed`]: 2·2³¹ (chunk, hypothesis) pairs
+/// fill the 2³² values of a 32-bit seed exactly once.
+pub const SEED_WINDOW_CHUNKS: u64 = 1 << 31;
+
 /// Serialises reseeding and drawing on libtorch's process-global generator.
 static GENERATOR: Mutex<()> = Mutex::new(());
 
-/// The libtorch seed of chunk `chunk` under `hypothesis`: the 64-bit word at
-/// position 2¹⁰⁰ of ChaCha8 stream `2·chunk + h` (h = 0 with the target, 1
-/// without) of the run seed. Distinct chunks and hypotheses get unrelated
-/// seeds, independent of the chunk order.
+/// The libtorch seed of chunk `chunk` under `hypothesis` (h = 0 with the
+/// target, 1 without).
+///
+/// libtorch's CPU generator (MT19937) keeps only the low 32 bits of a seed,
+/// so random 64-bit seeds would collide (and repeat a chunk's draws) with
+/// probability about (number of chunks)²/2³³. Instead, chunks are grouped in
+/// aligned windows of [`SEED_WINDOW_CHUNKS`]; window `w` draws one random
+/// word `r_w` (the word at position 2¹⁰⁰ of ChaCha8 stream `w` of the run
+/// seed), and the seed is `r_w + 2·(chunk mod 2³¹) + h` modulo 2³² in its low
+/// 32 bits, with the high 32 bits of `r_w` above them. Within a window every
+/// (chunk, hypothesis) pair therefore has a distinct seed on every device, so
+/// chunks never repeat each other's draws: keep runs that must be independent
+/// (evaluation and selection runs) in one window. Across windows the seeds
+/// are distinct unless the random offsets happen to bring two used ranges
+/// together (probability ≈ 2·(chunks used)/2³² per pair of windows).
 pub fn chunk_seed(seed: u64, chunk: u64, hypothesis: Hypothesis) -> u64 {
     let h = match hypothesis {
         Hypothesis::WithTarget => 0,
         Hypothesis::WithoutTarget => 1,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(chunk.wrapping_mul(2).wrapping_add(h));
+    rng.set_stream(chunk / SEED_WINDOW_CHUNKS);
     rng.set_word_pos(SEED_WORD);
-    rng.next_u64()
+    let r = rng.next_u64();
+    let index = 2 * (chunk % SEED_WINDOW_CHUNKS) + h;
+    let low = (r as u32).wrapping_add(index as u32);
+    (r & 0xffff_ffff_0000_0000) | u64::from(low)
 }
 
 /// An [`AttacksError`] as this crate's error, keeping parameter, value and
@@ -194,39 +214,44 @@ impl Scorer {
                     .f_add_scalar(k as f64 * self.log_1mq)?
             }
         } else {
+            // d = o − o_max is the one chunk-sized allocation; the exps are
+            // taken in place on it (or on one copy for Λ^BtS's two slopes).
             let o_max = o.f_amax(-1, true)?;
-            let d = o.f_sub(&o_max)?;
+            let mut d = o.f_sub(&o_max)?;
             let o_max = o_max.f_squeeze_dim(-1)?;
-            let log_sum_exp = |slope: f64| -> Result<Tensor, TchError> {
-                d.f_mul_scalar(slope)?
-                    .f_exp()?
-                    .f_sum_dim_intlist(-1, false, Kind::Double)?
-                    .f_log()
+            let log_sum_exp_in_place = |x: &mut Tensor, slope: f64| -> Result<Tensor, TchError> {
+                let _ = x.f_mul_scalar_(slope)?;
+                let _ = x.f_exp_()?;
+                x.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()
             };
             match self.lr {
                 LikelihoodRatio::Natural => o_max
                     .f_mul_scalar(self.a)?
                     .f_add_scalar(self.c)?
-                    .f_add(&log_sum_exp(self.a)?)?,
+                    .f_add(&log_sum_exp_in_place(&mut d, self.a)?)?,
                 LikelihoodRatio::PartiallyInformed | LikelihoodRatio::WorstCase { .. } => {
                     // a = 2a′: the numerator's terms are the squares of the
                     // denominator's (one exp per entry, as on the CPU).
-                    let mut y = d.f_mul_scalar(self.a_den)?;
-                    let _ = y.f_exp_()?;
-                    let den = y.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()?;
-                    let _ = y.f_square_()?;
-                    let num = y.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()?;
+                    let den = log_sum_exp_in_place(&mut d, self.a_den)?;
+                    let _ = d.f_square_()?;
+                    let num = d.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()?;
                     o_max
                         .f_mul_scalar(self.a - self.a_den)?
                         .f_add_scalar(self.c - self.c_den)?
                         .f_add(&num)?
                         .f_sub(&den)?
                 }
-                _ => o_max
-                    .f_mul_scalar(self.a - self.a_den)?
-                    .f_add_scalar(self.c - self.c_den)?
-                    .f_add(&log_sum_exp(self.a)?)?
-                    .f_sub(&log_sum_exp(self.a_den)?)?,
+                _ => {
+                    let mut d_num = d.f_mul_scalar(self.a)?;
+                    let num = log_sum_exp_in_place(&mut d_num, 1.0)?;
+                    drop(d_num);
+                    let den = log_sum_exp_in_place(&mut d, self.a_den)?;
+                    o_max
+                        .f_mul_scalar(self.a - self.a_den)?
+                        .f_add_scalar(self.c - self.c_den)?
+                        .f_add(&num)?
+                        .f_sub(&den)?
+                }
             }
         };
         rows.f_sum_dim_intlist(-1, false, Kind::Double)
@@ -596,17 +621,30 @@ mod tests {
     }
 
     #[test]
-    fn chunk_seeds_are_distinct_per_chunk_and_hypothesis_and_reproducible() {
-        let mut seen = std::collections::HashSet::new();
-        for chunk in [0, 1, 2, 1 << 40] {
+    fn chunk_seeds_are_distinct_in_their_low_32_bits_within_a_window() {
+        // MT19937 (libtorch's CPU generator) keeps the low 32 bits only.
+        let mut low = std::collections::HashSet::new();
+        let chunks = (0..2000).chain((1 << 30)..(1 << 30) + 2000);
+        for chunk in chunks.chain([SEED_WINDOW_CHUNKS - 1]) {
             for h in [Hypothesis::WithTarget, Hypothesis::WithoutTarget] {
-                assert!(seen.insert(chunk_seed(9, chunk, h)));
-                assert_eq!(chunk_seed(9, chunk, h), chunk_seed(9, chunk, h));
+                let s = chunk_seed(9, chunk, h);
+                assert!(low.insert(s as u32), "chunk {chunk}, {h:?}");
+                assert_eq!(s, chunk_seed(9, chunk, h));
             }
         }
+        // Consecutive pairs differ by one in the low bits (mod 2³²), and the
+        // window offset depends on the run seed.
+        let a = chunk_seed(9, 5, Hypothesis::WithTarget) as u32;
+        let b = chunk_seed(9, 5, Hypothesis::WithoutTarget) as u32;
+        assert_eq!(b, a.wrapping_add(1));
         assert_ne!(
             chunk_seed(9, 0, Hypothesis::WithTarget),
             chunk_seed(10, 0, Hypothesis::WithTarget)
+        );
+        // The next window has its own random offset.
+        assert_ne!(
+            chunk_seed(9, SEED_WINDOW_CHUNKS, Hypothesis::WithTarget),
+            chunk_seed(9, 0, Hypothesis::WithTarget)
         );
     }
 

@@ -212,6 +212,9 @@ const RUNS: usize = 20_000;
 /// The KS statistic must stay below its 99.9% critical value (0.0195 at
 /// N = 20,000 per engine). All seeds are fixed, so the outcome is reproducible.
 fn assert_same_distribution(c: BgmConfig, label: &str) {
+    // Small tensors: one libtorch thread per test process (nextest runs
+    // several processes at once on few cores).
+    tch::set_num_threads(1);
     let cpu = BgmSimulator::new(c.clone()).unwrap().simulate(RUNS, 0);
     // A different seed: the tensor engine's draws are independent of these.
     let tensor_config = BgmConfig {

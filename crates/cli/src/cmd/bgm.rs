@@ -135,6 +135,15 @@ impl Engine {
         Ok(engine)
     }
 
+    /// First chunk of the partial-shuffle guess-selection runs, disjoint
+    /// from the evaluation chunks 0, 1, … in this engine's seeding.
+    pub fn guess_first_chunk(&self) -> u64 {
+        match self {
+            Engine::Rust { .. } => GUESS_FIRST_CHUNK,
+            Engine::Tensor { .. } => TENSOR_GUESS_FIRST_CHUNK,
+        }
+    }
+
     /// `rust` or `tensor`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -251,9 +260,15 @@ pub struct Setting {
     pub guess_runs: Option<usize>,
 }
 
-/// First chunk of the guess-selection runs: far above any evaluation chunk,
-/// so selection and evaluation never share a ChaCha stream.
+/// First chunk of the guess-selection runs of the Rust engine: far above any
+/// evaluation chunk, so selection and evaluation never share a ChaCha stream.
 const GUESS_FIRST_CHUNK: u64 = 1 << 40;
+
+/// First chunk of the guess-selection runs of the tensor engine: above any
+/// evaluation chunk (2³⁰ chunks of runs are more than any audit draws) and in
+/// the same seed window of 2³¹ chunks as them, where every chunk has its own
+/// libtorch seed (`dpaudit_train::bgm::chunk_seed`).
+const TENSOR_GUESS_FIRST_CHUNK: u64 = 1 << 30;
 
 /// Simulates `runs` runs per hypothesis of `sim` from chunk `first_chunk`
 /// on `threads` threads and bounds ε with spec 000 Algorithm 5 (Clopper–Pearson
@@ -600,7 +615,7 @@ fn audit(p: Prepared, engine: &Engine) -> anyhow::Result<SettingReport> {
             let lb = simulate_and_bound_on(
                 engine,
                 &sim,
-                GUESS_FIRST_CHUNK,
+                engine.guess_first_chunk(),
                 p.guess_runs,
                 &choose,
                 &mut clock,
@@ -862,6 +877,32 @@ seed = 0
         assert!(
             (r.simulation_observations_per_second * r.simulation_seconds - 40_000.0).abs() < 1e-6
         );
+    }
+
+    #[test]
+    fn tensor_engine_partial_shuffle_search_picks_the_first_batch_for_k_equal_b() {
+        // The second setting of tests/cli_bgm.rs on the tensor engine: K = B,
+        // so the target is always in batch 0 and the guess k = 1 wins; the
+        // bound at k = 1 (a plain Gaussian, σ = 1) exceeds the Poisson ε.
+        let text = SETTING
+            .replace("steps = 10", "steps = 100")
+            .replace("buffer_size = 15", "buffer_size = 10")
+            .replace("runs = 1000", "runs = 20000\nguesses = [1, 100]");
+        let p = prepare(parse(&text).unwrap().settings[0].clone()).unwrap();
+        let engine = Engine::from_flags("cpu", Some(EngineChoice::Tensor), None, 0).unwrap();
+        assert_eq!(engine.guess_first_chunk(), TENSOR_GUESS_FIRST_CHUNK);
+        let r = audit(p, &engine).unwrap();
+        let search = r.guess_search.as_ref().unwrap();
+        assert_eq!(search.chosen_columns, 1, "{:?}", search.per_guess);
+        assert!(
+            r.lower_bound.epsilon > r.epsilon_poisson_pld,
+            "ε_emp = {} vs Poisson {}",
+            r.lower_bound.epsilon,
+            r.epsilon_poisson_pld
+        );
+        // Selection runs (2 guesses × 5000 runs × 2) are counted with the evaluation runs.
+        let simulated = r.simulation_observations_per_second * r.simulation_seconds;
+        assert!((simulated - 60_000.0).abs() < 1e-6, "{simulated}");
     }
 
     #[test]
