@@ -28,6 +28,8 @@ enum Command {
     Calibrate(cmd::account::CalibrateArgs),
     /// ε lower bound from membership scores.
     Estimate(cmd::estimate::Args),
+    /// ε lower bound from the error counts of a fixed-threshold audit.
+    Counts(cmd::counts::Args),
     /// Train a model with DP-SGD from a TOML config.
     Train(cmd::train::Args),
     /// Benchmarks: DP step against our own non-private step.
@@ -40,6 +42,8 @@ enum Command {
     Merge(cmd::run::MergeArgs),
     /// Several finished audits side by side (threat models, canaries).
     Compare(cmd::run::CompareArgs),
+    /// Audit deliberately broken DP-SGD variants next to the correct one.
+    Selftest(cmd::selftest::Args),
     /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
     Bgm(cmd::bgm::Args),
 }
@@ -53,10 +57,12 @@ fn main() -> anyhow::Result<()> {
         Command::Calibrate(a) => cmd::account::run_calibrate(a),
         Command::Estimate(a) => cmd::estimate::run(a),
         Command::Train(a) => cmd::train::run(a),
+        Command::Counts(a) => cmd::counts::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bgm(a) => cmd::bgm::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Selftest(a) => cmd::selftest::run(a),
         Command::Merge(a) => cmd::run::run_merge(a),
         Command::Compare(a) => cmd::run::run_compare(a),
     }

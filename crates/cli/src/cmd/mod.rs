@@ -3,10 +3,12 @@
 pub mod account;
 pub mod bench;
 pub mod bgm;
+pub mod counts;
 pub mod data;
 pub mod demo;
 pub mod doctor;
 pub mod estimate;
 pub mod out;
 pub mod run;
+pub mod selftest;
 pub mod train;
