@@ -1,0 +1,429 @@
+//! End to end: `dpaudit run`, `dpaudit merge` and `dpaudit compare` (issue 6
+//! points 3–4) on a tiny Dirac-canary audit: the files a run writes, resuming
+//! after a lost chunk or a kill, refusing a foreign out-dir, shards merged to
+//! the single run's scores, and the comparison table.
+//!
+//! The experiments train a 600 → 8 → 2 MLP on the synthetic Purchase-100
+//! stand-in (no data files needed) for 3 steps per run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EXPERIMENT: &str = r#"
+name = "cli run test"
+runs = 40
+[train]
+seed = 5
+replicas = 10
+steps = 3
+delta = 1e-5
+[train.model]
+kind = "mlp"
+hidden = [8]
+[train.data]
+dataset = "purchase100"
+classes = [0, 1]
+train_size = 200
+normalize = false
+[train.sampler]
+kind = "fixed_sequence"
+batch_size = 20
+[train.dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.5
+[canary]
+kind = "dirac"
+count = 1
+insertion = "every"
+[audit]
+scores = ["dirac", "iterates"]
+methods = ["eps_delta", "gdp"]
+"#;
+
+/// 40 runs in chunks of 10.
+const CHUNKS: usize = 4;
+
+/// The binary with one intra-op thread: the tests run several processes at
+/// once on a 2-core machine, where libtorch's spinning OpenMP workers would
+/// oversubscribe the cores. Every compared pair of runs uses the same setting.
+fn binary() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpaudit"));
+    c.env("OMP_NUM_THREADS", "1");
+    c
+}
+
+fn dpaudit(args: &[&str], paths: &[&Path]) -> Output {
+    let mut c = binary();
+    c.args(args);
+    for p in paths {
+        c.arg(p);
+    }
+    c.output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `dpaudit run CONFIG --out-dir OUT --quiet [extra]`.
+fn run(config: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut c = binary();
+    c.arg("run")
+        .arg(config)
+        .arg("--out-dir")
+        .arg(out)
+        .arg("--quiet")
+        .args(extra);
+    c.output().unwrap()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn chunk_files(out: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(out.join("chunks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("chunk-") && n.ends_with(".csv"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let out = dir.path().join("out");
+    let stdout = ok(&run(&config, &out, &[]));
+    assert!(stdout.contains("claimed ε"), "{stdout}");
+
+    let cfg: serde_json::Value = serde_json::from_str(&read(&out.join("config.json"))).unwrap();
+    assert_eq!(cfg["experiment"]["runs"], 40);
+    assert_eq!(cfg["num_parameters"], 600 * 8 + 8 + 8 * 2 + 2);
+    assert_eq!(cfg["dirac_coordinates"].as_array().unwrap().len(), 1);
+    assert!(cfg["fingerprint"].as_str().is_some_and(|f| f.len() == 16));
+
+    // inclusion.csv: one ±1 bit per run (count = 1), the same bits as the
+    // `member` column of scores.csv.
+    let inclusion = read(&out.join("inclusion.csv"));
+    let mut lines = inclusion.lines();
+    assert_eq!(lines.next(), Some("run,canary,included"));
+    let bits: Vec<bool> = lines
+        .enumerate()
+        .map(|(i, l)| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!((f[0], f[1]), (i.to_string().as_str(), "0"), "line {l}");
+            match f[2] {
+                "1" => true,
+                "-1" => false,
+                other => panic!("inclusion bit {other}"),
+            }
+        })
+        .collect();
+    assert_eq!(bits.len(), 40);
+    assert!(bits.iter().any(|&b| b) && bits.iter().any(|&b| !b));
+
+    let scores = read(&out.join("scores.csv"));
+    let mut lines = scores.lines();
+    assert_eq!(
+        lines.next(),
+        Some("run,canary,member,test_accuracy,dirac,iterates")
+    );
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 40);
+    for (r, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], r.to_string());
+        assert_eq!(
+            row[2],
+            if bits[r] { "1" } else { "0" },
+            "run {r}: member vs inclusion.csv"
+        );
+        let dirac: f64 = row[4].parse().unwrap();
+        let iterates: f64 = row[5].parse().unwrap();
+        // Dirac canary C·e_d with C = 1: the iterates score telescopes to
+        // C·(θ₀[d] − θ_T[d]) (spec 002 §4 "Observation"); float32 sums over
+        // 4,826 coordinates allow (P+2)·2⁻²⁴ ≈ 3e-4 relative to Σ|δ||g|.
+        assert!(
+            (dirac - iterates).abs() <= 3e-4 * dirac.abs() + 1e-7,
+            "run {r}: {dirac} vs {iterates}"
+        );
+    }
+
+    let audit: serde_json::Value = serde_json::from_str(&read(&out.join("audit.json"))).unwrap();
+    let eps_up = audit["epsilon_upper"].as_f64().unwrap();
+    assert!(eps_up > 0.0 && eps_up.is_finite(), "{eps_up}");
+    assert_eq!(audit["delta"].as_f64(), Some(1e-5));
+    let lbs = audit["lower_bounds"].as_array().unwrap();
+    // 2 scores × 2 methods.
+    assert_eq!(lbs.len(), 4, "{lbs:?}");
+    for b in lbs {
+        let method = b["method"].as_str().unwrap();
+        assert!(!method.is_empty());
+        let eps = b["epsilon"].as_f64().unwrap();
+        assert!(eps >= 0.0 && eps.is_finite(), "{b}");
+        assert_eq!(
+            b["confidence"].as_f64(),
+            Some(0.95),
+            "the default confidence"
+        );
+        assert!(
+            b["selection"].as_str().is_some_and(|s| !s.is_empty()),
+            "{b}"
+        );
+    }
+    let methods: Vec<&str> = lbs.iter().map(|b| b["method"].as_str().unwrap()).collect();
+    assert_ne!(methods[0], methods[1], "one entry per method: {methods:?}");
+
+    let summary = read(&out.join("summary.md"));
+    assert!(summary.starts_with("# Audit: cli run test"), "{summary}");
+    assert_eq!(
+        summary
+            .lines()
+            .filter(|l| l.starts_with("| dirac") || l.starts_with("| iterates"))
+            .count(),
+        4,
+        "{summary}"
+    );
+
+    for plot in [
+        "epsilon",
+        "hist-dirac",
+        "hist-iterates",
+        "tradeoff-dirac",
+        "tradeoff-iterates",
+    ] {
+        let svg = read(&out.join("plots").join(format!("{plot}.svg")));
+        assert!(
+            svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{plot}.svg"
+        );
+    }
+    assert_eq!(chunk_files(&out).len(), CHUNKS);
+}
+
+#[test]
+fn resuming_after_losing_a_chunk_reproduces_the_scores_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let out = dir.path().join("out");
+    ok(&run(&config, &out, &[]));
+    let first = read(&out.join("scores.csv"));
+    let kept = read(&out.join("chunks").join("chunk-000000.csv"));
+    for f in ["chunks/chunk-000002.csv", "scores.csv", "audit.json"] {
+        std::fs::remove_file(out.join(f)).unwrap();
+    }
+    let again = run(&config, &out, &[]);
+    ok(&again);
+    assert_eq!(read(&out.join("scores.csv")), first);
+    assert_eq!(
+        read(&out.join("chunks").join("chunk-000000.csv")),
+        kept,
+        "finished chunks are not retrained"
+    );
+    assert!(out.join("audit.json").exists());
+    assert_eq!(chunk_files(&out).len(), CHUNKS);
+}
+
+#[test]
+fn a_different_experiment_in_the_same_out_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let out = dir.path().join("out");
+    ok(&run(&config, &out, &[]));
+    let before = read(&out.join("scores.csv"));
+    let other = write(
+        dir.path(),
+        "other.toml",
+        &EXPERIMENT.replace("seed = 5", "seed = 6"),
+    );
+    let refused = run(&other, &out, &[]);
+    assert!(!refused.status.success());
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        e.contains("different experiment") && e.contains("config.json"),
+        "{e}"
+    );
+    assert_eq!(
+        read(&out.join("scores.csv")),
+        before,
+        "the refused run must not touch the out-dir"
+    );
+}
+
+#[test]
+fn two_shards_merged_equal_the_single_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let single = dir.path().join("single");
+    ok(&run(&config, &single, &[]));
+    let s0 = dir.path().join("s0");
+    let s1 = dir.path().join("s1");
+    let shard0 = ok(&run(&config, &s0, &["--shard", "0/2"]));
+    assert!(shard0.contains("other shards"), "{shard0}");
+    assert!(
+        !s0.join("scores.csv").exists(),
+        "a shard alone is not a finished audit"
+    );
+    assert_eq!(chunk_files(&s0), ["chunk-000000.csv", "chunk-000002.csv"]);
+    ok(&run(&config, &s1, &["--shard", "1/2"]));
+    assert_eq!(chunk_files(&s1), ["chunk-000001.csv", "chunk-000003.csv"]);
+    let merged = dir.path().join("merged");
+    ok(&dpaudit(&["merge", "--out-dir"], &[&merged, &s0, &s1]));
+    assert_eq!(
+        read(&merged.join("scores.csv")),
+        read(&single.join("scores.csv"))
+    );
+    assert_eq!(
+        read(&merged.join("inclusion.csv")),
+        read(&single.join("inclusion.csv"))
+    );
+    let a: serde_json::Value = serde_json::from_str(&read(&merged.join("audit.json"))).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&read(&single.join("audit.json"))).unwrap();
+    assert_eq!(a["lower_bounds"], b["lower_bounds"]);
+    assert_eq!(a["epsilon_upper"], b["epsilon_upper"]);
+    // A shard of another experiment is refused.
+    let other = write(
+        dir.path(),
+        "other.toml",
+        &EXPERIMENT.replace("seed = 5", "seed = 6"),
+    );
+    let foreign = dir.path().join("foreign");
+    ok(&run(&other, &foreign, &["--shard", "1/2"]));
+    let bad = dpaudit(
+        &["merge", "--out-dir"],
+        &[&dir.path().join("m2"), &s0, &foreign],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("different experiment"));
+}
+
+#[test]
+fn compare_writes_one_row_per_lower_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.toml", EXPERIMENT);
+    let b = write(
+        dir.path(),
+        "b.toml",
+        &EXPERIMENT
+            .replace("name = \"cli run test\"", "name = \"random direction\"")
+            .replace("kind = \"dirac\"", "kind = \"random_direction\"")
+            .replace(
+                "scores = [\"dirac\", \"iterates\"]",
+                "scores = [\"cosine\"]",
+            )
+            .replace("methods = [\"eps_delta\", \"gdp\"]", "methods = [\"gdp\"]"),
+    );
+    let (oa, ob) = (dir.path().join("a"), dir.path().join("b"));
+    ok(&run(&a, &oa, &[]));
+    ok(&run(&b, &ob, &[]));
+    let cmp = dir.path().join("cmp");
+    ok(&dpaudit(&["compare", "--out-dir"], &[&cmp, &oa, &ob]));
+    let md = read(&cmp.join("compare.md"));
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| experiment"))
+        .collect();
+    // 4 bounds of a (2 scores × 2 methods) + 1 of b.
+    assert_eq!(rows.len(), 5, "{md}");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.starts_with("| cli run test |"))
+            .count(),
+        4,
+        "{md}"
+    );
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.starts_with("| random direction | ") && r.contains("| cosine |"))
+            .count(),
+        1,
+        "{md}"
+    );
+    assert!(read(&cmp.join("compare.svg")).contains("<svg"));
+}
+
+/// 8 chunks of 10 runs × 8 steps (≥ 0.1 s a chunk): the kill, within a few
+/// milliseconds of the first chunk file, lands while chunks are left to train.
+fn slow_experiment() -> String {
+    EXPERIMENT
+        .replace("runs = 40", "runs = 80")
+        .replace("steps = 3", "steps = 8")
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_uninterrupted_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", &slow_experiment());
+    let whole = dir.path().join("whole");
+    ok(&run(&config, &whole, &[]));
+    let out = dir.path().join("killed");
+    let mut child = binary()
+        .arg("run")
+        .arg(&config)
+        .arg("--out-dir")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = out.join("chunks").join("chunk-000000.csv");
+    let start = Instant::now();
+    while !first.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first chunk"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no chunk after 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done = chunk_files(&out).len();
+    assert!(
+        done < 8,
+        "the kill must interrupt the run ({done} of 8 chunks on disk)"
+    );
+    assert!(!out.join("scores.csv").exists());
+    let resumed = binary()
+        .arg("run")
+        .arg(&config)
+        .arg("--out-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&resumed);
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr)
+            .contains(&format!("resuming: {done} chunk(s) already on disk")),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_eq!(
+        read(&out.join("scores.csv")),
+        read(&whole.join("scores.csv"))
+    );
+    assert_eq!(chunk_files(&out).len(), 8);
+}
