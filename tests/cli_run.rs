@@ -401,6 +401,11 @@ fn a_killed_run_resumes_to_the_uninterrupted_scores() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    // The secret bits were on disk before the first chunk was trained.
+    assert_eq!(
+        read(&out.join("inclusion.csv")),
+        read(&whole.join("inclusion.csv"))
+    );
     let done = chunk_files(&out).len();
     assert!(
         done < 8,
@@ -426,4 +431,31 @@ fn a_killed_run_resumes_to_the_uninterrupted_scores() {
         read(&whole.join("scores.csv"))
     );
     assert_eq!(chunk_files(&out).len(), 8);
+}
+
+#[test]
+fn an_inconsistent_experiment_is_refused_before_any_file_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for (edit, field) in [
+        ("insertion = \"every\"", "canary.every"),
+        ("delta = 1e-5", "train.delta"),
+        ("count = 1", "canary.count"),
+    ] {
+        let bad = match field {
+            "canary.every" => EXPERIMENT.replace(edit, "insertion = \"every\"\nevery = 4"),
+            "train.delta" => EXPERIMENT.replace(edit, "delta = 1.0"),
+            // 4,827 Dirac canaries in a model of 4,826 parameters.
+            _ => EXPERIMENT.replace(edit, "count = 4827").replace(
+                "methods = [\"eps_delta\", \"gdp\"]",
+                "methods = [\"one_run\"]",
+            ),
+        };
+        let config = write(dir.path(), "bad.toml", &bad);
+        let out = dir.path().join(field);
+        let refused = run(&config, &out, &[]);
+        assert!(!refused.status.success(), "{field}");
+        let e = String::from_utf8_lossy(&refused.stderr);
+        assert!(e.contains(field), "{field}: {e}");
+        assert!(!out.exists(), "{field}: the out-dir must not be created");
+    }
 }

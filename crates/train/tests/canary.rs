@@ -33,7 +33,11 @@ use tch::{Device, Kind, Tensor};
 
 static TORCH: Mutex<()> = Mutex::new(());
 
+/// Holds [`TORCH`] with one intra-op thread: the training tests run one at a
+/// time anyway, and on the shared 2-core machine libtorch's spinning OpenMP
+/// workers made the suite 3× slower.
 fn torch_lock() -> MutexGuard<'static, ()> {
+    tch::set_num_threads(1);
     TORCH.lock().unwrap_or_else(|e| e.into_inner())
 }
 
