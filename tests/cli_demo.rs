@@ -5,7 +5,7 @@ use std::process::Command;
 #[test]
 fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
     let out = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["demo", "--runs", "20000", "--json"])
+        .args(["demo", "--runs", "20000", "--canary-runs", "200", "--json"])
         .output()
         .unwrap();
     assert!(
@@ -60,4 +60,24 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
         chua > shuffle,
         "Chua bound {chua} below the audit's {shuffle}"
     );
+
+    // The canary audit of real training: 10 insertions of a Dirac canary at σ = 2 are
+    // 10 composed Gaussian mechanisms, μ = √10/2 = 1.5811-GDP, ε = 7.5113 at δ = 1e-5
+    // (spec 001 §5's closed form; the accounting crate pins the conversion).
+    let canary = &r["canary_audit"];
+    assert_eq!(canary["runs"], 200);
+    let upper = canary["epsilon_upper"].as_f64().unwrap();
+    assert!((upper - 7.5113).abs() < 1e-3, "canary ε_ub = {upper}");
+    let bounds = canary["lower_bounds"].as_array().unwrap();
+    assert_eq!(bounds.len(), 2);
+    for b in bounds {
+        let eps = b["epsilon"].as_f64().unwrap();
+        assert_eq!(b["selection"], "split");
+        assert_eq!(b["confidence"], 0.95);
+        // Soundness of a correct pipeline, and some power: 200 runs of a μ = 1.58
+        // Gaussian canary certify well above 0 (the GDP bound is ≈ 4 here).
+        assert!((0.0..=upper).contains(&eps), "{}: ε_lb = {eps} vs {upper}", b["method"]);
+    }
+    let gdp = bounds.iter().find(|b| b["method"] == "gdp").unwrap();
+    assert!(gdp["epsilon"].as_f64().unwrap() > 1.0, "{gdp}");
 }
