@@ -163,3 +163,56 @@ fn estimate_names_the_line_of_a_malformed_csv_row() {
     assert!(err.contains(&format!("{path}:4:")), "{err}");
     assert!(err.contains("not-a-number"), "{err}");
 }
+
+#[test]
+fn selftest_catches_removed_clipping_and_halved_noise_but_not_the_correct_pipeline() {
+    // Issue 6 point 5. The correct and the two required variants share one
+    // experiment: a Dirac canary of norm 4C at all 10 steps, σ = 2, so the claim is
+    // μ = √10/2-GDP, ε = 7.5113 at δ = 1e-5 (spec 001 §5 closed form). Without
+    // clipping the canary counts 4 times (μ = 6.3), with half the noise twice
+    // (μ = 3.2): both audit far above 7.51 with 300 runs at 99 %.
+    let out = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+        .args(["selftest", "--runs", "300", "--json"])
+        .env_remove("RUST_BACKTRACE")
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let rows = json(&out);
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == name)
+            .unwrap_or_else(|| panic!("no variant {name}"))
+            .clone()
+    };
+    let correct = row("correct");
+    assert!((correct["claimed_epsilon"].as_f64().unwrap() - 7.5113).abs() < 1e-3);
+    assert_eq!(correct["caught"], false, "{correct}");
+    for name in ["clipping removed", "noise halved"] {
+        let r = row(name);
+        assert_eq!(r["caught"], true, "{r}");
+        assert!(
+            r["best_valid_lower_bound"].as_f64().unwrap() > 7.5113,
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn counts_reproduces_the_lecture_audit() {
+    // Lecture 004 D.5 / spec D.6: FNR ≤ 0.955082, FPR ≤ 0.0027445 at confidence
+    // 1 − 1e-10 refute the claimed ε = 0.21.
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = manifest.join("../../experiments/seed004-lecture-counts.toml");
+    let r = json(&dpaudit(&["counts", file.to_str().unwrap(), "--json"]));
+    assert!(
+        (r["fnr_upper"].as_f64().unwrap() - 0.955082).abs() < 1e-6,
+        "{r}"
+    );
+    assert!(
+        (r["fpr_upper"].as_f64().unwrap() - 0.0027445).abs() < 1e-7,
+        "{r}"
+    );
+    assert_eq!(r["claim_refuted"], true);
+}
