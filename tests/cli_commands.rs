@@ -172,7 +172,7 @@ fn selftest_catches_removed_clipping_and_halved_noise_but_not_the_correct_pipeli
     // clipping the canary counts 4 times (μ = 6.3), with half the noise twice
     // (μ = 3.2): both audit far above 7.51 with 300 runs at 99 %.
     let out = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["selftest", "--runs", "300", "--json"])
+        .args(["selftest", "--runs", "300", "--bgm-runs", "20000", "--json"])
         .env_remove("RUST_BACKTRACE")
         .env("OMP_NUM_THREADS", "1")
         .output()
@@ -189,7 +189,10 @@ fn selftest_catches_removed_clipping_and_halved_noise_but_not_the_correct_pipeli
     let correct = row("correct");
     assert!((correct["claimed_epsilon"].as_f64().unwrap() - 7.5113).abs() < 1e-3);
     assert_eq!(correct["caught"], false, "{correct}");
-    for name in ["clipping removed", "noise halved"] {
+    // Shuffled batches accounted as Poisson (q = 0.01, σ = 1, 100 steps: ε = 0.718,
+    // spec 000 §7), audited by simulation in the Worst-Case threat model: the
+    // paper's ε_emp is 4.01 (spec 000 §5.2); 2·10⁴ runs per hypothesis certify > 0.718.
+    for name in ["clipping removed", "noise halved", "shuffled, accounted as Poisson"] {
         let r = row(name);
         assert_eq!(r["caught"], true, "{r}");
         assert!(

@@ -127,6 +127,12 @@ pub struct CanaryConfig {
     /// Fixed or per-run θ₀.
     #[serde(default)]
     pub init: InitChoice,
+    /// Spec 000's Partially-Informed overrides: in every step whose batch
+    /// holds neither the canary nor (in runs without it) the zero-out record,
+    /// the last genuine slot's gradient becomes `−ĝ` (spec 000 §2.4, §3).
+    /// Applied to every run alike, so the guarantee is unchanged.
+    #[serde(default)]
+    pub partially_informed: bool,
 }
 
 /// A score: one threat model's view of a canary. Higher = member.
@@ -147,6 +153,14 @@ pub enum ScoreKind {
     Loss,
     /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
     LossDifference,
+    /// Every step (spec 000's Natural threat model): `log Λ^N` of the per-step
+    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (spec 000 §2.4,
+    /// §2.6), per epoch of the sampler.
+    NaturalLr,
+    /// Every step, with the Partially-Informed overrides (`−ĝ` in every batch
+    /// without the target): `log Λ^PI` of the same observations.
+    #[serde(rename = "pi_lr")]
+    PartiallyInformedLr,
     /// Hidden state, any canary: `−‖θ_T − θ₀‖²`. It detects a canary that
     /// changes the noise scale (the realised-batch-size normaliser); on a
     /// correct pipeline it carries almost no signal.
@@ -164,6 +178,8 @@ impl ScoreKind {
             ScoreKind::Loss => "loss",
             ScoreKind::LossDifference => "loss_difference",
             ScoreKind::UpdateNorm => "update_norm",
+            ScoreKind::NaturalLr => "natural_lr",
+            ScoreKind::PartiallyInformedLr => "pi_lr",
         }
     }
 
@@ -175,6 +191,8 @@ impl ScoreKind {
             | ScoreKind::Cosine
             | ScoreKind::UpdateNorm => "hidden state (final model θ_T and θ₀)",
             ScoreKind::Iterates => "white box (all intermediate iterates)",
+            ScoreKind::NaturalLr => "every step, Natural (spec 000)",
+            ScoreKind::PartiallyInformedLr => "every step, Partially-Informed (spec 000)",
             ScoreKind::Loss => "black box (loss of the final model)",
             ScoreKind::LossDifference => "black box with θ₀ (loss difference)",
         }
@@ -184,7 +202,10 @@ impl ScoreKind {
     pub fn applies_to(self, kind: CanaryKind) -> bool {
         match self {
             ScoreKind::Dirac => kind == CanaryKind::Dirac,
-            ScoreKind::InnerProduct | ScoreKind::Cosine => kind.is_gradient(),
+            ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::NaturalLr
+            | ScoreKind::PartiallyInformedLr => kind.is_gradient(),
             ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
             ScoreKind::Loss | ScoreKind::LossDifference => !kind.is_gradient(),
         }
@@ -663,6 +684,25 @@ pub struct ScoreBook {
     iterates: Option<Tensor>,
     pending: Option<(Tensor, Tensor)>,
     max_grad_norm: f64,
+    observations: Option<ObservationSetup>,
+    per_step: Vec<Tensor>,
+}
+
+/// How per-step inner products become spec 000's observations
+/// `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)`: with plain SGD (no momentum,
+/// no weight decay) `θ_t − θ_{t+1} = η·g̃`, and `normaliser·g̃` is the noisy
+/// sum, so a step holding `±ĝ` (‖ĝ‖ = C) contributes `±1` and the noise has
+/// std exactly σ (spec 000 §2.4's normalisation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObservationSetup {
+    /// The public constant the noisy sum is divided by.
+    pub normaliser: f64,
+    /// η.
+    pub learning_rate: f64,
+    /// σ.
+    pub noise_multiplier: f64,
+    /// T: steps per epoch (the observation matrix has `steps / T` rows).
+    pub steps_per_epoch: usize,
 }
 
 impl ScoreBook {
@@ -700,12 +740,29 @@ impl ScoreBook {
             iterates,
             pending: None,
             max_grad_norm,
+            observations: None,
+            per_step: Vec::new(),
         })
+    }
+
+    /// Record per-step observations for the likelihood-ratio scores.
+    pub fn with_observations(mut self, setup: ObservationSetup) -> Self {
+        self.observations = Some(setup);
+        self
+    }
+
+    fn records_steps(&self) -> bool {
+        self.iterates.is_some()
+            || (self.observations.is_some()
+                && self
+                    .kinds
+                    .iter()
+                    .any(|k| matches!(k, ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr)))
     }
 
     /// Call before each step (records θ_t and the canary gradients at θ_t).
     pub fn before_step(&mut self, model: &dyn Model, canaries: &Canaries) -> Result<()> {
-        if self.iterates.is_some() {
+        if self.records_steps() {
             let g = canary_gradients(model, canaries, self.max_grad_norm)?;
             self.pending = Some((flat_parameters(model), g));
         }
@@ -714,14 +771,19 @@ impl ScoreBook {
 
     /// Call after each step: adds `⟨θ_t − θ_{t+1}, g_t⟩`.
     pub fn after_step(&mut self, model: &dyn Model) {
-        if let (Some(acc), Some((before, g))) = (&mut self.iterates, self.pending.take()) {
+        if let Some((before, g)) = self.pending.take() {
             let delta = before - flat_parameters(model);
             // [M, m, P] · [M, P, 1] → [M, m]
             let ip = g
                 .bmm(&delta.unsqueeze(-1))
                 .squeeze_dim(-1)
                 .to_kind(Kind::Double);
-            *acc += ip;
+            if self.observations.is_some() {
+                self.per_step.push(ip.shallow_clone());
+            }
+            if let Some(acc) = &mut self.iterates {
+                *acc += ip;
+            }
         }
     }
 
@@ -775,6 +837,9 @@ impl ScoreBook {
                     })?;
                     (before - now).to_kind(Kind::Double)
                 }
+                ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr => {
+                    self.likelihood_ratios(k, canaries)?
+                }
                 ScoreKind::UpdateNorm => diff
                     .square()
                     .sum_dim_intlist(1, true, Kind::Double)
@@ -784,6 +849,54 @@ impl ScoreBook {
             out.push(to_rows(&t)?);
         }
         Ok(out)
+    }
+}
+
+impl ScoreBook {
+    /// `log Λ` of every replica's and canary's observation matrix, `[M, m]`.
+    fn likelihood_ratios(&self, kind: ScoreKind, canaries: &Canaries) -> Result<Tensor> {
+        let setup = self.observations.ok_or_else(|| {
+            invalid(
+                "audit.scores",
+                kind.name(),
+                "per-step observations (shuffle-type sampler, sampled insertion)",
+            )
+        })?;
+        let lr = match kind {
+            ScoreKind::NaturalLr => dpaudit_attacks::LikelihoodRatio::Natural,
+            _ => dpaudit_attacks::LikelihoodRatio::PartiallyInformed,
+        };
+        let c2 = self.max_grad_norm * self.max_grad_norm;
+        let scale = setup.normaliser / (setup.learning_rate * c2);
+        let t = setup.steps_per_epoch.max(1);
+        let epochs = self.per_step.len() / t;
+        if epochs == 0 {
+            return Err(invalid(
+                "train.steps",
+                self.per_step.len(),
+                format!("at least one whole epoch of {t} steps for the likelihood-ratio scores"),
+            ));
+        }
+        // [steps, M, m] → host, o[r][j] = E×T row-major.
+        let all = Tensor::stack(&self.per_step[..epochs * t], 0) * scale;
+        let m_rep = all.size()[1] as usize;
+        let m = canaries.count();
+        let host: Vec<f64> = Vec::<f64>::try_from(
+            all.permute([1, 2, 0])
+                .contiguous()
+                .reshape([-1])
+                .to_device(Device::Cpu),
+        )
+        .map_err(TrainError::torch("copying observations to the host"))?;
+        let mut out = vec![0f64; m_rep * m];
+        for (k, o) in out.iter_mut().enumerate() {
+            let row = &host[k * epochs * t..(k + 1) * epochs * t];
+            let matrix = dpaudit_attacks::ObservationMatrix::new(epochs, t, row.to_vec())
+                .map_err(|e| invalid("observations", kind.name(), e.to_string()))?;
+            *o = dpaudit_attacks::log_likelihood_ratio(lr, &matrix, setup.noise_multiplier, t)
+                .map_err(|e| invalid("observations", kind.name(), e.to_string()))?;
+        }
+        Ok(Tensor::from_slice(&out).reshape([m_rep as i64, m as i64]))
     }
 }
 

@@ -18,11 +18,11 @@ use dpaudit_data::seed::{RunSeed, Stream};
 
 use crate::canary::{
     copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits, insertion_steps,
-    Canaries, CanaryConfig, CanaryKind, CoordinateChoice, Extra, InitChoice, Insertion, ScoreBook,
-    ScoreKind,
+    Canaries, CanaryConfig, CanaryKind, CoordinateChoice, Extra, InitChoice, Insertion,
+    ObservationSetup, ScoreBook, ScoreKind,
 };
 use crate::config::{DeviceChoice, TrainConfig};
-use crate::engine::{DpSgd, DpSgdConfig, Fault, Normaliser};
+use crate::engine::{DpSgd, DpSgdConfig, Fault, Normaliser, Override, SlotOverride};
 use crate::error::{Result, TrainError};
 use crate::init::Init;
 use crate::models::Model;
@@ -203,6 +203,54 @@ impl ExperimentConfig {
                 "bonferroni",
                 "split or same_data for eps_delta/gdp (bonferroni needs a fixed candidate family: one_run)",
             ));
+        }
+        let lr_scores = a
+            .scores
+            .iter()
+            .any(|s| matches!(s, ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr));
+        if lr_scores || self.canary.partially_informed {
+            let what = if lr_scores {
+                "the likelihood-ratio scores (natural_lr, pi_lr)"
+            } else {
+                "canary.partially_informed"
+            };
+            if self.canary.count != 1
+                || !self.canary.kind.is_gradient()
+                || self.canary.insertion != Insertion::Sampled
+            {
+                return Err(invalid(
+                    "canary",
+                    format!("{:?} × {}, insertion {:?}", self.canary.kind, self.canary.count, self.canary.insertion),
+                    format!("one gradient canary with insertion = \"sampled\" for {what} (spec 000 §2.4)"),
+                ));
+            }
+            if self.canary.scale != 1.0 {
+                return Err(invalid(
+                    "canary.scale",
+                    self.canary.scale,
+                    format!("1 for {what}: the likelihood ratios assume a canary of norm C (spec 000 §6 item 4)"),
+                ));
+            }
+            if self.train.dp.momentum != 0.0 || self.train.dp.weight_decay != 0.0 {
+                return Err(invalid(
+                    "train.dp.momentum/weight_decay",
+                    format!("{}/{}", self.train.dp.momentum, self.train.dp.weight_decay),
+                    format!("0 for {what}: observations are read from plain SGD updates"),
+                ));
+            }
+            if matches!(
+                self.train.sampler,
+                dpaudit_data::sampler::SamplerConfig::Poisson(_)
+                    | dpaudit_data::sampler::SamplerConfig::FixedSequence(_)
+            ) {
+                return Err(invalid(
+                    "train.sampler",
+                    "poisson/fixed_sequence",
+                    format!(
+                        "a shuffle-type sampler for {what} (the target is in one batch per epoch)"
+                    ),
+                ));
+            }
         }
         if let Insertion::Every = self.canary.insertion {
             let steps = self.train.steps.unwrap_or(0);
@@ -513,24 +561,35 @@ impl Prepared {
         let bits: Vec<Vec<bool>> = (0..replicas as u64)
             .map(|r| inclusion_bits(seed, first_run + r, m))
             .collect();
-        // schedule[replica][step] = canaries inserted at that step.
+        // schedule[replica][step] = canaries inserted at that step; `special`
+        // marks the steps of canary 0's slot whether or not it is included
+        // (in runs without it, that is where the zero-out record sits).
         let mut schedule: Vec<Vec<Vec<usize>>> = vec![vec![Vec::new(); steps as usize]; replicas];
+        let mut special: Vec<Vec<bool>> = vec![vec![false; steps as usize]; replicas];
         for (r, row) in bits.iter().enumerate() {
             for (j, &included) in row.iter().enumerate() {
-                if included {
-                    for s in insertion_steps(
-                        &cfg.canary,
-                        &self.sampler,
-                        seed,
-                        first_run + r as u64,
-                        j,
-                        steps,
-                    ) {
+                let at = insertion_steps(
+                    &cfg.canary,
+                    &self.sampler,
+                    seed,
+                    first_run + r as u64,
+                    j,
+                    steps,
+                );
+                for s in at {
+                    if included {
                         schedule[r][s as usize].push(j);
+                    }
+                    if j == 0 {
+                        special[r][s as usize] = true;
                     }
                 }
             }
         }
+        let negative = match (&self.canaries.gradients, cfg.canary.partially_informed) {
+            (Some(g), true) => Some(-g.get(0)),
+            _ => None,
+        };
         let model = self.build(first_run, replicas)?;
         let mut dp = DpSgd::new(dp_config(&cfg.train, &self.sampler))?;
         if let Some(f) = self.fault {
@@ -542,7 +601,13 @@ impl Prepared {
             &self.canaries,
             &cfg.audit.scores,
             cfg.train.dp.max_grad_norm,
-        )?;
+        )?
+        .with_observations(ObservationSetup {
+            normaliser: normaliser_of(&self.sampler).value(),
+            learning_rate: cfg.train.dp.learning_rate,
+            noise_multiplier: cfg.train.dp.noise_multiplier,
+            steps_per_epoch: self.sampler.steps_per_epoch(),
+        });
         let mut streams: Vec<_> = (0..replicas as u64)
             .map(|r| self.sampler.steps(seed, first_run + r))
             .collect();
@@ -568,8 +633,21 @@ impl Prepared {
                         .collect()
                 })
                 .collect();
-            let batch =
+            let mut batch =
                 gather_with_canaries(&self.train, &batches, &self.canaries, &extras, self.device);
+            if let Some(neg) = &negative {
+                // Spec 000 §2.4, PI: the last record of every batch that holds
+                // neither the target nor the zero-out record carries −ĝ.
+                for (r, genuine) in batches.iter().enumerate() {
+                    if !special[r][s] && !genuine.is_empty() {
+                        batch.overrides.push(SlotOverride {
+                            slot: genuine.len() - 1,
+                            replica: r,
+                            kind: Override::Gradient(neg.shallow_clone()),
+                        });
+                    }
+                }
+            }
             book.before_step(model.as_ref(), &self.canaries)?;
             let report = dp.step(model.as_ref(), &batch)?;
             book.after_step(model.as_ref());

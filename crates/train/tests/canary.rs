@@ -19,7 +19,7 @@ use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_train::canary::{
     canary_gradients, copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits,
-    insertion_steps, CanaryKind, Extra, ScoreBook, ScoreKind,
+    insertion_steps, Canaries, CanaryKind, Extra, ScoreBook, ScoreKind,
 };
 use dpaudit_train::engine::per_sample_cross_entropy;
 use dpaudit_train::experiment::{ChunkScores, ExperimentConfig, Prepared};
@@ -509,6 +509,9 @@ fn check_device_scores_against_host(p: &Prepared) {
                             // evaluation of the same logits: a few ulps of the
                             // loss and of the largest logit.
                             close(&what, got, want, 1e-5 * (1.0 + want.abs()));
+                        }
+                        ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr => {
+                            panic!("{what}: likelihood-ratio scores are checked by their own test")
                         }
                         ScoreKind::LossDifference => {
                             let want = loss_difference_scores(
@@ -1182,4 +1185,93 @@ fn sampled_insertion_with_the_fixed_batch_sequence_is_refused() {
         e.contains("canary.insertion") && e.contains("fixed batch sequence"),
         "{e}"
     );
+}
+
+/// The Partially-Informed overrides and the observation scale (spec 000 §2.4):
+/// on a coordinate no genuine record touches, with σ = 0, each step's
+/// observation `o_t = B⟨θ_t − θ_{t+1}, ĝ⟩/(η C²)` is +1 where the target is,
+/// 0 where the zero-out record is and −1 in every other batch (−ĝ in its last
+/// slot). Over E = 2 epochs of T = 3 shuffled batches of 20:
+/// members Σo = 2·(+1) + 4·(−1) = −2, non-members 2·0 + 4·(−1) = −4, so the
+/// iterates score Σ_t⟨θ_t − θ_{t+1}, ĝ⟩ = (ηC²/B)·Σo = (0.5/20)·Σo is −0.05
+/// and −0.1.
+#[test]
+fn partially_informed_overrides_give_observations_plus_one_zero_minus_one() {
+    let _g = torch_lock();
+    let shape = Shape {
+        runs: 8,
+        replicas: 8,
+        steps: 6,
+        train_size: 60,
+        sampler: "kind = \"shuffle\"\nbatch_size = 20",
+    };
+    let cfg = experiment(
+        shape,
+        "[canary]\nkind = \"dirac\"\ncount = 1\ninsertion = \"sampled\"\ncoordinate = \"least_updated\"\n\
+         partially_informed = true\n[audit]\nscores = [\"iterates\"]\nmethods = [\"eps_delta\"]\n",
+    );
+    let mut p = Prepared::new(&cfg, None).unwrap();
+    p.config.train.dp.noise_multiplier = 0.0;
+    // A coordinate no record can move, whatever the canary does to the hidden
+    // units: W₁[0, f] for a feature f that is 0 in every training record
+    // (flat index f: the first parameter is the [8, 600] first-layer weight).
+    // A least-updated coordinate may instead sit on a unit that is only dead
+    // at θ₀, which the −ĝ updates can revive.
+    let len = p.train.record_len();
+    let f = (0..len)
+        .find(|&f| p.train.features().chunks(len).all(|x| x[f] == 0.0))
+        .expect("a feature that is 0 in all 60 records");
+    p.canaries = Canaries::gradient(
+        &p.config.canary,
+        p.num_parameters,
+        1.0,
+        Some(vec![f]),
+        RunSeed(7),
+        tch::Device::Cpu,
+    )
+    .unwrap();
+    let s = p.run_chunk(0, &mut Silent).unwrap();
+    let bits: Vec<bool> = s.bits.iter().map(|r| r[0]).collect();
+    assert!(
+        bits.iter().any(|&b| b) && bits.iter().any(|&b| !b),
+        "{bits:?}"
+    );
+    for (r, &b) in bits.iter().enumerate() {
+        let got = s.scores[0][r][0];
+        let want = if b { -0.05 } else { -0.1 };
+        // float32 parameters: 6 updates of |θ| ≤ 1, a few ulps each.
+        assert!(
+            (got - want).abs() < 1e-6,
+            "run {r} (member {b}): {got} vs {want}"
+        );
+    }
+}
+
+#[test]
+fn likelihood_ratio_scores_need_a_sampled_canary_of_norm_c_and_a_shuffle_sampler() {
+    let shape = Shape {
+        runs: 4,
+        replicas: 4,
+        steps: 3,
+        train_size: 60,
+        sampler: "kind = \"shuffle\"\nbatch_size = 20",
+    };
+    let every = text(
+        shape,
+        "[canary]\nkind = \"dirac\"\ncount = 1\ninsertion = \"every\"\n[audit]\nscores = [\"pi_lr\"]\nmethods = [\"eps_delta\"]\n",
+    );
+    let e = refused(&every);
+    assert!(e.contains("sampled"), "{e}");
+    let poisson = text(
+        SMALL,
+        "[canary]\nkind = \"dirac\"\ncount = 1\ninsertion = \"sampled\"\n[audit]\nscores = [\"pi_lr\"]\nmethods = [\"eps_delta\"]\n",
+    );
+    let e = refused(&poisson);
+    assert!(e.contains("train.sampler"), "{e}");
+    let scaled = text(
+        shape,
+        "[canary]\nkind = \"dirac\"\ncount = 1\ninsertion = \"sampled\"\nscale = 2.0\n[audit]\nscores = [\"natural_lr\"]\nmethods = [\"eps_delta\"]\n",
+    );
+    let e = refused(&scaled);
+    assert!(e.contains("canary.scale"), "{e}");
 }

@@ -109,9 +109,9 @@ learning_rate = 1.0
 /// The audited DP-SGD configuration: one epoch of T Poisson batches at rate
 /// q = 1/T with noise multiplier σ, the BGM setting of spec 000 §5.2
 /// (T = 100, σ = 1.0), where shuffling leaks clearly more than its Poisson ε.
-const STEPS: usize = 100;
-const NOISE_MULTIPLIER: f64 = 1.0;
-const DELTA: f64 = 1e-5;
+pub(crate) const STEPS: usize = 100;
+pub(crate) const NOISE_MULTIPLIER: f64 = 1.0;
+pub(crate) const DELTA: f64 = 1e-5;
 const CONFIDENCE: f64 = 0.95;
 /// Batch size B of the BGM (n = T·B records); only the shuffle layout uses it.
 const BATCH_SIZE: usize = 10;
@@ -208,7 +208,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     let mut audits = Vec::new();
     for (sampler, name) in [(Sampler::Poisson, "poisson"), (Sampler::Shuffle, "shuffle")] {
-        let lower_bound = bgm_audit(sampler, args.runs, args.seed)
+        let lower_bound = bgm_audit(sampler, args.runs, args.seed, CONFIDENCE)
             .with_context(|| format!("auditing the {name} sampler"))?;
         audits.push(AuditRow {
             sampler: name,
@@ -310,7 +310,12 @@ fn data_summary(seed: u64) -> anyhow::Result<DataSummary> {
 /// BGM under both hypotheses, score each run with the likelihood ratio that is
 /// exact for its dataset pair, and bound ε with Clopper–Pearson at 95 %,
 /// choosing the threshold on one half of the runs and bounding on the other.
-fn bgm_audit(sampler: Sampler, runs: usize, seed: u64) -> anyhow::Result<EpsilonLowerBound> {
+pub(crate) fn bgm_audit(
+    sampler: Sampler,
+    runs: usize,
+    seed: u64,
+    confidence: f64,
+) -> anyhow::Result<EpsilonLowerBound> {
     let dataset = match sampler {
         Sampler::Poisson => BgmDataset::PoissonWorstCase,
         _ => BgmDataset::ShuffleWorstCase,
@@ -327,7 +332,7 @@ fn bgm_audit(sampler: Sampler, runs: usize, seed: u64) -> anyhow::Result<Epsilon
         seed,
     };
     let region = RegionConfig {
-        confidence: CONFIDENCE,
+        confidence,
         delta: DELTA,
         selection: Selection::Split { seed },
     };

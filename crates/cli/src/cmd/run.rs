@@ -297,6 +297,8 @@ pub fn analyse(
 ) -> anyhow::Result<AuditReport> {
     let delta = config.train.delta;
     let selection = selection_of(config);
+    // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
+    let gaussian_shaped = config.canary.insertion == dpaudit_train::canary::Insertion::Every;
     let mut lower_bounds = Vec::new();
     let mut notes = Vec::new();
     for (k, &kind) in config.audit.scores.iter().enumerate() {
@@ -315,7 +317,15 @@ pub fn analyse(
                         gdp_lower_bound(&obs, &cfg)
                     };
                     match bound {
-                        Ok(b) => lower_bounds.push(entry(&b, kind, epsilon_upper, None, None)),
+                        Ok(b) => {
+                            let mut e = entry(&b, kind, epsilon_upper, None, None);
+                            if *method == MethodChoice::Gdp && !gaussian_shaped {
+                                // Spec 001 Remark 3: the GDP conversion assumes a
+                                // Gaussian trade-off; sampled canaries are not.
+                                e.valid_at_confidence = false;
+                            }
+                            lower_bounds.push(e);
+                        }
                         // Too few runs (e.g. a split half without non-members):
                         // say so instead of losing the finished scores.
                         Err(e) => notes.push(format!(
@@ -376,7 +386,13 @@ pub fn analyse(
                 .into(),
         );
     }
-    if config.audit.methods.contains(&MethodChoice::Gdp) {
+    if config.audit.methods.contains(&MethodChoice::Gdp) && !gaussian_shaped {
+        notes.push(
+            "gdp: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off curve is not \
+             Gaussian and the GDP-derived ε is NOT a valid lower bound (spec 001 Remark 3); use eps_delta"
+                .into(),
+        );
+    } else if config.audit.methods.contains(&MethodChoice::Gdp) {
         notes.push(
             "gdp: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's trade-off curve \
              is Gaussian-shaped (spec 001 Remark 3)"
@@ -694,7 +710,7 @@ fn train_missing(
     prepared: &Prepared,
     shard: (u64, u64),
     quiet: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<u64> {
     let config = &prepared.config;
     let kinds = &config.audit.scores;
     let todo: Vec<u64> = (0..config.chunks())
@@ -734,7 +750,10 @@ fn train_missing(
         write_atomic(&chunk_path(dir, c), rows_to_csv(kinds, &rows).as_bytes())?;
     }
     bar.finish_and_clear();
-    Ok(())
+    Ok(todo
+        .iter()
+        .map(|&c| (config.runs - c * config.chunk_size()).min(config.chunk_size()))
+        .sum())
 }
 
 /// If every chunk is on disk: write `scores.csv`, `audit.json`, `summary.md`
@@ -820,12 +839,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("preparing {}", args.config.display()))?;
     claim_dir(&args.out_dir, &prepared)?;
     let start = std::time::Instant::now();
-    train_missing(
+    let trained = train_missing(
         &args.out_dir,
         &prepared,
         args.shard.unwrap_or((0, 1)),
         args.quiet,
     )?;
+    let train_seconds = start.elapsed().as_secs_f64();
+    if trained > 0 {
+        println!(
+            "trained {trained} runs (one observation each) in {train_seconds:.1} s: {:.2} runs/s on {:?}",
+            trained as f64 / train_seconds,
+            prepared.device
+        );
+    }
     let claimed = &prepared.claimed;
     match finalize(
         &args.out_dir,
