@@ -15,7 +15,9 @@
 //! * Insertion: every `k`-th step (steps `k−1, 2k−1, …` counted from 0, i.e.
 //!   Algorithm 4's `t mod k = 0` with `t` from 1), or *sampled* like an
 //!   ordinary record — with probability `q` at every step under Poisson
-//!   sampling, or once per epoch at a uniform step under the shuffle samplers.
+//!   sampling, or once per epoch as the record at stored position 0 under the
+//!   shuffle samplers (a uniform step; among the first `K/B` steps under a
+//!   partial shuffle with buffer `K`).
 //! * Inclusion: canary `j` of run `r` is included with probability 1/2,
 //!   independently (spec 002 Alg. 1 step 3; spec 001 Alg. 1), from the
 //!   `membership` stream, so the bits do not depend on how runs are batched.
@@ -315,10 +317,21 @@ pub fn insertion_steps(
                 }
                 other => {
                     let per_epoch = other.steps_per_epoch().max(1) as u64;
+                    // The canary is the record at stored position 0 (spec 000
+                    // §6.6): shuffling and batch-then-shuffle put it in a
+                    // uniform batch; a partial shuffle keeps it in the first
+                    // block of K records, i.e. a uniform batch among the
+                    // first K/B (spec 000 §2.2 item 3).
+                    let reach = match other {
+                        Sampler::PartialShuffle(p) => {
+                            ((p.buffer_size() / p.batch_size().max(1)) as u64).clamp(1, per_epoch)
+                        }
+                        _ => per_epoch,
+                    };
                     let mut out = Vec::new();
                     let mut start = 0;
                     while start < steps {
-                        let s = start + rng.gen_range(0..per_epoch);
+                        let s = start + rng.gen_range(0..reach);
                         if s < steps {
                             out.push(s);
                         }

@@ -1275,3 +1275,35 @@ fn likelihood_ratio_scores_need_a_sampled_canary_of_norm_c_and_a_shuffle_sampler
     let e = refused(&scaled);
     assert!(e.contains("canary.scale"), "{e}");
 }
+
+#[test]
+fn sampled_insertion_under_partial_shuffling_stays_in_the_first_block() {
+    // n = 200, B = 20, K = 60: the canary is the record at stored position 0, so
+    // it stays in the first block of K records, i.e. one of the first K/B = 3
+    // batches of each of the 10-step epochs (spec 000 §2.2 item 3), uniformly.
+    let cfg = experiment(
+        Shape {
+            sampler: "kind = \"partial_shuffle\"\nbatch_size = 20\nbuffer_size = 60",
+            ..SMALL
+        },
+        "[canary]\nkind = \"dirac\"\ncount = 1\ninsertion = \"sampled\"\n[audit]\nscores = [\"dirac\"]\nmethods = [\"gdp\"]\n",
+    );
+    let sampler = cfg.train.sampler.build(200).unwrap();
+    let mut hist = [0u32; 3];
+    for run in 0..1000 {
+        let s = insertion_steps(&cfg.canary, &sampler, RunSeed(2), run, 0, 20);
+        assert_eq!(s.len(), 2, "run {run}: {s:?}");
+        for (e, &x) in s.iter().enumerate() {
+            let within = x - 10 * e as u64;
+            assert!(within < 3, "run {run}: step {x} outside the first block");
+            hist[within as usize] += 1;
+        }
+    }
+    // 2,000 insertions, each batch 1/3: mean 666.7, sd √(2000·(1/3)(2/3)) = 21.1.
+    for (b, &h) in hist.iter().enumerate() {
+        assert!(
+            (f64::from(h) - 2000.0 / 3.0).abs() < 4.0 * 21.1,
+            "batch {b}: {h}"
+        );
+    }
+}
