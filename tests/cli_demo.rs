@@ -76,7 +76,11 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
         assert_eq!(b["confidence"], 0.95);
         // Soundness of a correct pipeline, and some power: 200 runs of a μ = 1.58
         // Gaussian canary certify well above 0 (the GDP bound is ≈ 4 here).
-        assert!((0.0..=upper).contains(&eps), "{}: ε_lb = {eps} vs {upper}", b["method"]);
+        assert!(
+            (0.0..=upper).contains(&eps),
+            "{}: ε_lb = {eps} vs {upper}",
+            b["method"]
+        );
     }
     let gdp = bounds.iter().find(|b| b["method"] == "gdp").unwrap();
     assert!(gdp["epsilon"].as_f64().unwrap() > 1.0, "{gdp}");

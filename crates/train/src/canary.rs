@@ -554,15 +554,15 @@ pub enum Extra {
 pub fn gather_with_canaries(
     data: &Dataset,
     batches: &[Vec<usize>],
-    canaries: &Canaries,
+    canaries: Option<&Canaries>,
     extras: &[Vec<Extra>],
     device: Device,
 ) -> Batch {
     let m = batches.len();
     let b = batches
         .iter()
-        .zip(extras)
-        .map(|(g, e)| g.len() + e.len())
+        .enumerate()
+        .map(|(r, g)| g.len() + extras.get(r).map_or(0, Vec::len))
         .max()
         .unwrap_or(0);
     let len = data.record_len();
@@ -571,7 +571,9 @@ pub fn gather_with_canaries(
     let mut mask = vec![0f32; b * m];
     let mut overrides = Vec::new();
     let feats = data.features();
-    for (r, (batch, extra)) in batches.iter().zip(extras).enumerate() {
+    let none = Vec::new();
+    for (r, batch) in batches.iter().enumerate() {
+        let extra = extras.get(r).unwrap_or(&none);
         for (i, &idx) in batch.iter().enumerate() {
             let k = i * m + r;
             x[k * len..(k + 1) * len].copy_from_slice(&feats[idx * len..(idx + 1) * len]);
@@ -584,14 +586,14 @@ pub fn gather_with_canaries(
             mask[k] = 1.0;
             match *e {
                 Extra::Record(j) => {
-                    if let Some(rec) = &canaries.records {
+                    if let Some(rec) = canaries.and_then(|c| c.records.as_ref()) {
                         let f = rec.features();
                         x[k * len..(k + 1) * len].copy_from_slice(&f[j * len..(j + 1) * len]);
                         y[k] = rec.labels()[j];
                     }
                 }
                 Extra::Gradient(j) => {
-                    if let Some(g) = &canaries.gradients {
+                    if let Some(g) = canaries.and_then(|c| c.gradients.as_ref()) {
                         overrides.push(SlotOverride {
                             slot,
                             replica: r,

@@ -207,23 +207,29 @@ fn invalid(field: &str, value: impl std::fmt::Display, expected: &str) -> TrainE
     }
 }
 
+/// Parse a TOML document into `T`; errors name `origin`, the line and the
+/// byte offset, and say what was expected (unknown fields, missing fields).
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start].matches('\n').count() + 1;
+                format!(" at line {line}, byte {}", s.start)
+            })
+            .unwrap_or_default();
+        TrainError::InvalidConfig {
+            field: origin.to_string(),
+            value: format!("TOML{at}"),
+            expected: e.message().to_string(),
+        }
+    })
+}
+
 impl TrainConfig {
     /// Parse and validate a TOML document; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
-        let config: TrainConfig = toml::from_str(text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start].matches('\n').count() + 1;
-                    format!(" at line {line}, byte {}", s.start)
-                })
-                .unwrap_or_default();
-            TrainError::InvalidConfig {
-                field: origin.to_string(),
-                value: format!("TOML{at}"),
-                expected: e.message().to_string(),
-            }
-        })?;
+        let config: TrainConfig = parse_toml(text, origin)?;
         config.validate()?;
         Ok(config)
     }

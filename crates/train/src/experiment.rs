@@ -101,16 +101,7 @@ fn invalid(field: &str, value: impl std::fmt::Display, expected: impl Into<Strin
 impl ExperimentConfig {
     /// Parse and check a TOML document (no data is read).
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
-        let config: ExperimentConfig = toml::from_str(text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start].matches('\n').count() + 1;
-                    format!(" at line {line}, byte {}", s.start)
-                })
-                .unwrap_or_default();
-            invalid(origin, format!("TOML{at}"), e.message())
-        })?;
+        let config: ExperimentConfig = crate::config::parse_toml(text, origin)?;
         config.validate_static()?;
         Ok(config)
     }
@@ -633,8 +624,13 @@ impl Prepared {
                         .collect()
                 })
                 .collect();
-            let mut batch =
-                gather_with_canaries(&self.train, &batches, &self.canaries, &extras, self.device);
+            let mut batch = gather_with_canaries(
+                &self.train,
+                &batches,
+                Some(&self.canaries),
+                &extras,
+                self.device,
+            );
             if let Some(neg) = &negative {
                 // Spec 000 §2.4, PI: the last record of every batch that holds
                 // neither the target nor the zero-out record carries −ĝ.

@@ -215,38 +215,7 @@ pub fn prepare_data(config: &TrainConfig) -> Result<(Dataset, Dataset)> {
 /// Gather records into `[B, M, record]` plus targets `[B, M]` and mask `[B, M]`:
 /// replica `m` gets `batches[m]`, padded with zeros up to the largest batch.
 pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Batch {
-    let m = batches.len();
-    let b = batches.iter().map(Vec::len).max().unwrap_or(0);
-    let len = data.record_len();
-    let mut x = vec![0f32; b * m * len];
-    let mut y = vec![0i64; b * m];
-    let mut mask = vec![0f32; b * m];
-    let feats = data.features();
-    for (r, batch) in batches.iter().enumerate() {
-        for (i, &idx) in batch.iter().enumerate() {
-            let k = i * m + r;
-            x[k * len..(k + 1) * len].copy_from_slice(&feats[idx * len..(idx + 1) * len]);
-            y[k] = data.labels()[idx];
-            mask[k] = 1.0;
-        }
-    }
-    let mut shape = vec![b as i64, m as i64];
-    shape.extend(data.shape().iter().map(|&d| d as i64));
-    let full = batches.iter().all(|v| v.len() == b);
-    Batch {
-        inputs: Tensor::from_slice(&x)
-            .reshape(shape.as_slice())
-            .to_device(device),
-        targets: Tensor::from_slice(&y)
-            .reshape([b as i64, m as i64])
-            .to_device(device),
-        mask: (!full).then(|| {
-            Tensor::from_slice(&mask)
-                .reshape([b as i64, m as i64])
-                .to_device(device)
-        }),
-        overrides: Vec::new(),
-    }
+    crate::canary::gather_with_canaries(data, batches, None, &[], device)
 }
 
 /// Test accuracy of every replica, in chunks of at most 8,192 samples over all

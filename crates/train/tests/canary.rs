@@ -336,7 +336,7 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
                     .collect()
             })
             .collect();
-        let batch = gather_with_canaries(&p.train, &batches, &p.canaries, &extras, p.device);
+        let batch = gather_with_canaries(&p.train, &batches, Some(&p.canaries), &extras, p.device);
         let before = per_replica(model.as_ref());
         let g_t: Vec<Vec<Vec<f32>>> = if gradient {
             vec![fixed.clone(); replicas]

@@ -26,6 +26,7 @@
 //! Every setting is validated (sampler parameters included) before any
 //! simulation starts. `audit.json` and `summary.md` are written atomically.
 
+use super::out::write_atomic;
 use anyhow::Context;
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant,
@@ -40,7 +41,7 @@ use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_train::bgm::TensorBgmSimulator;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
@@ -732,17 +733,6 @@ pub fn summary_markdown(r: &Report) -> String {
         );
     }
     md
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 #[cfg(test)]
