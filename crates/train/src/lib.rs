@@ -22,8 +22,8 @@ pub mod testing;
 pub mod trainer;
 
 pub use engine::{
-    forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, Fault, NoisySum,
-    Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
+    forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, Fault,
+    NoisySum, Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
 };
 pub use error::{Result, TrainError};
 pub use init::Init;
