@@ -40,7 +40,7 @@ use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
 
 use crate::engine::{forward_backward, per_sample_cross_entropy, Batch, Override, SlotOverride};
-use crate::error::{Result, TrainError};
+use crate::error::{invalid, Result, TrainError};
 use crate::layers::Tape;
 use crate::models::Model;
 
@@ -211,14 +211,6 @@ impl ScoreKind {
             ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
             ScoreKind::Loss | ScoreKind::LossDifference => !kind.is_gradient(),
         }
-    }
-}
-
-fn invalid(field: &str, value: impl std::fmt::Display, expected: impl Into<String>) -> TrainError {
-    TrainError::InvalidConfig {
-        field: field.into(),
-        value: value.to_string(),
-        expected: expected.into(),
     }
 }
 

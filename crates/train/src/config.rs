@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use dpaudit_data::sampler::SamplerConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, TrainError};
+use crate::error::{invalid, Result, TrainError};
 
 /// Where tensors live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,14 +197,6 @@ fn default_one() -> usize {
 }
 fn default_device() -> DeviceChoice {
     DeviceChoice::Cpu
-}
-
-fn invalid(field: &str, value: impl std::fmt::Display, expected: &str) -> TrainError {
-    TrainError::InvalidConfig {
-        field: field.into(),
-        value: value.to_string(),
-        expected: expected.into(),
-    }
 }
 
 /// Parse a TOML document into `T`; errors name `origin`, the line and the

@@ -77,5 +77,18 @@ impl TrainError {
     }
 }
 
+/// A [`TrainError::InvalidConfig`] for `field`, its `value` and what was expected.
+pub(crate) fn invalid(
+    field: &str,
+    value: impl std::fmt::Display,
+    expected: impl Into<String>,
+) -> TrainError {
+    TrainError::InvalidConfig {
+        field: field.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;

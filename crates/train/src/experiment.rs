@@ -21,12 +21,14 @@ use crate::canary::{
     Canaries, CanaryConfig, CanaryKind, CoordinateChoice, Extra, InitChoice, Insertion,
     ObservationSetup, ScoreBook, ScoreKind,
 };
-use crate::config::{DeviceChoice, TrainConfig};
-use crate::engine::{DpSgd, DpSgdConfig, Fault, Normaliser, Override, SlotOverride};
-use crate::error::{Result, TrainError};
+use crate::config::TrainConfig;
+use crate::engine::{DpSgd, Fault, Override, SlotOverride};
+use crate::error::{invalid, Result, TrainError};
 use crate::init::Init;
 use crate::models::Model;
-use crate::trainer::{build_model, evaluate, gather, prepare_data, Observer};
+use crate::trainer::{
+    build_model, dp_config, evaluate, gather, normaliser_of, prepare_data, resolve_device, Observer,
+};
 
 /// A statistical method the experiment asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,14 +90,6 @@ pub struct ExperimentConfig {
     pub canary: CanaryConfig,
     /// The statistics.
     pub audit: AuditSettings,
-}
-
-fn invalid(field: &str, value: impl std::fmt::Display, expected: impl Into<String>) -> TrainError {
-    TrainError::InvalidConfig {
-        field: field.into(),
-        value: value.to_string(),
-        expected: expected.into(),
-    }
 }
 
 impl ExperimentConfig {
@@ -345,40 +339,6 @@ pub struct ChunkScores {
     pub test_accuracy: Vec<f64>,
 }
 
-fn device_of(choice: DeviceChoice) -> Result<Device> {
-    match choice {
-        DeviceChoice::Cpu => Ok(Device::Cpu),
-        DeviceChoice::Cuda => {
-            if !tch::Cuda::is_available() {
-                return Err(invalid(
-                    "train.device",
-                    "cuda",
-                    "a CUDA device; none is available (see `dpaudit doctor`)",
-                ));
-            }
-            Ok(Device::Cuda(0))
-        }
-    }
-}
-
-fn normaliser_of(sampler: &Sampler) -> Normaliser {
-    match sampler {
-        Sampler::Poisson(_) => Normaliser::ExpectedBatchSize(sampler.expected_batch_size()),
-        _ => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
-    }
-}
-
-fn dp_config(config: &TrainConfig, sampler: &Sampler) -> DpSgdConfig {
-    DpSgdConfig {
-        noise_multiplier: config.dp.noise_multiplier,
-        max_grad_norm: config.dp.max_grad_norm,
-        learning_rate: config.dp.learning_rate,
-        normaliser: normaliser_of(sampler),
-        momentum: config.dp.momentum,
-        weight_decay: config.dp.weight_decay,
-    }
-}
-
 /// The accountant's ε for one canary of the experiment (PLD, add/remove).
 ///
 /// * deterministic insertion (`every = k`): the canary is in `⌊T/k⌋` known
@@ -450,7 +410,7 @@ impl Prepared {
     /// before any training.
     pub fn new(config: &ExperimentConfig, fault: Option<Fault>) -> Result<Self> {
         config.validate_static()?;
-        let device = device_of(config.train.device)?;
+        let device = resolve_device(config.train.device, "train.device")?;
         let (train, test) = prepare_data(&config.train)?;
         let sampler = config
             .train

@@ -12,7 +12,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::config::{DatasetChoice, DeviceChoice, ModelConfig, TrainConfig};
 use crate::engine::{Batch, DpSgd, DpSgdConfig, Normaliser, StepReport};
-use crate::error::{Result, TrainError};
+use crate::error::{invalid, Result, TrainError};
 use crate::init::Init;
 use crate::layers::Tape;
 use crate::models::{ConvNet, LeNet5, Mlp, Model, ResNet18, ShallowCnn, WideResNet};
@@ -315,22 +315,46 @@ pub fn account(
     }))
 }
 
+/// The device a config asks for; `field` names it in the error when CUDA is
+/// asked for and absent.
+pub fn resolve_device(choice: DeviceChoice, field: &str) -> Result<Device> {
+    match choice {
+        DeviceChoice::Cpu => Ok(Device::Cpu),
+        DeviceChoice::Cuda if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
+        DeviceChoice::Cuda => Err(invalid(
+            field,
+            "cuda",
+            "a CUDA device; none is available (see `dpaudit doctor`)",
+        )),
+    }
+}
+
+/// The public constant DP-SGD divides the noisy sum by: the expected batch
+/// size `q·n` under Poisson sampling, the batch size otherwise — never the
+/// realised batch size.
+pub fn normaliser_of(sampler: &Sampler) -> Normaliser {
+    match sampler {
+        Sampler::Poisson(_) => Normaliser::ExpectedBatchSize(sampler.expected_batch_size()),
+        _ => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
+    }
+}
+
+/// The DP-SGD hyperparameters of a config with this sampler.
+pub fn dp_config(config: &TrainConfig, sampler: &Sampler) -> DpSgdConfig {
+    DpSgdConfig {
+        noise_multiplier: config.dp.noise_multiplier,
+        max_grad_norm: config.dp.max_grad_norm,
+        learning_rate: config.dp.learning_rate,
+        normaliser: normaliser_of(sampler),
+        momentum: config.dp.momentum,
+        weight_decay: config.dp.weight_decay,
+    }
+}
+
 /// Run the configured training.
 pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainOutcome> {
     config.validate()?;
-    let device = match config.device {
-        DeviceChoice::Cpu => Device::Cpu,
-        DeviceChoice::Cuda => {
-            if !tch::Cuda::is_available() {
-                return Err(TrainError::InvalidConfig {
-                    field: "device".into(),
-                    value: "cuda".into(),
-                    expected: "a CUDA device; none is available (see `dpaudit doctor`)".into(),
-                });
-            }
-            Device::Cuda(0)
-        }
-    };
+    let device = resolve_device(config.device, "device")?;
     let seed = RunSeed(config.seed);
     let (train_data, test_data) = prepare_data(config)?;
     let sampler = config
@@ -345,18 +369,7 @@ pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainO
     let classes = train_data.num_classes() as i64;
     let mut init = Init::new(seed.stream(Stream::Init).to_u64(), config.replicas, device);
     let model = build_model(&config.model, train_data.shape(), classes, &mut init)?;
-    let normaliser = match sampler {
-        Sampler::Poisson(_) => Normaliser::ExpectedBatchSize(sampler.expected_batch_size()),
-        _ => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
-    };
-    let mut dp = DpSgd::new(DpSgdConfig {
-        noise_multiplier: config.dp.noise_multiplier,
-        max_grad_norm: config.dp.max_grad_norm,
-        learning_rate: config.dp.learning_rate,
-        normaliser,
-        momentum: config.dp.momentum,
-        weight_decay: config.dp.weight_decay,
-    })?;
+    let mut dp = DpSgd::new(dp_config(config, &sampler))?;
     // libtorch's generator is process-global: seed it once, from the noise stream.
     tch::manual_seed(seed.stream(Stream::Noise).to_u64() as i64);
     let mut streams: Vec<_> = (0..config.replicas as u64)
