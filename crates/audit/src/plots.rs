@@ -130,6 +130,27 @@ pub fn histogram(members: &[f64], nonmembers: &[f64], bins: usize) -> Result<His
     })
 }
 
+/// Vertical grid lines and tick labels of an x axis over `[lo, hi]`.
+fn x_grid(s: &mut String, x: &Scale, lo: f64, hi: f64, bottom: f64, top: f64) {
+    let (xt, xstep) = ticks(lo, hi, 6);
+    for t in xt {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
+            x.px(t),
+            bottom,
+            top
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x.px(t),
+            bottom + 16.0,
+            fmt_tick(t, xstep)
+        );
+    }
+}
+
 /// Maps `[lo, hi]` (finite, `lo < hi`) onto pixels `[p0, p1]`, clamping.
 #[derive(Debug, Clone, Copy)]
 struct Scale {
@@ -321,23 +342,7 @@ impl Histogram {
             p0: bottom,
             p1: top,
         };
-        let (xt, xstep) = ticks(lo, hi, 6);
-        for t in xt {
-            let _ = writeln!(
-                s,
-                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
-                x.px(t),
-                bottom,
-                top
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                x.px(t),
-                bottom + 16.0,
-                fmt_tick(t, xstep)
-            );
-        }
+        x_grid(&mut s, &x, lo, hi, bottom, top);
         let (yt, ystep) = ticks(0.0, y_hi, 5);
         for t in yt.into_iter().filter(|t| t.fract() == 0.0) {
             let _ = writeln!(
@@ -466,23 +471,7 @@ pub fn epsilon_bars_svg(title: &str, bars: &[EpsilonBar], epsilon_upper: Option<
         r#"<rect x="{left}" y="{top}" width="{}" height="{ph}" fill="none" stroke="black"/>"#,
         right - left
     );
-    let (xt, xstep) = ticks(0.0, x_hi, 6);
-    for t in xt {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#ddd"/>"##,
-            x.px(t),
-            bottom,
-            top
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x.px(t),
-            bottom + 16.0,
-            fmt_tick(t, xstep)
-        );
-    }
+    x_grid(&mut s, &x, 0.0, x_hi, bottom, top);
     if bars.is_empty() {
         let _ = writeln!(
             s,

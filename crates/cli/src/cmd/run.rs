@@ -38,7 +38,7 @@ use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_train::canary::{inclusion_bits, ScoreKind};
 use dpaudit_train::experiment::{
-    ChunkScores, ExperimentConfig, MethodChoice, Prepared, SelectionChoice,
+    ChunkScores, ClaimedBound, ExperimentConfig, MethodChoice, Prepared, SelectionChoice,
 };
 use dpaudit_train::trainer::Observer;
 use dpaudit_train::{Fault, StepReport};
@@ -287,14 +287,39 @@ fn observations(rows: &[ScoreRow], k: usize) -> anyhow::Result<Observations> {
     .context("building observations from the scores")
 }
 
+/// The claimed guarantee an audit is compared with: from the accountant
+/// ([`ClaimedBound`]) when training, from `config.json` when merging.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    /// The accountant's ε.
+    pub epsilon: f64,
+    /// What the accountant assumed, in words.
+    pub assumption: &'a str,
+    /// False when the accounting does not match the sampler.
+    pub valid_for_sampler: bool,
+}
+
+impl<'a> From<&'a ClaimedBound> for Claim<'a> {
+    fn from(c: &'a ClaimedBound) -> Self {
+        Claim {
+            epsilon: c.bound.epsilon,
+            assumption: &c.assumption,
+            valid_for_sampler: c.valid_for_sampler,
+        }
+    }
+}
+
 /// The statistics of a finished experiment.
 pub fn analyse(
     config: &ExperimentConfig,
-    epsilon_upper: f64,
-    upper_assumption: &str,
-    upper_valid: bool,
+    claim: Claim<'_>,
     rows: &[ScoreRow],
 ) -> anyhow::Result<AuditReport> {
+    let Claim {
+        epsilon: epsilon_upper,
+        assumption: upper_assumption,
+        valid_for_sampler: upper_valid,
+    } = claim;
     let delta = config.train.delta;
     let selection = selection_of(config);
     // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
@@ -760,9 +785,9 @@ fn train_missing(
 /// and the plots; returns the report, or the missing chunks.
 fn finalize(
     dir: &Path,
-    prepared_or_config: (&ExperimentConfig, f64, &str, bool),
+    config: &ExperimentConfig,
+    claim: Claim<'_>,
 ) -> anyhow::Result<Result<AuditReport, Vec<u64>>> {
-    let (config, eps_up, assumption, valid) = prepared_or_config;
     let kinds = &config.audit.scores;
     let mut rows = Vec::new();
     let mut missing = Vec::new();
@@ -788,7 +813,7 @@ fn finalize(
         &dir.join("scores.csv"),
         rows_to_csv(kinds, &rows).as_bytes(),
     )?;
-    let report = analyse(config, eps_up, assumption, valid, &rows)?;
+    let report = analyse(config, claim, &rows)?;
     write_atomic(
         &dir.join("audit.json"),
         serde_json::to_string_pretty(&report)?.as_bytes(),
@@ -853,11 +878,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             prepared.device
         );
     }
-    let claimed = &prepared.claimed;
-    match finalize(
-        &args.out_dir,
-        (&config, claimed.bound.epsilon, &claimed.assumption, claimed.valid_for_sampler),
-    )? {
+    match finalize(&args.out_dir, &config, (&prepared.claimed).into())? {
         Ok(report) => {
             print_report(&report);
             println!(
@@ -902,14 +923,7 @@ pub fn run_in_memory(
         rows.extend(rows_of(&prepared.run_chunk(c, &mut obs)?));
     }
     bar.finish_and_clear();
-    let claimed = &prepared.claimed;
-    analyse(
-        config,
-        claimed.bound.epsilon,
-        &claimed.assumption,
-        claimed.valid_for_sampler,
-        &rows,
-    )
+    analyse(config, (&prepared.claimed).into(), &rows)
 }
 
 /// Arguments of `dpaudit merge`.
@@ -995,7 +1009,12 @@ pub fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     let valid = v["claimed_valid_for_sampler"]
         .as_bool()
         .context("config.json: claimed_valid_for_sampler")?;
-    match finalize(&args.out_dir, (&exp, eps, &assumption, valid))? {
+    let claim = Claim {
+        epsilon: eps,
+        assumption: &assumption,
+        valid_for_sampler: valid,
+    };
+    match finalize(&args.out_dir, &exp, claim)? {
         Ok(report) => {
             println!("merged {copied} chunk(s) into {}", args.out_dir.display());
             print_report(&report);
