@@ -14,7 +14,9 @@
 //!   contribution; `C/0 = +∞` and `min(1, +∞) = 1` in IEEE arithmetic).
 //!   No `+ε` in the denominator: clipped norms are `≤ C` up to one rounding.
 //! * The clipped sum `Σ_i c_i g_i` is computed per layer from `(x, δ, c)`
-//!   without a second backward (book-keeping).
+//!   without a second backward through the network (book-keeping): linear and
+//!   GroupNorm layers contract directly; a convolution runs libtorch's weight
+//!   backward of its own recorded node with output gradient `c ⊙ δ`.
 //! * Gaussian noise `N(0, σ²C²)` is added to the **sum** of every replica
 //!   independently, then the sum is divided by a public constant: the expected
 //!   batch size `q·n` under Poisson sampling, or the fixed batch size — never the
@@ -187,7 +189,9 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     let losses = per_sample_cross_entropy(&logits, &batch.targets);
     let total = (&losses * &computed).sum(Kind::Float);
     let outputs: Vec<&Tensor> = records.iter().map(|r| &r.output).collect();
-    let backprops = Tensor::f_run_backward(&[&total], &outputs, false, false)
+    // The graph is kept: convolutions take their clipped sum from their own
+    // recorded node (`Conv2d::clipped_sum`).
+    let backprops = Tensor::f_run_backward(&[&total], &outputs, true, false)
         .map_err(TrainError::torch("backward to the layer outputs"))?;
     Ok(Backprops {
         records,

@@ -1,7 +1,7 @@
 //! `nn.Conv2d` (stride, padding, groups) with per-sample gradients, stacked over
 //! replicas as one grouped convolution.
 
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 use super::{PerSampleGrad, Recorded, Tape};
 use crate::init::Init;
@@ -261,30 +261,23 @@ impl PerSampleGrad for Conv2d {
         }
     }
 
+    /// `Σ_b c_b ∇W_b` is the weight gradient of the recorded convolution for the
+    /// output gradient `c ⊙ δ`, so libtorch's own convolution weight backward
+    /// (mkldnn, cuDNN) computes it from the recorded graph: one backward through
+    /// this layer's convolution node alone, asking for the weight only, with no
+    /// unfolded input and no per-sample tensor.
     fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor> {
         let c = &self.config;
         let m = self.m();
-        let b = backprop.size()[0];
-        let u = self.unfold(&rec.input);
-        // c ⊙ δ, with coef [B, M] broadcast over the M·out channels.
         let bs = backprop.size();
-        let l = bs[2] * bs[3];
-        let cd = (backprop.reshape([b, m, c.out_channels, l]) * coef.reshape([b, m, 1, 1]))
-            .reshape([b, m * c.groups, c.out_channels / c.groups, l]);
-        let gw = Tensor::einsum("bgol,bgkl->gok", &[&cd, &u], None::<i64>).reshape([
-            m,
-            c.out_channels,
-            c.in_channels / c.groups,
-            c.kernel_size[0],
-            c.kernel_size[1],
-        ]);
-        let mut out = vec![gw];
+        let (b, l) = (bs[0], bs[2] * bs[3]);
+        // c ⊙ δ, with coef [B, M] broadcast over each replica's `out` channels.
+        let cd = backprop.reshape([b, m, c.out_channels, l]) * coef.reshape([b, m, 1, 1]);
+        // ∂/∂y of Σ y ⊙ (c ⊙ δ) is exactly c ⊙ δ (detached).
+        let target = (&rec.output * cd.reshape(bs.as_slice())).sum(Kind::Float);
+        let mut out = Tensor::run_backward(&[&target], &[&self.weight], true, false);
         if self.bias.is_some() {
-            out.push(cd.reshape([b, m, c.out_channels, l]).sum_dim_intlist(
-                &[0i64, 3][..],
-                false,
-                None,
-            ));
+            out.push(cd.sum_dim_intlist(&[0i64, 3][..], false, None));
         }
         out
     }

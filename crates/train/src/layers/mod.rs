@@ -9,7 +9,10 @@
 //! *backprop*) of every layer, from which each layer derives, without any further
 //! backward pass (Opacus' `grad_sample` formulation, Yousefpour et al. 2021):
 //! per-sample gradients, per-sample squared norms and the coefficient-weighted
-//! sum `Σ_i c_i g_i` (book-keeping, Bu et al. 2023).
+//! sum `Σ_i c_i g_i` (book-keeping, Bu et al. 2023). A convolution's weighted
+//! sum is the weight gradient of its own recorded node for the output gradient
+//! `c ⊙ δ`, which libtorch's convolution backward computes from the kept graph
+//! (a backward through that one node, not through the network).
 
 use tch::Tensor;
 
