@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
-use super::{BatchSampler, DataError, EpochPlan, FixedSize, LastBatch};
+use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
 use crate::seed::{RunSeed, Stream};
 
 /// Config of [`BatchThenShuffleSampler`].
@@ -63,38 +63,25 @@ impl BatchThenShuffleSampler {
     }
 }
 
-impl BatchSampler for BatchThenShuffleSampler {
-    fn num_records(&self) -> usize {
-        self.size.num_records()
+impl FixedSizeSampler for BatchThenShuffleSampler {
+    fn size(&self) -> &FixedSize {
+        &self.size
     }
 
-    fn steps_per_epoch(&self) -> usize {
-        self.size.steps()
-    }
-
-    fn expected_batch_size(&self) -> f64 {
-        self.size.batch_size() as f64
-    }
-
-    fn max_batch_size(&self) -> usize {
-        self.size.batch_size()
-    }
-
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
+    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
         let mut stored: Vec<Option<Vec<usize>>> =
             self.stored_batches().into_iter().map(Some).collect();
-        let batches = self
-            .batch_order(seed, replica, epoch)
+        self.batch_order(seed, replica, epoch)
             .into_iter()
             .map(|b| stored[b].take().unwrap_or_default())
-            .collect();
-        EpochPlan::new(epoch, batches)
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::BatchSampler;
 
     /// App. D.2: D = (x_T, −1, −1, −1, +1, +1, +1, +1), B = 4: the record at
     /// position 0 always shares its batch with positions 1–3.

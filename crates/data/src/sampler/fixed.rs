@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
-use super::{BatchSampler, DataError, EpochPlan, FixedSize, LastBatch};
+use super::{DataError, EpochPlan, FixedSize, FixedSizeSampler, LastBatch};
 use crate::seed::{RunSeed, Stream};
 
 /// Config of [`FixedSequenceSampler`].
@@ -66,32 +66,21 @@ impl FixedSequenceSampler {
     }
 }
 
-impl BatchSampler for FixedSequenceSampler {
-    fn num_records(&self) -> usize {
-        self.size.num_records()
-    }
-
-    fn steps_per_epoch(&self) -> usize {
-        self.size.steps()
-    }
-
-    fn expected_batch_size(&self) -> f64 {
-        self.size.batch_size() as f64
-    }
-
-    fn max_batch_size(&self) -> usize {
-        self.size.batch_size()
+impl FixedSizeSampler for FixedSequenceSampler {
+    fn size(&self) -> &FixedSize {
+        &self.size
     }
 
     /// Ignores `seed` and `replica` by design.
-    fn epoch(&self, _seed: RunSeed, _replica: u64, epoch: u64) -> EpochPlan {
-        self.fixed_epoch(epoch)
+    fn batches(&self, _seed: RunSeed, _replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.fixed_epoch(epoch).into_batches()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::BatchSampler;
 
     #[test]
     fn stored_order_batches() {

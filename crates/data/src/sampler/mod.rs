@@ -369,6 +369,38 @@ impl Iterator for StepStream<'_> {
     }
 }
 
+/// A sampler whose batches all have one [`FixedSize`]: it says only how the
+/// batches of an epoch are formed, and [`BatchSampler`] follows from that.
+pub(crate) trait FixedSizeSampler {
+    /// The validated batch size and remainder rule.
+    fn size(&self) -> &FixedSize;
+
+    /// The batches of one epoch, replayable from `(seed, replica, epoch)`.
+    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>>;
+}
+
+impl<S: FixedSizeSampler> BatchSampler for S {
+    fn num_records(&self) -> usize {
+        self.size().num_records()
+    }
+
+    fn steps_per_epoch(&self) -> usize {
+        self.size().steps()
+    }
+
+    fn expected_batch_size(&self) -> f64 {
+        self.size().batch_size() as f64
+    }
+
+    fn max_batch_size(&self) -> usize {
+        self.size().batch_size()
+    }
+
+    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
+        EpochPlan::new(epoch, self.batches(seed, replica, epoch))
+    }
+}
+
 /// Validated fixed batch size and remainder rule, shared by the fixed-size
 /// samplers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

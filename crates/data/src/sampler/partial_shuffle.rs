@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
-use super::{invalid, BatchSampler, DataError, EpochPlan, FixedSize, LastBatch};
+use super::{invalid, DataError, FixedSize, FixedSizeSampler, LastBatch};
 use crate::seed::{RunSeed, Stream};
 
 /// Config of [`PartialShuffleSampler`].
@@ -93,31 +93,20 @@ impl PartialShuffleSampler {
     }
 }
 
-impl BatchSampler for PartialShuffleSampler {
-    fn num_records(&self) -> usize {
-        self.size.num_records()
+impl FixedSizeSampler for PartialShuffleSampler {
+    fn size(&self) -> &FixedSize {
+        &self.size
     }
 
-    fn steps_per_epoch(&self) -> usize {
-        self.size.steps()
-    }
-
-    fn expected_batch_size(&self) -> f64 {
-        self.size.batch_size() as f64
-    }
-
-    fn max_batch_size(&self) -> usize {
-        self.size.batch_size()
-    }
-
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
-        EpochPlan::new(epoch, self.size.cut(&self.order(seed, replica, epoch)))
+    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.size.cut(&self.order(seed, replica, epoch))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::BatchSampler;
 
     fn sampler(n: usize, b: usize, k: usize) -> Result<PartialShuffleSampler, DataError> {
         PartialShuffleSampler::new(

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
-use super::{BatchSampler, DataError, EpochPlan, FixedSize, LastBatch};
+use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
 use crate::seed::{RunSeed, Stream};
 
 /// Config of [`ShuffleSampler`].
@@ -54,31 +54,20 @@ impl ShuffleSampler {
     }
 }
 
-impl BatchSampler for ShuffleSampler {
-    fn num_records(&self) -> usize {
-        self.size.num_records()
+impl FixedSizeSampler for ShuffleSampler {
+    fn size(&self) -> &FixedSize {
+        &self.size
     }
 
-    fn steps_per_epoch(&self) -> usize {
-        self.size.steps()
-    }
-
-    fn expected_batch_size(&self) -> f64 {
-        self.size.batch_size() as f64
-    }
-
-    fn max_batch_size(&self) -> usize {
-        self.size.batch_size()
-    }
-
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
-        EpochPlan::new(epoch, self.size.cut(&self.order(seed, replica, epoch)))
+    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.size.cut(&self.order(seed, replica, epoch))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::BatchSampler;
 
     fn sampler(n: usize, b: usize, last: Option<LastBatch>) -> Result<ShuffleSampler, DataError> {
         ShuffleSampler::new(
