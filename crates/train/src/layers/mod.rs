@@ -6,8 +6,9 @@
 //!
 //! A trainable layer records its (detached) input and its output on a [`Tape`]
 //! during the forward pass. One backward pass then gives `∂loss/∂output` (the
-//! *backprop*) of every layer, from which each layer derives, without any further
-//! backward pass (Opacus' `grad_sample` formulation, Yousefpour et al. 2021):
+//! *backprop*) of every layer, from which each layer derives, without another
+//! backward pass through the network (Opacus' `grad_sample` formulation,
+//! Yousefpour et al. 2021):
 //! per-sample gradients, per-sample squared norms and the coefficient-weighted
 //! sum `Σ_i c_i g_i` (book-keeping, Bu et al. 2023). A convolution's weighted
 //! sum is the weight gradient of its own recorded node for the output gradient
