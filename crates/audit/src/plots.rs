@@ -421,13 +421,24 @@ pub struct EpsilonBar {
     pub valid: bool,
 }
 
+/// Where a bar of value `lower` ends: at the axis origin for 0, negative or
+/// non-finite values.
+fn bar_end(x: &Scale, lower: f64) -> f64 {
+    if lower.is_finite() && lower > 0.0 {
+        x.px(lower)
+    } else {
+        x.p0
+    }
+}
+
 /// Renders ε lower bounds as horizontal bars against the accountant's ε
 /// upper bound, drawn as a dashed vertical line labelled
 /// `ε upper (accountant)`: the gap plot of spec 000 Fig. 1 / spec 001 Fig. 6
 /// (one bar per audit), also used to compare threat models side by side.
 ///
 /// Each bar is one `<rect>` of class `bar-valid` or `bar-invalid`, with its
-/// label above it and its value at its end. A bar with `valid == false` is
+/// label above it and its value at its end (drawn last, on a white halo, so it
+/// stays legible where it crosses the dashed line). A bar with `valid == false` is
 /// hatched and lighter, and its label ends in
 /// ` (not valid at stated confidence)`. The ε axis starts at 0 and reaches
 /// past both the largest finite bar and the upper bound. A bar whose value
@@ -482,11 +493,7 @@ pub fn epsilon_bars_svg(title: &str, bars: &[EpsilonBar], epsilon_upper: Option<
     }
     for (k, b) in bars.iter().enumerate() {
         let ry = top + row * k as f64;
-        let x1 = if b.lower.is_finite() && b.lower > 0.0 {
-            x.px(b.lower)
-        } else {
-            left
-        };
+        let x1 = bar_end(&x, b.lower);
         let (class, fill) = if b.valid {
             (
                 "bar-valid",
@@ -509,17 +516,11 @@ pub fn epsilon_bars_svg(title: &str, bars: &[EpsilonBar], epsilon_upper: Option<
             ry + 19.0,
             x1 - left
         );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}">ε ≥ {}</text>"#,
-            x1 + 4.0,
-            ry + 33.0,
-            fmt_value(b.lower)
-        );
     }
     match (epsilon_upper, upper) {
         (_, Some(u)) => {
             let ux = x.px(u);
+            // Over the bars, so a bound past the claim shows the line crossing it.
             let _ = writeln!(
                 s,
                 r#"<line x1="{ux:.1}" y1="{:.1}" x2="{ux:.1}" y2="{bottom:.1}" stroke="{UPPER_COLOR}" stroke-width="2" stroke-dasharray="6 4"/>"#,
@@ -542,6 +543,17 @@ pub fn epsilon_bars_svg(title: &str, bars: &[EpsilonBar], epsilon_upper: Option<
             );
         }
         (None, None) => {}
+    }
+    // Value labels last, on a white halo: legible where they cross the line.
+    for (k, b) in bars.iter().enumerate() {
+        let x1 = bar_end(&x, b.lower);
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke">ε ≥ {}</text>"#,
+            x1 + 4.0,
+            top + row * k as f64 + 33.0,
+            fmt_value(b.lower)
+        );
     }
     let _ = writeln!(
         s,
@@ -783,6 +795,15 @@ mod tests {
         assert!(svg.contains(r#"width="488.57""#), "{svg}");
         assert!(svg.contains(r#"x1="152.1""#));
         assert!(svg.contains(r#"text-anchor="middle">14</text>"#));
+        // Painter's order: bar, then the dashed line over it, then the value
+        // label on its halo.
+        let at = |needle: &str| {
+            svg.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {svg}"))
+        };
+        assert!(at("<rect class=\"bar-invalid\"") < at("stroke-dasharray"));
+        assert!(at("stroke-dasharray") < at("ε ≥ 12"));
+        assert!(svg.contains(r#"paint-order="stroke">ε ≥ 12"#), "{svg}");
     }
 
     #[test]
