@@ -75,6 +75,21 @@ pub struct TradeoffPlot {
 
 const COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"];
 
+/// `<svg>` opening, white background and centred title.
+pub(crate) fn open_svg(s: &mut String, w: f64, h: f64, title: &str) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#,
+        w / 2.0,
+        escape(title)
+    );
+}
+
 /// Escapes `&`, `<` and `>` for SVG/XML text content.
 pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -91,17 +106,7 @@ impl TradeoffPlot {
         let x = |a: f64| m + a.clamp(0.0, 1.0) * pw;
         let y = |b: f64| m + 20.0 + (1.0 - b.clamp(0.0, 1.0)) * ph;
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#,
-            w / 2.0,
-            escape(&self.title)
-        );
+        open_svg(&mut s, w, h, &self.title);
         let _ = writeln!(
             s,
             r#"<rect x="{m}" y="{}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#,

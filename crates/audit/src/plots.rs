@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use crate::curves::escape;
+use crate::curves::{escape, open_svg};
 use crate::error::{AuditError, Result};
 
 /// Largest bin count [`histogram`] accepts (a plot wider than this has
@@ -246,21 +246,6 @@ fn fmt_value(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
-}
-
-/// `<svg>` opening, white background and centred title.
-fn open_svg(s: &mut String, w: f64, h: f64, title: &str) {
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="24" text-anchor="middle" font-size="14">{}</text>"#,
-        w / 2.0,
-        escape(title)
-    );
 }
 
 impl Histogram {
