@@ -667,16 +667,20 @@ fn experiment_fingerprint(config: &ExperimentConfig) -> anyhow::Result<String> {
     ))
 }
 
+/// A JSON file of an out-dir, with errors that name it.
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+}
+
 /// Check `dir/config.json` belongs to this experiment, or create it.
 fn claim_dir(dir: &Path, prepared: &Prepared) -> anyhow::Result<()> {
     let config = &prepared.config;
     let fp = experiment_fingerprint(config)?;
     let path = dir.join("config.json");
     if path.exists() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let v = read_json(&path)?;
         if v.get("fingerprint").and_then(|f| f.as_str()) != Some(fp.as_str()) {
             bail!(
                 "{} belongs to a different experiment (fingerprint {} vs this file's {fp}); use another --out-dir",
@@ -942,10 +946,7 @@ pub fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     let mut config: Option<(serde_json::Value, ExperimentConfig)> = None;
     for s in &args.shards {
         let p = s.join("config.json");
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
+        let v = read_json(&p)?;
         let exp: ExperimentConfig = serde_json::from_value(v["experiment"].clone())
             .with_context(|| format!("{}: field `experiment`", p.display()))?;
         match &config {
@@ -964,8 +965,7 @@ pub fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", args.out_dir.display()))?;
     let own = args.out_dir.join("config.json");
     if own.exists() {
-        let text = std::fs::read_to_string(&own)?;
-        let mine: serde_json::Value = serde_json::from_str(&text)?;
+        let mine = read_json(&own)?;
         if mine["fingerprint"] != v["fingerprint"] {
             bail!("{} belongs to a different experiment", own.display());
         }
@@ -1051,10 +1051,7 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
     let mut upper: Option<f64> = None;
     for d in &args.dirs {
         let p = d.join("audit.json");
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
+        let v = read_json(&p)?;
         let eps_up = v["epsilon_upper"]
             .as_f64()
             .with_context(|| format!("{}: epsilon_upper", p.display()))?;
