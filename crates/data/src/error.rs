@@ -152,6 +152,10 @@ pub enum DataError {
     #[error("{archive}: {message}")]
     Archive { archive: String, message: String },
 
+    /// The operating system's entropy source could not be read (secure mode).
+    #[error("reading 256 bits of OS entropy for a secure run: {reason}; nothing was trained (a replayable run does not need it, but is not private against whoever has its config)")]
+    Entropy { reason: String },
+
     /// A destination that exists and is not the verified file we would write.
     #[error("{path} already exists and {reason}; remove it first to fetch again")]
     AlreadyExists { path: PathBuf, reason: String },

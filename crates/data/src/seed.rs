@@ -1,4 +1,5 @@
-//! One seed per run, and named random substreams derived from it.
+//! One seed per run, named random substreams derived from it, and the two
+//! randomness modes of a run ([`Randomness`]).
 //!
 //! Every random choice of a run (parameter initialisation, batch sampling,
 //! DP noise, canaries, membership bits, dataset splits) draws from its own
@@ -37,10 +38,31 @@
 //! consumers' use of the generators changes every result produced from a
 //! seed.** The known-answer tests at the bottom of this file pin it.
 //! It uses only integer operations, so it is identical on every platform.
+//!
+//! # Two modes
+//!
+//! A run's randomness is a [`Randomness`]: the public seed of the config plus,
+//! in **secure** mode, a 256-bit root key drawn from the operating system's
+//! entropy source (`getrandom`). The *mechanism streams* — batch sampling
+//! ([`Stream::Sampler`]) and DP noise ([`Stream::Noise`]) — are derived from
+//! that secret root by the same construction as above (the secret takes the
+//! place of the root key), so nothing the run writes determines them: the key
+//! has no serialisation, its `Debug` output is redacted, and it lives only in
+//! the process's memory. Every other stream (initialisation, data splits,
+//! synthetic data, canaries, membership bits) follows from the public seed in
+//! both modes: DP-SGD's guarantee does not rest on them (the initial
+//! parameters and the data are public in its analysis).
+//!
+//! In **replayable** mode every stream, the mechanism streams included,
+//! follows from the seed: runs, chunks and shards replay exactly, which is
+//! what audits need, and what makes a replayable model *not* private against
+//! anyone who holds its config.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::rand_core::{OsRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::DataError;
 
 /// Domain-separation prefix of the root key (16 bytes, version 1).
 const ROOT_TAG: &[u8; 16] = b"dpaudit/seed/v1\0";
@@ -69,9 +91,12 @@ pub enum Stream {
     Split,
     /// Synthetic stand-in data (`"synthetic"`).
     Synthetic,
-    /// The fixed batch sequence of spec 001 §1, derived from its own
-    /// `batch_seed`, never from the run seed (`"fixed_batches"`).
+    /// The fixed batch sequence of Cebere et al. (2024, §3), derived from its
+    /// own `batch_seed`, never from the run seed (`"fixed_batches"`).
     FixedBatches,
+    /// Simulations of an audited mechanism (the tensor BGM simulator,
+    /// `"simulation"`).
+    Simulation,
 }
 
 impl Stream {
@@ -86,6 +111,133 @@ impl Stream {
             Self::Split => "split",
             Self::Synthetic => "synthetic",
             Self::FixedBatches => "fixed_batches",
+            Self::Simulation => "simulation",
+        }
+    }
+
+    /// Whether the stream is part of the DP mechanism (batch sampling and
+    /// noise): keyed by the secret root in secure mode.
+    pub fn is_mechanism(self) -> bool {
+        matches!(self, Self::Sampler | Self::Noise)
+    }
+}
+
+/// How a run's mechanism randomness is keyed; named in every output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Sampling and noise keyed by 256 bits of OS entropy that are never
+    /// written anywhere: the run cannot be replayed, and nobody holding its
+    /// files can regenerate its noise.
+    Secure,
+    /// Every random draw follows from the config's seed: exact replay, resume,
+    /// shards and merge, for audits. Not private against anyone who has the
+    /// config.
+    Replayable,
+}
+
+impl Mode {
+    /// `"secure"` or `"replayable"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Secure => "secure",
+            Self::Replayable => "replayable",
+        }
+    }
+
+    /// One sentence on what the mode means for whoever holds the run's files.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Secure => {
+                "secure: batch sampling and DP noise are keyed by 256 bits of OS entropy that were never written; \
+                 the run cannot be replayed and its noise cannot be regenerated from its files"
+            }
+            Self::Replayable => {
+                "replayable: every random draw, DP noise included, follows from the seed in the config; \
+                 NOT private against anyone who has the config (for audits)"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The randomness a run owns: its public seed and, in secure mode, the secret
+/// root of its mechanism streams. Pass it down explicitly; nothing in dpaudit
+/// keeps random state anywhere else.
+#[derive(Clone)]
+pub struct Randomness {
+    seed: RunSeed,
+    secret: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Randomness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Randomness({}, seed {})", self.mode(), self.seed.0)
+    }
+}
+
+impl Randomness {
+    /// Every stream from `seed` (audits).
+    pub fn replayable(seed: u64) -> Self {
+        Self {
+            seed: RunSeed(seed),
+            secret: None,
+        }
+    }
+
+    /// Mechanism streams from 256 fresh bits of OS entropy; the other streams
+    /// from `seed`.
+    pub fn secure(seed: u64) -> Result<Self, DataError> {
+        let mut secret = [0u8; 32];
+        OsRng
+            .try_fill_bytes(&mut secret)
+            .map_err(|e| DataError::Entropy {
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            seed: RunSeed(seed),
+            secret: Some(secret),
+        })
+    }
+
+    /// Either of the two.
+    pub fn new(mode: Mode, seed: u64) -> Result<Self, DataError> {
+        match mode {
+            Mode::Secure => Self::secure(seed),
+            Mode::Replayable => Ok(Self::replayable(seed)),
+        }
+    }
+
+    /// Which mode.
+    pub fn mode(&self) -> Mode {
+        if self.secret.is_some() {
+            Mode::Secure
+        } else {
+            Mode::Replayable
+        }
+    }
+
+    /// The public seed.
+    pub fn seed(&self) -> RunSeed {
+        self.seed
+    }
+
+    /// The root key of a named stream: from the secret for a mechanism stream
+    /// in secure mode, from the seed otherwise.
+    pub fn stream(&self, stream: Stream) -> SeedKey {
+        match &self.secret {
+            Some(secret) if stream.is_mechanism() => SeedKey {
+                key: *secret,
+                depth: 0,
+                secret: true,
+            }
+            .absorb_name(stream),
+            _ => self.seed.stream(stream),
         }
     }
 }
@@ -97,27 +249,30 @@ impl RunSeed {
         let mut key = [0u8; 32];
         key[..16].copy_from_slice(ROOT_TAG);
         key[16..24].copy_from_slice(&self.0.to_le_bytes());
-        let mut node = SeedKey { key, depth: 0 };
-        let name = stream.name().as_bytes();
-        node = node.child(name.len() as u64);
-        for chunk in name.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            node = node.child(u64::from_le_bytes(word));
+        SeedKey {
+            key,
+            depth: 0,
+            secret: false,
         }
-        node
+        .absorb_name(stream)
     }
 }
 
 /// A node of the derivation tree: a 256-bit ChaCha20 key and its depth.
+/// Keys below a secure run's secret root are marked secret: their `Debug`
+/// output is redacted.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SeedKey {
     key: [u8; 32],
     depth: u64,
+    secret: bool,
 }
 
 impl std::fmt::Debug for SeedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.secret {
+            return write!(f, "SeedKey(depth {}, secret)", self.depth);
+        }
         write!(f, "SeedKey(depth {}, ", self.depth)?;
         for byte in &self.key[..8] {
             write!(f, "{byte:02x}")?;
@@ -127,6 +282,19 @@ impl std::fmt::Debug for SeedKey {
 }
 
 impl SeedKey {
+    /// Absorb a stream name: its byte length, then its bytes in 8-byte
+    /// little-endian words (the last one zero-padded).
+    fn absorb_name(self, stream: Stream) -> SeedKey {
+        let name = stream.name().as_bytes();
+        let mut node = self.child(name.len() as u64);
+        for chunk in name.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            node = node.child(u64::from_le_bytes(word));
+        }
+        node
+    }
+
     /// The key one level down, for path component `index`.
     pub fn child(self, index: u64) -> SeedKey {
         let mut prf = ChaCha20Rng::from_seed(self.key);
@@ -137,6 +305,7 @@ impl SeedKey {
         SeedKey {
             key,
             depth: self.depth + 1,
+            secret: self.secret,
         }
     }
 
@@ -165,6 +334,17 @@ impl SeedKey {
     pub fn depth(&self) -> u64 {
         self.depth
     }
+
+    /// Whether the key derives from a secure run's secret root.
+    pub fn is_secret(&self) -> bool {
+        self.secret
+    }
+}
+
+/// The sampler stream of a replayable run with this seed (tests).
+#[cfg(test)]
+pub(crate) fn sampler_key(seed: u64) -> SeedKey {
+    RunSeed(seed).stream(Stream::Sampler)
 }
 
 #[cfg(test)]
@@ -327,5 +507,78 @@ mod tests {
         let b = RunSeed(5).stream(Stream::Noise).child(2).child(9).rng();
         let draw = |mut r: ChaCha20Rng| (0..4).map(|_| r.next_u64()).collect::<Vec<_>>();
         assert_eq!(draw(a), draw(b));
+    }
+
+    #[test]
+    fn replayable_streams_follow_from_the_seed() {
+        let a = Randomness::replayable(7);
+        let b = Randomness::replayable(7);
+        assert_eq!(a.mode(), Mode::Replayable);
+        for stream in [
+            Stream::Sampler,
+            Stream::Noise,
+            Stream::Init,
+            Stream::Membership,
+        ] {
+            assert_eq!(a.stream(stream), b.stream(stream));
+            assert_eq!(a.stream(stream), RunSeed(7).stream(stream));
+            assert!(!a.stream(stream).is_secret());
+        }
+    }
+
+    #[test]
+    fn secure_mechanism_streams_are_fresh_and_the_rest_follow_the_seed() {
+        let a = Randomness::secure(7).unwrap();
+        let b = Randomness::secure(7).unwrap();
+        assert_eq!(a.mode(), Mode::Secure);
+        for stream in [Stream::Sampler, Stream::Noise] {
+            assert!(stream.is_mechanism());
+            assert_ne!(a.stream(stream), b.stream(stream));
+            assert_ne!(a.stream(stream), RunSeed(7).stream(stream));
+            assert!(a.stream(stream).is_secret());
+            assert!(a.stream(stream).child(3).is_secret());
+            let mut x = [0u8; 32];
+            let mut y = [0u8; 32];
+            a.stream(stream).child(0).rng().fill_bytes(&mut x);
+            b.stream(stream).child(0).rng().fill_bytes(&mut y);
+            assert_ne!(x, y);
+        }
+        for stream in [
+            Stream::Init,
+            Stream::Split,
+            Stream::Synthetic,
+            Stream::Canary,
+            Stream::Membership,
+        ] {
+            assert!(!stream.is_mechanism());
+            assert_eq!(a.stream(stream), RunSeed(7).stream(stream));
+        }
+    }
+
+    #[test]
+    fn secret_keys_are_redacted_in_debug_output() {
+        let secure = Randomness::secure(1).unwrap();
+        let key = secure.stream(Stream::Noise).child(2);
+        let text = format!("{key:?} {secure:?}");
+        assert!(text.contains("secret"), "{text}");
+        assert!(!text.contains(&hex(&key.key_bytes()[..4])), "{text}");
+        assert_eq!(format!("{secure:?}"), "Randomness(secure, seed 1)");
+        let public = format!("{:?}", RunSeed(1).stream(Stream::Noise));
+        assert!(!public.contains("secret"), "{public}");
+    }
+
+    #[test]
+    fn modes_round_trip_through_their_names() {
+        for mode in [Mode::Secure, Mode::Replayable] {
+            let json = serde_json_like(mode);
+            assert_eq!(json, format!("\"{}\"", mode.name()));
+            assert!(mode.describe().starts_with(mode.name()));
+        }
+    }
+
+    fn serde_json_like(mode: Mode) -> String {
+        // The data crate has no JSON dependency; TOML's string form is the same.
+        let v = toml::Value::try_from(std::collections::BTreeMap::from([("m", mode)])).unwrap();
+        format!("{}", v["m"])
     }
 }

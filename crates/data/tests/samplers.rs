@@ -15,7 +15,7 @@ use dpaudit_data::sampler::{
     BatchSampler, BatchThenShuffleConfig, FixedSequenceConfig, LastBatch, PartialShuffleConfig,
     PoissonConfig, RecordRef, Sampler, SamplerConfig, ShuffleConfig, TargetLayout,
 };
-use dpaudit_data::seed::RunSeed;
+use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_data::DataError;
 
 /// Rejection level of every goodness-of-fit test in this file.
@@ -231,7 +231,11 @@ fn poisson_batch_sizes_fit_binomial() {
     let mut sizes = Vec::new();
     for replica in 0..4 {
         for epoch in 0..50 {
-            sizes.extend(sampler.epoch(RunSeed(2024), replica, epoch).batch_sizes());
+            sizes.extend(
+                sampler
+                    .epoch(RunSeed(2024).stream(Stream::Sampler), replica, epoch)
+                    .batch_sizes(),
+            );
         }
     }
     let draws = sizes.len();
@@ -271,7 +275,11 @@ fn poisson_dyadic_rate_small_dataset() {
             let Sampler::Poisson(inner) = &sampler else {
                 unreachable!()
             };
-            sizes.push(inner.batch(RunSeed(77), 0, epoch, step).len());
+            sizes.push(
+                inner
+                    .batch(RunSeed(77).stream(Stream::Sampler), 0, epoch, step)
+                    .len(),
+            );
         }
     }
     let observed = counts(sizes.iter().copied(), n + 1);
@@ -294,7 +302,10 @@ fn poisson_inclusion_frequency_is_the_sample_rate_for_every_record() {
     let mut included = vec![0usize; n];
     let mut steps = 0usize;
     for epoch in 0..200 {
-        for batch in sampler.epoch(RunSeed(31), 1, epoch).batches() {
+        for batch in sampler
+            .epoch(RunSeed(31).stream(Stream::Sampler), 1, epoch)
+            .batches()
+        {
             steps += 1;
             for &record in batch {
                 included[record] += 1;
@@ -314,7 +325,10 @@ fn poisson_inclusion_frequency_is_the_sample_rate_for_every_record() {
         "sum z^2 = {statistic:.1}, p = {p:.3}"
     );
     // Indices within a batch are increasing and distinct.
-    for batch in sampler.epoch(RunSeed(31), 1, 0).batches() {
+    for batch in sampler
+        .epoch(RunSeed(31).stream(Stream::Sampler), 1, 0)
+        .batches()
+    {
         assert!(batch.windows(2).all(|w| w[0] < w[1]));
     }
 }
@@ -326,7 +340,7 @@ fn poisson_inclusion_frequency_is_the_sample_rate_for_every_record() {
 fn poisson_consecutive_steps_are_independent() {
     let sampler = poisson(4, 0.5);
     let steps: Vec<Vec<usize>> = sampler
-        .steps(RunSeed(15), 0)
+        .steps(RunSeed(15).stream(Stream::Sampler), 0)
         .take(4001)
         .map(|step| step.batch)
         .collect();
@@ -347,11 +361,26 @@ fn poisson_consecutive_steps_are_independent() {
 #[test]
 fn poisson_is_replayable_and_varies_across_replicas_and_epochs() {
     let sampler = poisson(400, 0.1);
-    let a = sampler.epoch(RunSeed(5), 2, 3);
-    assert_eq!(a, sampler.epoch(RunSeed(5), 2, 3));
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(5), 3, 3).batches());
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(5), 2, 4).batches());
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(6), 2, 3).batches());
+    let a = sampler.epoch(RunSeed(5).stream(Stream::Sampler), 2, 3);
+    assert_eq!(a, sampler.epoch(RunSeed(5).stream(Stream::Sampler), 2, 3));
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(5).stream(Stream::Sampler), 3, 3)
+            .batches()
+    );
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(5).stream(Stream::Sampler), 2, 4)
+            .batches()
+    );
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(6).stream(Stream::Sampler), 2, 3)
+            .batches()
+    );
     // Steps within an epoch differ from each other.
     assert_ne!(a.batch(0), a.batch(1));
 }
@@ -372,7 +401,7 @@ fn shuffle_visits_every_record_once_per_epoch() {
     ] {
         let sampler = shuffle(n, b, last);
         for epoch in 0..5 {
-            let plan = sampler.epoch(RunSeed(8), 1, epoch);
+            let plan = sampler.epoch(RunSeed(8).stream(Stream::Sampler), 1, epoch);
             assert_eq!(plan.steps(), n.div_ceil(b));
             let mut seen: Vec<usize> = plan.batches().concat();
             seen.sort_unstable();
@@ -391,7 +420,7 @@ fn shuffle_drop_uses_full_batches_of_distinct_records() {
     let sampler = shuffle(103, 10, Some(LastBatch::Drop));
     let mut dropped_sets = BTreeSet::new();
     for epoch in 0..5 {
-        let plan = sampler.epoch(RunSeed(8), 0, epoch);
+        let plan = sampler.epoch(RunSeed(8).stream(Stream::Sampler), 0, epoch);
         assert_eq!(plan.batch_sizes(), vec![10; 10]);
         let seen: BTreeSet<usize> = plan.batches().concat().into_iter().collect();
         assert_eq!(seen.len(), 100);
@@ -404,11 +433,26 @@ fn shuffle_drop_uses_full_batches_of_distinct_records() {
 #[test]
 fn shuffle_is_replayable_and_varies_across_epochs_replicas_and_seeds() {
     let sampler = shuffle(50, 5, None);
-    let a = sampler.epoch(RunSeed(1), 0, 0);
-    assert_eq!(a, sampler.epoch(RunSeed(1), 0, 0));
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(1), 0, 1).batches());
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(1), 1, 0).batches());
-    assert_ne!(a.batches(), sampler.epoch(RunSeed(2), 0, 0).batches());
+    let a = sampler.epoch(RunSeed(1).stream(Stream::Sampler), 0, 0);
+    assert_eq!(a, sampler.epoch(RunSeed(1).stream(Stream::Sampler), 0, 0));
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(1).stream(Stream::Sampler), 0, 1)
+            .batches()
+    );
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(1).stream(Stream::Sampler), 1, 0)
+            .batches()
+    );
+    assert_ne!(
+        a.batches(),
+        sampler
+            .epoch(RunSeed(2).stream(Stream::Sampler), 0, 0)
+            .batches()
+    );
 }
 
 /// "Reshuffled every epoch" (spec 000 §6 item 2): the steps holding record
@@ -420,7 +464,12 @@ fn shuffle_epochs_are_independent() {
     let t = sampler.steps_per_epoch();
     let epochs = 5001;
     let step_of_zero: Vec<usize> = (0..epochs)
-        .map(|epoch| sampler.epoch(RunSeed(27), 4, epoch).step_of(0).unwrap())
+        .map(|epoch| {
+            sampler
+                .epoch(RunSeed(27).stream(Stream::Sampler), 4, epoch)
+                .step_of(0)
+                .unwrap()
+        })
         .collect();
     let pairs = step_of_zero.windows(2).map(|w| w[0] * t + w[1]);
     let (statistic, df, p) =
@@ -440,7 +489,7 @@ fn shuffle_positions_are_uniform() {
     let mut first = Vec::new();
     let mut step_of_zero = Vec::new();
     for epoch in 0..epochs {
-        let plan = sampler.epoch(RunSeed(99), 0, epoch);
+        let plan = sampler.epoch(RunSeed(99).stream(Stream::Sampler), 0, epoch);
         first.push(plan.batch(0).unwrap()[0]);
         step_of_zero.push(plan.step_of(0).unwrap());
     }
@@ -468,7 +517,7 @@ fn shuffle_positions_are_uniform() {
     let draws = 4800;
     for replica in 0..draws {
         let order = small
-            .epoch(RunSeed(3), replica as u64, 0)
+            .epoch(RunSeed(3).stream(Stream::Sampler), replica as u64, 0)
             .into_batches()
             .concat();
         let next = index.len();
@@ -515,7 +564,7 @@ fn partial_shuffle_keeps_records_inside_their_block() {
     ] {
         let sampler = partial(n, b, k, last);
         for epoch in 0..20 {
-            let plan = sampler.epoch(RunSeed(4), 0, epoch);
+            let plan = sampler.epoch(RunSeed(4).stream(Stream::Sampler), 0, epoch);
             let order = plan.batches().concat();
             assert_eq!(order.len(), n);
             for (position, &record) in order.iter().enumerate() {
@@ -537,7 +586,10 @@ fn partial_shuffle_is_uniform_inside_a_block() {
     let mut pos_zero = Vec::new();
     let mut pos_twenty = Vec::new();
     for epoch in 0..epochs {
-        let order = sampler.epoch(RunSeed(12), 0, epoch).into_batches().concat();
+        let order = sampler
+            .epoch(RunSeed(12).stream(Stream::Sampler), 0, epoch)
+            .into_batches()
+            .concat();
         pos_zero.push(order.iter().position(|&r| r == 0).unwrap());
         pos_twenty.push(order.iter().position(|&r| r == 20).unwrap() - 20);
     }
@@ -570,14 +622,14 @@ fn partial_shuffle_extremes() {
     let reference = shuffle(n, b, None);
     for epoch in 0..3 {
         assert_eq!(
-            full.epoch(RunSeed(21), 2, epoch),
-            reference.epoch(RunSeed(21), 2, epoch)
+            full.epoch(RunSeed(21).stream(Stream::Sampler), 2, epoch),
+            reference.epoch(RunSeed(21).stream(Stream::Sampler), 2, epoch)
         );
     }
     let none = partial(n, b, b, None);
     let mut reordered = false;
     for epoch in 0..10 {
-        let plan = none.epoch(RunSeed(21), 0, epoch);
+        let plan = none.epoch(RunSeed(21).stream(Stream::Sampler), 0, epoch);
         for (step, batch) in plan.batches().iter().enumerate() {
             let mut sorted = batch.clone();
             sorted.sort_unstable();
@@ -603,7 +655,7 @@ fn batch_then_shuffle_keeps_batch_composition() {
     let mut step_of_first = Vec::new();
     let mut orders = BTreeSet::new();
     for epoch in 0..epochs {
-        let plan = sampler.epoch(RunSeed(13), 0, epoch);
+        let plan = sampler.epoch(RunSeed(13).stream(Stream::Sampler), 0, epoch);
         let mut batches = plan.batches().to_vec();
         orders.insert(batches.clone());
         batches.sort();
@@ -621,7 +673,7 @@ fn batch_then_shuffle_keeps_batch_composition() {
 #[test]
 fn batch_then_shuffle_remainder_rules() {
     let partial_last = batch_then_shuffle(10, 4, Some(LastBatch::Partial));
-    let plan = partial_last.epoch(RunSeed(1), 0, 0);
+    let plan = partial_last.epoch(RunSeed(1).stream(Stream::Sampler), 0, 0);
     let mut batches = plan.into_batches();
     batches.sort();
     assert_eq!(
@@ -631,7 +683,7 @@ fn batch_then_shuffle_remainder_rules() {
     let dropped = batch_then_shuffle(10, 4, Some(LastBatch::Drop));
     for epoch in 0..10 {
         let seen: BTreeSet<usize> = dropped
-            .epoch(RunSeed(1), 0, epoch)
+            .epoch(RunSeed(1).stream(Stream::Sampler), 0, epoch)
             .into_batches()
             .concat()
             .into_iter()
@@ -651,27 +703,33 @@ fn fixed_sequence_is_identical_across_seeds_and_replicas() {
         let sampler = fixed(50, 8, batch_seed);
         assert!(!sampler.depends_on_seed());
         for epoch in 0..3 {
-            let reference = sampler.epoch(RunSeed(0), 0, epoch);
+            let reference = sampler.epoch(RunSeed(0).stream(Stream::Sampler), 0, epoch);
             for seed in 1..20 {
-                assert_eq!(sampler.epoch(RunSeed(seed), seed % 4, epoch), reference);
+                assert_eq!(
+                    sampler.epoch(RunSeed(seed).stream(Stream::Sampler), seed % 4, epoch),
+                    reference
+                );
             }
         }
     }
     let stored = fixed(50, 8, None)
-        .epoch(RunSeed(3), 0, 0)
+        .epoch(RunSeed(3).stream(Stream::Sampler), 0, 0)
         .into_batches()
         .concat();
     assert_eq!(stored, (0..50).collect::<Vec<_>>());
     let seeded = fixed(50, 8, Some(17));
     assert_ne!(
-        seeded.epoch(RunSeed(0), 0, 0),
-        seeded.epoch(RunSeed(0), 0, 1)
+        seeded.epoch(RunSeed(0).stream(Stream::Sampler), 0, 0),
+        seeded.epoch(RunSeed(0).stream(Stream::Sampler), 0, 1)
     );
     assert_ne!(
-        seeded.epoch(RunSeed(0), 0, 0),
-        fixed(50, 8, Some(18)).epoch(RunSeed(0), 0, 0)
+        seeded.epoch(RunSeed(0).stream(Stream::Sampler), 0, 0),
+        fixed(50, 8, Some(18)).epoch(RunSeed(0).stream(Stream::Sampler), 0, 0)
     );
-    let mut all = seeded.epoch(RunSeed(0), 0, 0).into_batches().concat();
+    let mut all = seeded
+        .epoch(RunSeed(0).stream(Stream::Sampler), 0, 0)
+        .into_batches()
+        .concat();
     all.sort_unstable();
     assert_eq!(all, (0..50).collect::<Vec<_>>());
 }
@@ -688,7 +746,7 @@ fn target_first_with_partial_shuffle() {
     let layout = TargetLayout::first(99);
     let sampler = partial(layout.len(), 5, 20, None);
     for epoch in 0..50 {
-        let plan = sampler.epoch(RunSeed(40), 7, epoch);
+        let plan = sampler.epoch(RunSeed(40).stream(Stream::Sampler), 7, epoch);
         let slots = plan.slots_of(layout.target_index());
         assert_eq!(slots.len(), 1);
         assert!(slots[0].step < 4);
@@ -714,14 +772,14 @@ fn step_stream_walks_epochs_in_order() {
     for sampler in [shuffle(10, 4, Some(LastBatch::Partial)), poisson(30, 0.25)] {
         let per_epoch = sampler.steps_per_epoch();
         let steps: Vec<_> = sampler
-            .steps(RunSeed(6), 2)
+            .steps(RunSeed(6).stream(Stream::Sampler), 2)
             .take(3 * per_epoch + 1)
             .collect();
         for (i, step) in steps.iter().enumerate() {
             assert_eq!(step.global, i as u64);
             assert_eq!(step.epoch, (i / per_epoch) as u64);
             assert_eq!(step.step_in_epoch, i % per_epoch);
-            let plan = sampler.epoch(RunSeed(6), 2, step.epoch);
+            let plan = sampler.epoch(RunSeed(6).stream(Stream::Sampler), 2, step.epoch);
             assert_eq!(step.batch, plan.batch(step.step_in_epoch).unwrap());
         }
     }
@@ -903,12 +961,12 @@ fn shuffle_config(b: usize) -> SamplerConfig {
 #[test]
 fn seeded_outputs_are_pinned() {
     let order = shuffle(10, 10, None)
-        .epoch(RunSeed(0), 0, 0)
+        .epoch(RunSeed(0).stream(Stream::Sampler), 0, 0)
         .into_batches()
         .concat();
     assert_eq!(order, PINNED_SHUFFLE);
     let batch = poisson(40, 0.25)
-        .epoch(RunSeed(0), 0, 0)
+        .epoch(RunSeed(0).stream(Stream::Sampler), 0, 0)
         .into_batches()
         .remove(0);
     assert_eq!(batch, PINNED_POISSON);

@@ -4,12 +4,13 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use tch::{Device, Kind, Tensor};
+use tch::{Device, Tensor};
 
 use crate::engine::{non_private_step, Batch, DpSgd, DpSgdConfig, Normaliser, Sgd};
-use crate::error::Result;
+use crate::error::{Result, TrainError};
 use crate::init::Init;
 use crate::models::{LeNet5, Mlp, Model, WideResNet};
+use crate::noise::NoiseStreams;
 
 /// One benchmark row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,30 +127,28 @@ fn time(
 /// Measure one row: `warmup` untimed then `iters` timed steps of each kind,
 /// non-private first, on the same random batch.
 pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> Result<BenchRow> {
-    tch::manual_seed(0);
-    let (model, classes) = build(&spec, device);
-    let mut shape = vec![spec.batch, spec.replicas as i64];
-    shape.extend(model.sample_shape());
-    let batch = Batch::new(
-        Tensor::randn(shape.as_slice(), (Kind::Float, device)),
-        Tensor::randint(
-            classes,
-            [spec.batch, spec.replicas as i64],
-            (Kind::Int64, device),
-        ),
-    );
+    let (model, _) = build(&spec, device);
+    let (inputs, targets) = crate::testing::random_batch(model.as_ref(), spec.batch, 0);
+    let to = |t: Tensor| {
+        t.f_to_device(device)
+            .map_err(TrainError::torch("uploading the bench batch"))
+    };
+    let batch = Batch::new(to(inputs)?, to(targets)?);
     let mut sgd = Sgd::new(0.01, 0.0, 0.0);
     let t_np = time(iters, warmup, device, || {
         non_private_step(model.as_ref(), &mut sgd, &batch).map(|_| ())
     })?;
-    let mut dp = DpSgd::new(DpSgdConfig {
-        noise_multiplier: 1.0,
-        max_grad_norm: 1.0,
-        learning_rate: 0.01,
-        normaliser: Normaliser::FixedBatchSize(spec.batch as u64),
-        momentum: 0.0,
-        weight_decay: 0.0,
-    })?;
+    let mut dp = DpSgd::new(
+        DpSgdConfig {
+            noise_multiplier: 1.0,
+            max_grad_norm: 1.0,
+            learning_rate: 0.01,
+            normaliser: Normaliser::FixedBatchSize(spec.batch as u64),
+            momentum: 0.0,
+            weight_decay: 0.0,
+        },
+        NoiseStreams::replayable(0, spec.replicas),
+    )?;
     let t_dp = time(iters, warmup, device, || {
         dp.step(model.as_ref(), &batch).map(|_| ())
     })?;

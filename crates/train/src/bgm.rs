@@ -28,36 +28,31 @@
 //!   row maximum, so every sum is ≥ 1 and nothing under- or overflows
 //!   (spec 000 §6.14). The Poisson mixture uses an exact softplus,
 //!   `max(e, 0) + log1p(exp(−|e|))`.
-//! - **Seeding.** Chunk `c` under hypothesis `h` reseeds libtorch's generator
-//!   with [`chunk_seed`]`(seed, c, h)` (distinct for all chunks of a window of
-//!   2³¹, even in the 32 bits the CPU generator keeps) and draws all its
-//!   randomness from it (`randn`, `rand`, `randint`, `binomial`). libtorch's
-//!   generator is
-//!   process-global (tch 0.24 exposes no per-tensor generator), so a chunk
-//!   holds a process-wide lock from reseeding to its last draw; other libtorch
-//!   users of the same process that draw concurrently would perturb the
-//!   streams, not their distribution. The scores are a deterministic function
-//!   of (config, device, `chunk_runs`, first chunk, run count).
+//! - **Randomness.** Every draw comes from the simulator's own counter-based
+//!   generator ([`crate::philox::Philox`]), keyed by the `simulation` stream of
+//!   the config's seed; a draw of chunk `c` under hypothesis `h` for purpose
+//!   `p` is tagged `(2p + h, c mod 2³², c div 2³²)`, so no two draws of a
+//!   simulation share a counter, for any number of chunks. Nothing is drawn
+//!   from libtorch's process-global generator: simulations on several threads
+//!   of one process do not perturb each other. The scores are a deterministic
+//!   function of (config, `chunk_runs`, first chunk, run count), and the same
+//!   on every device up to the last bits of `log`, `sin` and `cos`.
 //!
-//! **CPU and GPU draws differ.** libtorch's CPU generator (MT19937) and CUDA
-//! generator (Philox) produce different numbers from the same seed, and both
-//! differ from the ChaCha streams of the pure-Rust simulator. The three
-//! engines are equal in distribution, not draw for draw; `tests/bgm_tensor.rs`
-//! checks the tensor engine against the pure-Rust one by two-sample
-//! Kolmogorov–Smirnov tests, and its scoring exactly.
-
-use std::sync::Mutex;
+//! **The tensor and the pure-Rust engines draw differently** (Philox here,
+//! ChaCha streams there): they are equal in distribution, not draw for draw;
+//! `tests/bgm_tensor.rs` checks the tensor engine against the pure-Rust one by
+//! two-sample Kolmogorov–Smirnov tests, and its scoring exactly.
 
 use dpaudit_attacks::likelihood::{log_likelihood_ratio, ObservationMatrix};
 use dpaudit_attacks::{
     AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio, PairedScores,
     Sampler,
 };
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use dpaudit_data::seed::{RunSeed, Stream};
 use tch::{Device, Kind, TchError, Tensor};
 
 use crate::error::{Result, TrainError};
+use crate::philox::Philox;
 
 /// Default chunk budget on the CPU, in float64 elements of the `[runs, E, W]`
 /// tensor (8 MiB): large enough to amortise per-call overhead, small enough
@@ -68,45 +63,24 @@ pub const CPU_CHUNK_ELEMENTS: usize = 1 << 20;
 /// chunk holds about four such tensors at its peak).
 pub const CUDA_CHUNK_ELEMENTS: usize = 1 << 26;
 
-/// Word of each ChaCha stream from which [`chunk_seed`] reads: far beyond any
-/// word the pure-Rust simulator consumes in the same stream (it reads each
-/// chunk's stream from word 0), so the two engines never share randomness.
-const SEED_WORD: u128 = 1 << 100;
+/// What a draw of a chunk is for: the first counter word is `2·purpose + h`.
+#[derive(Clone, Copy)]
+enum Purpose {
+    Noise = 0,
+    TargetHit = 1,
+    OtherSpecials = 2,
+    Fillers = 3,
+    Batch = 4,
+    Keys = 5,
+}
 
-/// Chunks per seed window of [`chunk_seed`]: 2·2³¹ (chunk, hypothesis) pairs
-/// fill the 2³² values of a 32-bit seed exactly once.
-pub const SEED_WINDOW_CHUNKS: u64 = 1 << 31;
-
-/// Serialises reseeding and drawing on libtorch's process-global generator.
-static GENERATOR: Mutex<()> = Mutex::new(());
-
-/// The libtorch seed of chunk `chunk` under `hypothesis` (h = 0 with the
-/// target, 1 without).
-///
-/// libtorch's CPU generator (MT19937) keeps only the low 32 bits of a seed,
-/// so random 64-bit seeds would collide (and repeat a chunk's draws) with
-/// probability about (number of chunks)²/2³³. Instead, chunks are grouped in
-/// aligned windows of [`SEED_WINDOW_CHUNKS`]; window `w` draws one random
-/// word `r_w` (the word at position 2¹⁰⁰ of ChaCha8 stream `w` of the run
-/// seed), and the seed is `r_w + 2·(chunk mod 2³¹) + h` modulo 2³² in its low
-/// 32 bits, with the high 32 bits of `r_w` above them. Within a window every
-/// (chunk, hypothesis) pair therefore has a distinct seed on every device, so
-/// chunks never repeat each other's draws: keep runs that must be independent
-/// (evaluation and selection runs) in one window. Across windows the seeds
-/// are distinct unless the random offsets happen to bring two used ranges
-/// together (probability ≈ 2·(chunks used)/2³² per pair of windows).
-pub fn chunk_seed(seed: u64, chunk: u64, hypothesis: Hypothesis) -> u64 {
+/// The Philox tag of a draw of chunk `chunk` under `hypothesis`.
+fn tag(purpose: Purpose, chunk: u64, hypothesis: Hypothesis) -> [u32; 3] {
     let h = match hypothesis {
         Hypothesis::WithTarget => 0,
         Hypothesis::WithoutTarget => 1,
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(chunk / SEED_WINDOW_CHUNKS);
-    rng.set_word_pos(SEED_WORD);
-    let r = rng.next_u64();
-    let index = 2 * (chunk % SEED_WINDOW_CHUNKS) + h;
-    let low = (r as u32).wrapping_add(index as u32);
-    (r & 0xffff_ffff_0000_0000) | u64::from(low)
+    [2 * purpose as u32 + h, chunk as u32, (chunk >> 32) as u32]
 }
 
 /// An [`AttacksError`] as this crate's error, keeping parameter, value and
@@ -480,9 +454,7 @@ impl TensorBgmSimulator {
         hypothesis: Hypothesis,
         runs: usize,
     ) -> Result<Tensor> {
-        let _lock = GENERATOR.lock().unwrap_or_else(|p| p.into_inner());
-        tch::manual_seed(chunk_seed(self.config.seed, chunk, hypothesis) as i64);
-        self.draw(hypothesis, runs as i64)
+        self.draw(chunk, hypothesis, runs as i64)
             .map_err(TrainError::torch("drawing BGM observations"))
     }
 
@@ -506,8 +478,10 @@ impl TensorBgmSimulator {
 
     /// One chunk of E×W noisy batch sums (spec 000 Algorithm 4, lines 3–5),
     /// with the special records placed as the pure-Rust simulator places them.
-    fn draw(&self, hypothesis: Hypothesis, r: i64) -> Result<Tensor, TchError> {
+    fn draw(&self, chunk: u64, hypothesis: Hypothesis, r: i64) -> Result<Tensor, TchError> {
         let c = &self.config;
+        let rng = Philox::new(RunSeed(c.seed).stream(Stream::Simulation), self.device);
+        let tag = |purpose| tag(purpose, chunk, hypothesis);
         let opts = (Kind::Double, self.device);
         let (e, t, k) = (c.epochs as i64, c.steps as i64, c.score_columns as i64);
         let b = c.expected_batch_size;
@@ -521,22 +495,24 @@ impl TensorBgmSimulator {
             // Every step independently: the target with probability q = 1/T,
             // Binomial(S − 1, q) other specials and Binomial(n − S, q) fillers.
             let q = 1.0 / t as f64;
-            let mut o = Tensor::f_randn([r, e, k], opts)?;
+            let mut o = rng.normal(&[r, e, k], tag(Purpose::Noise))?;
             let _ = o.f_mul_scalar_(sigma)?;
             if target != 0.0 {
-                let hit = Tensor::f_rand([r, e, k], opts)?
+                let hit = rng
+                    .uniform(&[r, e, k], tag(Purpose::TargetHit))?
                     .f_lt(q)?
                     .f_to_kind(Kind::Double)?;
                 let _ = o.f_add_(&hit.f_mul_scalar(target)?)?;
             }
-            let prob = Tensor::f_full([r, e, k], q, opts)?;
             if self.specials > 1 {
-                let count = Tensor::f_full([r, e, k], (self.specials - 1) as f64, opts)?;
-                let _ = o.f_add_(&Tensor::f_binomial(&count, &prob)?)?;
+                let trials = (self.specials - 1) as u64;
+                let _ =
+                    o.f_add_(&rng.binomial(trials, q, &[r, e, k], tag(Purpose::OtherSpecials))?)?;
             }
             if f != 0.0 {
-                let count = Tensor::f_full([r, e, k], (self.records - self.specials) as f64, opts)?;
-                let _ = o.f_add_(&Tensor::f_binomial(&count, &prob)?.f_mul_scalar(f)?)?;
+                let trials = (self.records - self.specials) as u64;
+                let fillers = rng.binomial(trials, q, &[r, e, k], tag(Purpose::Fillers))?;
+                let _ = o.f_add_(&fillers.f_mul_scalar(f)?)?;
             }
             return Ok(o);
         }
@@ -544,7 +520,7 @@ impl TensorBgmSimulator {
         // (value − f) for every special record in the batch. Batches ≥ k go
         // to the overflow column W − 1 (= k when k < T; never hit when k = T).
         let w = self.width() as i64;
-        let mut o = Tensor::f_randn([r, e, w], opts)?;
+        let mut o = rng.normal(&[r, e, w], tag(Purpose::Noise))?;
         let _ = o.f_mul_scalar_(sigma)?;
         let _ = o.f_add_scalar_(b as f64 * f)?;
         let target_shift = target - f;
@@ -559,7 +535,7 @@ impl TensorBgmSimulator {
             Sampler::BatchThenShuffle => {
                 // The stored first batch holds every special record; only its
                 // position among the T batches is uniform.
-                let batch = Tensor::f_randint(t, [r, e, 1], (Kind::Int64, self.device))?;
+                let batch = rng.below(t, &[r, e, 1], tag(Purpose::Batch))?;
                 let shift = target_shift + (self.specials - 1) as f64 * other_shift;
                 add_at(&mut o, &batch, shift)?;
             }
@@ -569,7 +545,7 @@ impl TensorBgmSimulator {
                     // A uniform position among the first `range` (a multiple
                     // of B) lies in a uniform one of their range/B batches.
                     let batches = (range / b) as i64;
-                    let batch = Tensor::f_randint(batches, [r, e, 1], (Kind::Int64, self.device))?;
+                    let batch = rng.below(batches, &[r, e, 1], tag(Purpose::Batch))?;
                     add_at(&mut o, &batch, target_shift)?;
                 } else {
                     // A uniform `specials`-subset of the first `range`
@@ -577,7 +553,7 @@ impl TensorBgmSimulator {
                     // uniform keys. Sorted by key, its first member is a
                     // uniform member of the subset: the target.
                     let s = self.specials as i64;
-                    let keys = Tensor::f_rand([r, e, range as i64], opts)?;
+                    let keys = rng.uniform(&[r, e, range as i64], tag(Purpose::Keys))?;
                     let (_, positions) = keys.f_topk(s, 2, true, true)?;
                     drop(keys);
                     let batches = positions
@@ -618,34 +594,6 @@ mod tests {
             score_columns,
             seed: 5,
         }
-    }
-
-    #[test]
-    fn chunk_seeds_are_distinct_in_their_low_32_bits_within_a_window() {
-        // MT19937 (libtorch's CPU generator) keeps the low 32 bits only.
-        let mut low = std::collections::HashSet::new();
-        let chunks = (0..2000).chain((1 << 30)..(1 << 30) + 2000);
-        for chunk in chunks.chain([SEED_WINDOW_CHUNKS - 1]) {
-            for h in [Hypothesis::WithTarget, Hypothesis::WithoutTarget] {
-                let s = chunk_seed(9, chunk, h);
-                assert!(low.insert(s as u32), "chunk {chunk}, {h:?}");
-                assert_eq!(s, chunk_seed(9, chunk, h));
-            }
-        }
-        // Consecutive pairs differ by one in the low bits (mod 2³²), and the
-        // window offset depends on the run seed.
-        let a = chunk_seed(9, 5, Hypothesis::WithTarget) as u32;
-        let b = chunk_seed(9, 5, Hypothesis::WithoutTarget) as u32;
-        assert_eq!(b, a.wrapping_add(1));
-        assert_ne!(
-            chunk_seed(9, 0, Hypothesis::WithTarget),
-            chunk_seed(10, 0, Hypothesis::WithTarget)
-        );
-        // The next window has its own random offset.
-        assert_ne!(
-            chunk_seed(9, SEED_WINDOW_CHUNKS, Hypothesis::WithTarget),
-            chunk_seed(9, 0, Hypothesis::WithTarget)
-        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ use tch::{Kind, Tensor};
 use crate::error::{Result, TrainError};
 use crate::layers::{Recorded, Tape};
 use crate::models::Model;
+use crate::noise::NoiseStreams;
 
 /// What a slot contributes instead of its computed per-sample gradient
 /// (issue 5 point 4; the gradient canaries of spec 001 §3.2 and the zero-out
@@ -353,19 +354,27 @@ impl PerSampleNorms {
 }
 
 impl ClippedSum {
-    /// Add `N(0, (σC)²)` to every coordinate of every replica's sum, from
-    /// libtorch's (seeded, process-global) generator.
-    pub fn add_noise(self, noise_multiplier: f64, max_grad_norm: f64) -> NoisySum {
+    /// Add `N(0, (σC)²)` to every coordinate of every replica's sum, drawn
+    /// from the runs' own [`NoiseStreams`] for their current step (which then
+    /// advances, also when `σ = 0`).
+    pub fn add_noise(
+        self,
+        noise_multiplier: f64,
+        max_grad_norm: f64,
+        noise: &mut NoiseStreams,
+    ) -> Result<NoisySum> {
         let std = noise_multiplier * max_grad_norm;
         if std == 0.0 {
-            return NoisySum(self.0);
+            noise.skip_step();
+            return Ok(NoisySum(self.0));
         }
-        NoisySum(
-            self.0
-                .into_iter()
-                .map(|s| &s + s.randn_like() * std)
-                .collect(),
-        )
+        let device = self.0.first().map_or(tch::Device::Cpu, |t| t.device());
+        let draws = noise.next_step(std, &self.0, device)?;
+        let mut out = Vec::with_capacity(self.0.len());
+        for (s, z) in self.0.iter().zip(&draws) {
+            out.push(s.f_add(z).map_err(TrainError::torch("adding DP noise"))?);
+        }
+        Ok(NoisySum(out))
     }
 }
 
@@ -535,7 +544,8 @@ pub enum Fault {
     RealisedBatchSize,
 }
 
-/// The DP-SGD optimiser: the pipeline above plus the step counter.
+/// The DP-SGD optimiser: the pipeline above, the step counter, and the
+/// noise generators of the runs it trains.
 #[derive(Debug)]
 pub struct DpSgd {
     /// The hyperparameters.
@@ -543,11 +553,13 @@ pub struct DpSgd {
     sgd: Sgd,
     step: u64,
     fault: Option<Fault>,
+    noise: NoiseStreams,
 }
 
 impl DpSgd {
-    /// Validate and build.
-    pub fn new(config: DpSgdConfig) -> Result<Self> {
+    /// Validate and build; `noise` holds one generator per replica of the
+    /// models this optimiser will step.
+    pub fn new(config: DpSgdConfig, noise: NoiseStreams) -> Result<Self> {
         config.validate()?;
         let sgd = Sgd::new(config.learning_rate, config.momentum, config.weight_decay);
         Ok(Self {
@@ -555,7 +567,13 @@ impl DpSgd {
             sgd,
             step: 0,
             fault: None,
+            noise,
         })
+    }
+
+    /// Secure or replayable noise.
+    pub fn mode(&self) -> dpaudit_data::seed::Mode {
+        self.noise.mode()
     }
 
     /// The same optimiser with a deliberate [`Fault`] (self-test only).
@@ -574,9 +592,10 @@ impl DpSgd {
         self.step
     }
 
-    /// Everything up to the noisy sum (no parameter change).
+    /// Everything up to the noisy sum (no parameter change; the noise
+    /// generators advance one step).
     pub fn noisy_sum(
-        &self,
+        &mut self,
         model: &dyn Model,
         batch: &Batch,
     ) -> Result<(NoisySum, Backprops, ClipCoefficients)> {
@@ -594,7 +613,14 @@ impl DpSgd {
             Some(Fault::NoiseScale(f)) => self.config.noise_multiplier * f,
             _ => self.config.noise_multiplier,
         };
-        let noisy = sum.add_noise(sigma, self.config.max_grad_norm);
+        if self.noise.replicas() as i64 != model.replicas() {
+            return Err(TrainError::Shape {
+                what: "noise streams".into(),
+                got: vec![self.noise.replicas() as i64],
+                expected: format!("{} (one per replica of the model)", model.replicas()),
+            });
+        }
+        let noisy = sum.add_noise(sigma, self.config.max_grad_norm, &mut self.noise)?;
         Ok((noisy, bp, coef))
     }
 

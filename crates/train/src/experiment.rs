@@ -14,7 +14,7 @@ use tch::{Device, Kind};
 use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
 use dpaudit_data::dataset::Dataset;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
-use dpaudit_data::seed::{RunSeed, Stream};
+use dpaudit_data::seed::{Randomness, RunSeed, Stream};
 
 use crate::canary::{
     copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits, insertion_steps,
@@ -26,6 +26,7 @@ use crate::engine::{DpSgd, Fault, Override, SlotOverride};
 use crate::error::{invalid, Result, TrainError};
 use crate::init::Init;
 use crate::models::Model;
+use crate::noise::NoiseStreams;
 use crate::trainer::{
     build_model, dp_config, evaluate, gather, normaliser_of, prepare_data, resolve_device, Observer,
 };
@@ -478,15 +479,17 @@ impl Prepared {
         })
     }
 
-    fn build(&self, first_run: u64, replicas: usize) -> Result<Box<dyn Model>> {
-        let seed = RunSeed(self.config.train.seed);
-        let init_seed = seed.stream(Stream::Init).to_u64();
+    /// Experiments are replayable: resume, shards and merge need every draw
+    /// to follow from the seed.
+    pub fn randomness(&self) -> Randomness {
+        Randomness::replayable(self.config.train.seed)
+    }
+
+    fn build(&self, runs: &[u64]) -> Result<Box<dyn Model>> {
+        let key = self.randomness().stream(Stream::Init);
         let mut init = match self.config.canary.init {
-            InitChoice::Fixed => Init::with_streams(init_seed, &vec![0; replicas], self.device),
-            InitChoice::Random => {
-                let streams: Vec<u64> = (0..replicas as u64).map(|r| first_run + r).collect();
-                Init::with_streams(init_seed, &streams, self.device)
-            }
+            InitChoice::Fixed => Init::for_runs(key, &vec![0; runs.len()], self.device),
+            InitChoice::Random => Init::for_runs(key, runs, self.device),
         };
         let model = build_model(
             &self.config.train.model,
@@ -541,12 +544,14 @@ impl Prepared {
             (Some(g), true) => Some(-g.get(0)),
             _ => None,
         };
-        let model = self.build(first_run, replicas)?;
-        let mut dp = DpSgd::new(dp_config(&cfg.train, &self.sampler))?;
+        let runs: Vec<u64> = (first_run..first_run + replicas as u64).collect();
+        let randomness = self.randomness();
+        let model = self.build(&runs)?;
+        let noise = NoiseStreams::new(&randomness, &runs);
+        let mut dp = DpSgd::new(dp_config(&cfg.train, &self.sampler), noise)?;
         if let Some(f) = self.fault {
             dp = dp.with_fault(f);
         }
-        tch::manual_seed(seed.stream(Stream::Noise).child(chunk).to_u64() as i64);
         let mut book = ScoreBook::start(
             model.as_ref(),
             &self.canaries,
@@ -559,8 +564,10 @@ impl Prepared {
             noise_multiplier: cfg.train.dp.noise_multiplier,
             steps_per_epoch: self.sampler.steps_per_epoch(),
         });
-        let mut streams: Vec<_> = (0..replicas as u64)
-            .map(|r| self.sampler.steps(seed, first_run + r))
+        let sampler_key = randomness.stream(Stream::Sampler);
+        let mut streams: Vec<_> = runs
+            .iter()
+            .map(|&r| self.sampler.steps(sampler_key, r))
             .collect();
         observer.on_start(steps);
         let gradient = self.canaries.config.kind.is_gradient();
@@ -633,8 +640,8 @@ pub fn least_updated_coordinates(
     m: usize,
     device: Device,
 ) -> Result<Vec<usize>> {
-    let seed = RunSeed(config.train.seed);
-    let mut init = Init::with_streams(seed.stream(Stream::Init).to_u64(), &[0], device);
+    let randomness = Randomness::replayable(config.train.seed);
+    let mut init = Init::for_runs(randomness.stream(Stream::Init), &[0], device);
     let model = build_model(
         &config.train.model,
         train.shape(),
@@ -643,8 +650,8 @@ pub fn least_updated_coordinates(
     )?;
     let mut dpc = dp_config(&config.train, sampler);
     dpc.noise_multiplier = 0.0;
-    let mut dp = DpSgd::new(dpc)?;
-    let mut stream = sampler.steps(seed, 0);
+    let mut dp = DpSgd::new(dpc, NoiseStreams::new(&randomness, &[0]))?;
+    let mut stream = sampler.steps(randomness.stream(Stream::Sampler), 0);
     let mut acc = flat_parameters(model.as_ref())
         .zeros_like()
         .to_kind(Kind::Double);

@@ -9,11 +9,13 @@
 //! `in_channels/groups · kh · kw` for Conv2d. GroupNorm starts at weight 1,
 //! bias 0.
 //!
-//! Replica `m` draws from ChaCha20 seeded with the init seed on stream `m`, so a
-//! replica's initial parameters do not depend on how many replicas are trained
-//! beside it, nor on the device or libtorch's global RNG.
+//! The replica trained as run `r` draws from the generator of
+//! `init.child(r)` in the run's key tree ([`dpaudit_data::seed`]), so its
+//! initial parameters do not depend on how many replicas are trained beside
+//! it, nor on the device; nothing is drawn from libtorch's generator.
 
-use rand::{Rng, SeedableRng};
+use dpaudit_data::seed::{RunSeed, SeedKey, Stream};
+use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tch::{Device, Kind, Tensor};
 
@@ -26,30 +28,25 @@ pub struct Init {
 }
 
 impl Init {
-    /// `replicas` independent streams derived from `seed`.
-    pub fn new(seed: u64, replicas: usize, device: Device) -> Self {
-        let rngs = (0..replicas)
-            .map(|m| {
-                let mut r = ChaCha20Rng::seed_from_u64(seed);
-                r.set_stream(m as u64);
-                r
-            })
-            .collect();
+    /// One replica per listed run, replica `i` drawing from `key.child(runs[i])`
+    /// (`key` = the run's [`Stream::Init`] key). Listing the same run twice
+    /// gives identical replicas.
+    pub fn for_runs(key: SeedKey, runs: &[u64], device: Device) -> Self {
+        let rngs = runs.iter().map(|&r| key.child(r).rng()).collect();
         Self { rngs, device }
     }
 
-    /// One replica per listed stream: `with_streams(seed, &[m], d)` gives the
-    /// initial parameters replica `m` has in a stack of any size.
-    pub fn with_streams(seed: u64, streams: &[u64], device: Device) -> Self {
-        let rngs = streams
-            .iter()
-            .map(|&m| {
-                let mut r = ChaCha20Rng::seed_from_u64(seed);
-                r.set_stream(m);
-                r
-            })
-            .collect();
-        Self { rngs, device }
+    /// Runs `0..replicas` of a replayable run with this seed.
+    pub fn new(seed: u64, replicas: usize, device: Device) -> Self {
+        let runs: Vec<u64> = (0..replicas as u64).collect();
+        Self::with_streams(seed, &runs, device)
+    }
+
+    /// The listed runs of a replayable run with this seed:
+    /// `with_streams(seed, &[m], d)` gives the initial parameters run `m` has
+    /// in a stack of any size.
+    pub fn with_streams(seed: u64, runs: &[u64], device: Device) -> Self {
+        Self::for_runs(RunSeed(seed).stream(Stream::Init), runs, device)
     }
 
     /// Number of replicas `M`.

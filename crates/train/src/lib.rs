@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod bgm;
 pub mod canary;
+pub mod checkpoint;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -17,6 +18,8 @@ pub mod experiment;
 pub mod init;
 pub mod layers;
 pub mod models;
+pub mod noise;
+pub mod philox;
 pub mod runtime;
 pub mod testing;
 pub mod trainer;
@@ -28,3 +31,4 @@ pub use engine::{
 pub use error::{Result, TrainError};
 pub use init::Init;
 pub use models::Model;
+pub use noise::NoiseStreams;

@@ -2,20 +2,20 @@
 //! accuracy → accountant's ε → checkpoint. Progress goes to an [`Observer`]; the
 //! CLI owns the progress bar.
 
-use std::path::Path;
-
 use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
 use dpaudit_data::dataset::{Dataset, DatasetKind, Normalization};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
-use dpaudit_data::seed::{RunSeed, Stream};
+use dpaudit_data::seed::{Mode, Randomness, RunSeed, Stream};
 use tch::{Device, Kind, Tensor};
 
+use crate::checkpoint::CheckpointMeta;
 use crate::config::{DatasetChoice, DeviceChoice, ModelConfig, TrainConfig};
 use crate::engine::{Batch, DpSgd, DpSgdConfig, Normaliser, StepReport};
 use crate::error::{invalid, Result, TrainError};
 use crate::init::Init;
 use crate::layers::Tape;
 use crate::models::{ConvNet, LeNet5, Mlp, Model, ResNet18, ShallowCnn, WideResNet};
+use crate::noise::NoiseStreams;
 
 /// Receives progress from [`train`].
 pub trait Observer {
@@ -61,6 +61,29 @@ pub struct TrainOutcome {
     pub test_records: usize,
     /// Where the data came from (real files or the synthetic stand-in).
     pub data_source: String,
+    /// Secure or replayable randomness.
+    pub mode: Mode,
+    /// One record's shape.
+    pub sample_shape: Vec<usize>,
+    /// Number of classes.
+    pub classes: i64,
+}
+
+impl TrainOutcome {
+    /// The checkpoint metadata of this run.
+    pub fn checkpoint_meta(&self, config: &TrainConfig) -> CheckpointMeta {
+        let mut meta = CheckpointMeta::new(
+            self.mode,
+            config.clone(),
+            self.sample_shape.clone(),
+            self.classes,
+            self.steps,
+            self.data_source.clone(),
+        );
+        meta.epsilon = self.privacy.as_ref().map(|p| p.bound.epsilon);
+        meta.accounting = self.privacy.as_ref().map(|p| p.assumption.clone());
+        meta
+    }
 }
 
 fn data_err(context: &str) -> impl FnOnce(dpaudit_data::DataError) -> TrainError + '_ {
@@ -275,7 +298,9 @@ pub fn account(
             // The fixed sequence is public (spec 001 §5): a record is in a known
             // set of batches; account the most frequent record's participations.
             let mut count = vec![0u64; sampler.num_records()];
-            for step in sampler.steps(RunSeed(config.seed), 0).take(steps as usize) {
+            // The fixed sequence does not depend on the run's sampler key.
+            let key = RunSeed(config.seed).stream(Stream::Sampler);
+            for step in sampler.steps(key, 0).take(steps as usize) {
                 for i in step.batch {
                     count[i] += 1;
                 }
@@ -351,11 +376,23 @@ pub fn dp_config(config: &TrainConfig, sampler: &Sampler) -> DpSgdConfig {
     }
 }
 
-/// Run the configured training.
-pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainOutcome> {
+/// Run the configured training with the given randomness (whose public seed
+/// must be the config's): [`Randomness::secure`] for a model that may be
+/// released, [`Randomness::replayable`] to replay it exactly.
+pub fn train(
+    config: &TrainConfig,
+    randomness: &Randomness,
+    observer: &mut dyn Observer,
+) -> Result<TrainOutcome> {
     config.validate()?;
+    if randomness.seed() != RunSeed(config.seed) {
+        return Err(invalid(
+            "seed",
+            config.seed,
+            format!("the seed of the run's randomness ({})", randomness.seed().0),
+        ));
+    }
     let device = resolve_device(config.device, "device")?;
-    let seed = RunSeed(config.seed);
     let (train_data, test_data) = prepare_data(config)?;
     let sampler = config
         .sampler
@@ -367,13 +404,15 @@ pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainO
         (None, None) => unreachable!("validated"),
     };
     let classes = train_data.num_classes() as i64;
-    let mut init = Init::new(seed.stream(Stream::Init).to_u64(), config.replicas, device);
+    let runs: Vec<u64> = (0..config.replicas as u64).collect();
+    let mut init = Init::for_runs(randomness.stream(Stream::Init), &runs, device);
     let model = build_model(&config.model, train_data.shape(), classes, &mut init)?;
-    let mut dp = DpSgd::new(dp_config(config, &sampler))?;
-    // libtorch's generator is process-global: seed it once, from the noise stream.
-    tch::manual_seed(seed.stream(Stream::Noise).to_u64() as i64);
-    let mut streams: Vec<_> = (0..config.replicas as u64)
-        .map(|r| sampler.steps(seed, r))
+    let noise = NoiseStreams::new(randomness, &runs);
+    let mut dp = DpSgd::new(dp_config(config, &sampler), noise)?;
+    let sampler_key = randomness.stream(Stream::Sampler);
+    let mut streams: Vec<_> = runs
+        .iter()
+        .map(|&r| sampler.steps(sampler_key, r))
         .collect();
     observer.on_start(steps);
     let mut last_loss = f64::NAN;
@@ -402,39 +441,8 @@ pub fn train(config: &TrainConfig, observer: &mut dyn Observer) -> Result<TrainO
         train_records: train_data.len(),
         test_records: test_data.len(),
         data_source: train_data.source().label(),
+        mode: randomness.mode(),
+        sample_shape: train_data.shape().to_vec(),
+        classes,
     })
-}
-
-/// Write the parameters with PyTorch names to safetensors: one file for one
-/// replica; `stem.replica{m}.safetensors` per replica otherwise.
-pub fn save_checkpoint(model: &dyn Model, path: &Path) -> Result<Vec<std::path::PathBuf>> {
-    let m = model.replicas();
-    let params = model.named_parameters();
-    let mut written = Vec::new();
-    for r in 0..m {
-        let file = if m == 1 {
-            path.to_path_buf()
-        } else {
-            let stem = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "model".into());
-            path.with_file_name(format!("{stem}.replica{r}.safetensors"))
-        };
-        let tensors: Vec<(String, Tensor)> = params
-            .iter()
-            .map(|(n, t)| {
-                (
-                    n.clone(),
-                    t.get(r).detach().to_device(Device::Cpu).contiguous(),
-                )
-            })
-            .collect();
-        Tensor::write_safetensors(&tensors, &file).map_err(|e| TrainError::Checkpoint {
-            path: file.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        written.push(file);
-    }
-    Ok(written)
 }

@@ -89,14 +89,17 @@ fn impossible_shapes_and_ranges_are_errors() {
 #[test]
 fn a_nan_loss_stops_the_run_naming_the_step() {
     let model = Mlp::new(&mut Init::new(0, 1, Device::Cpu), &[4, 3, 2]);
-    let mut dp = DpSgd::new(DpSgdConfig {
-        noise_multiplier: 0.0,
-        max_grad_norm: 1.0,
-        learning_rate: 0.1,
-        normaliser: Normaliser::FixedBatchSize(2),
-        momentum: 0.0,
-        weight_decay: 0.0,
-    })
+    let mut dp = DpSgd::new(
+        DpSgdConfig {
+            noise_multiplier: 0.0,
+            max_grad_norm: 1.0,
+            learning_rate: 0.1,
+            normaliser: Normaliser::FixedBatchSize(2),
+            momentum: 0.0,
+            weight_decay: 0.0,
+        },
+        dpaudit_train::NoiseStreams::replayable(0, 1),
+    )
     .unwrap();
     let y = Tensor::zeros([2, 1], (Kind::Int64, Device::Cpu));
     let good = Batch::new(

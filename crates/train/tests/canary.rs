@@ -27,7 +27,7 @@ use dpaudit_train::layers::Tape;
 use dpaudit_train::models::Mlp;
 use dpaudit_train::trainer::{build_model, Silent};
 use dpaudit_train::{
-    Batch, DpSgd, DpSgdConfig, Fault, Init, Model, Normaliser, Override, SlotOverride,
+    Batch, DpSgd, DpSgdConfig, Fault, Init, Model, NoiseStreams, Normaliser, Override, SlotOverride,
 };
 use tch::{Device, Kind, Tensor};
 
@@ -255,8 +255,10 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
             }
         }
     }
-    let mut init = Init::with_streams(
-        seed.stream(Stream::Init).to_u64(),
+    let randomness = p.randomness();
+    let runs: Vec<u64> = (first..first + replicas as u64).collect();
+    let mut init = Init::for_runs(
+        randomness.stream(Stream::Init),
         &vec![0; replicas],
         p.device,
     );
@@ -268,11 +270,11 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
     )
     .unwrap();
     copy_replica_zero(model.as_ref());
-    let mut dp = DpSgd::new(dp_config_of(p)).unwrap();
+    let noise = NoiseStreams::new(&randomness, &runs);
+    let mut dp = DpSgd::new(dp_config_of(p), noise).unwrap();
     if let Some(f) = p.fault {
         dp = dp.with_fault(f);
     }
-    tch::manual_seed(seed.stream(Stream::Noise).child(chunk).to_u64() as i64);
     let c = cfg.train.dp.max_grad_norm;
     let mut book = ScoreBook::start(model.as_ref(), &p.canaries, &cfg.audit.scores, c).unwrap();
     let gradient = p.canaries.config.kind.is_gradient();
@@ -313,8 +315,10 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
     let pc = p.num_parameters as f64;
     let theta0 = per_replica(model.as_ref());
     let losses0 = (!gradient).then(|| host_losses(model.as_ref(), p));
-    let mut streams: Vec<_> = (0..replicas as u64)
-        .map(|r| p.sampler.steps(seed, first + r))
+    let sampler_key = randomness.stream(Stream::Sampler);
+    let mut streams: Vec<_> = runs
+        .iter()
+        .map(|&r| p.sampler.steps(sampler_key, r))
         .collect();
     for s in 0..steps {
         let batches: Vec<Vec<usize>> = streams
@@ -623,13 +627,15 @@ struct ZeroFeature {
 
 impl ZeroFeature {
     fn new() -> Self {
-        tch::manual_seed(11);
         let batch = 6;
-        let x = Tensor::randn([batch + 1, 1, 5], (Kind::Float, Device::Cpu));
+        let x = dpaudit_train::testing::normal_tensor(&[batch + 1, 1, 5], 11);
         let _ = x.narrow(2, 0, 1).fill_(0.0);
         // The last slot carries the canary (or an exact zero).
         let _ = x.narrow(0, batch, 1).fill_(0.0);
-        let y = Tensor::randint(3, [batch + 1, 1], (Kind::Int64, Device::Cpu));
+        let y = dpaudit_train::testing::uniform_tensor(&[batch + 1, 1], 12)
+            .multiply_scalar(3.0)
+            .floor()
+            .to_kind(Kind::Int64);
         Self { x, y, batch }
     }
 
@@ -652,19 +658,21 @@ impl ZeroFeature {
     ) -> Vec<f32> {
         let model = Self::model();
         let p = model.num_parameters();
-        let mut dp = DpSgd::new(DpSgdConfig {
-            noise_multiplier: sigma,
-            max_grad_norm: 1.0,
-            learning_rate: 0.5,
-            normaliser: Normaliser::FixedBatchSize(self.batch as u64),
-            momentum: 0.0,
-            weight_decay: 0.0,
-        })
+        let mut dp = DpSgd::new(
+            DpSgdConfig {
+                noise_multiplier: sigma,
+                max_grad_norm: 1.0,
+                learning_rate: 0.5,
+                normaliser: Normaliser::FixedBatchSize(self.batch as u64),
+                momentum: 0.0,
+                weight_decay: 0.0,
+            },
+            NoiseStreams::replayable(99, 1),
+        )
         .unwrap();
         if let Some(f) = fault {
             dp = dp.with_fault(f);
         }
-        tch::manual_seed(99);
         for s in 0..steps {
             let kind = if canary && insert_at.contains(&s) {
                 let g = Tensor::zeros([p], (Kind::Float, Device::Cpu));

@@ -6,15 +6,15 @@ use dpaudit_train::engine::per_sample_cross_entropy;
 use dpaudit_train::models::{LeNet5, Mlp};
 use dpaudit_train::testing::random_batch;
 use dpaudit_train::{
-    forward_backward, Batch, DpSgd, DpSgdConfig, Init, Model, Normaliser, Override, SlotOverride,
+    forward_backward, Batch, DpSgd, DpSgdConfig, Init, Model, NoiseStreams, Normaliser, Override,
+    SlotOverride,
 };
 use tch::{Device, Kind, Tensor};
 
 #[test]
 fn clipped_norms_are_at_most_c_and_small_gradients_pass_unchanged() {
-    tch::manual_seed(20);
     let model = LeNet5::new(&mut Init::new(1, 2, Device::Cpu), 2);
-    let (x, y) = random_batch(&model, 8);
+    let (x, y) = random_batch(&model, 8, 20);
     let batch = Batch::new(x, y);
     let bp = forward_backward(&model, &batch).unwrap();
     let psg = bp.per_sample_grads(&model);
@@ -49,9 +49,8 @@ fn clipped_norms_are_at_most_c_and_small_gradients_pass_unchanged() {
 
 #[test]
 fn zero_gradient_override_has_coefficient_one_and_contributes_nothing() {
-    tch::manual_seed(21);
     let model = Mlp::new(&mut Init::new(2, 1, Device::Cpu), &[6, 4, 3]);
-    let (x, y) = random_batch(&model, 2);
+    let (x, y) = random_batch(&model, 2, 21);
     let p = model.num_parameters();
     let mut batch = Batch::new(x, y);
     batch.overrides.push(SlotOverride {
@@ -79,14 +78,13 @@ fn zero_gradient_override_has_coefficient_one_and_contributes_nothing() {
 /// noise: the correlation of n independent pairs is ≈ N(0, 1/n), tolerance 5/√n.
 #[test]
 fn noise_std_on_a_zero_gradient_run_is_sigma_c_over_normaliser() {
-    tch::manual_seed(22);
     let model = LeNet5::new(&mut Init::new(3, 2, Device::Cpu), 2);
     let before: Vec<Tensor> = model
         .named_parameters()
         .iter()
         .map(|(_, t)| t.detach().copy())
         .collect();
-    let (x, y) = random_batch(&model, 3);
+    let (x, y) = random_batch(&model, 3, 22);
     let mut batch = Batch::new(x, y);
     for slot in 0..3 {
         for replica in 0..2 {
@@ -97,14 +95,17 @@ fn noise_std_on_a_zero_gradient_run_is_sigma_c_over_normaliser() {
             });
         }
     }
-    let mut dp = DpSgd::new(DpSgdConfig {
-        noise_multiplier: 2.0,
-        max_grad_norm: 0.5,
-        learning_rate: 1.0,
-        normaliser: Normaliser::ExpectedBatchSize(4.0),
-        momentum: 0.0,
-        weight_decay: 0.0,
-    })
+    let mut dp = DpSgd::new(
+        DpSgdConfig {
+            noise_multiplier: 2.0,
+            max_grad_norm: 0.5,
+            learning_rate: 1.0,
+            normaliser: Normaliser::ExpectedBatchSize(4.0),
+            momentum: 0.0,
+            weight_decay: 0.0,
+        },
+        NoiseStreams::replayable(22, 2),
+    )
     .unwrap();
     let report = dp.step(&model, &batch).unwrap();
     assert_eq!(report.samples, 0.0);

@@ -1,13 +1,13 @@
 //! The microbatch oracle (STYLE.md) for every layer: per-sample gradients,
-//! squared norms and clipped sums equal one-sample-at-a-time autograd within
-//! 1e-5 (fp32, CPU; issue 5 "Done when"), for batches of 0, 1 and several
-//! samples, with 1 and 3 replicas.
+//! squared norms and clipped sums equal one-sample-at-a-time autograd within a
+//! relative error of 1e-5 per tensor (`‖engine − oracle‖ ≤ 1e-5·‖oracle‖`,
+//! fp32, CPU), for batches of 0, 1 and several samples, with 1 and 3 replicas.
 
 use dpaudit_train::layers::conv2d::NormStrategy;
 use dpaudit_train::layers::{
     Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig,
 };
-use dpaudit_train::testing::{check_against_oracle, random_batch, SingleLayer};
+use dpaudit_train::testing::{check_against_oracle, normal_tensor, random_batch, SingleLayer};
 use dpaudit_train::{Init, Model};
 use tch::Device;
 
@@ -15,9 +15,9 @@ const TOL: f64 = 1e-5;
 const BATCHES: [i64; 3] = [0, 1, 4];
 const REPLICAS: [usize; 2] = [1, 3];
 
-fn run(model: &dyn Model, what: &str) {
+fn run(model: &dyn Model, what: &str, seed: u64) {
     for b in BATCHES {
-        let (x, y) = random_batch(model, b);
+        let (x, y) = random_batch(model, b, seed + b as u64);
         if let Err(e) = check_against_oracle(model, &x, &y, TOL) {
             panic!("{what}, batch {b}, {} replicas: {e}", model.replicas());
         }
@@ -26,7 +26,6 @@ fn run(model: &dyn Model, what: &str) {
 
 #[test]
 fn linear_matches_oracle() {
-    tch::manual_seed(1);
     for m in REPLICAS {
         for bias in [true, false] {
             let mut init = Init::new(7, m, Device::Cpu);
@@ -44,7 +43,7 @@ fn linear_matches_oracle() {
                 outputs: 4,
                 replicas: m as i64,
             };
-            run(&model, &format!("linear bias={bias}"));
+            run(&model, &format!("linear bias={bias}"), 100);
         }
     }
 }
@@ -64,7 +63,6 @@ fn conv_case(m: usize, cfg: Conv2dConfig, hw: i64, strategy: NormStrategy) -> Si
 
 #[test]
 fn conv2d_matches_oracle() {
-    tch::manual_seed(2);
     let configs = [
         Conv2dConfig::new(2, 3, 3),
         Conv2dConfig::new(2, 4, 3).padding(1).stride(2),
@@ -79,7 +77,7 @@ fn conv2d_matches_oracle() {
                 NormStrategy::Auto,
             ] {
                 let model = conv_case(m, cfg, 6, strategy);
-                run(&model, &format!("conv2d {cfg:?} {strategy:?}"));
+                run(&model, &format!("conv2d {cfg:?} {strategy:?}"), 200);
             }
         }
     }
@@ -87,7 +85,6 @@ fn conv2d_matches_oracle() {
 
 #[test]
 fn group_norm_matches_oracle() {
-    tch::manual_seed(3);
     for m in REPLICAS {
         let mut init = Init::new(13, m, Device::Cpu);
         let mut layer = GroupNorm::new(
@@ -100,8 +97,12 @@ fn group_norm_matches_oracle() {
         );
         // Move γ, β away from 1, 0 so that their gradients are generic.
         tch::no_grad(|| {
-            let _ = layer.weight.f_add_(&(layer.weight.randn_like() * 0.5));
-            let _ = layer.bias.f_add_(&(layer.bias.randn_like() * 0.5));
+            let _ = layer
+                .weight
+                .f_add_(&(normal_tensor(&layer.weight.size(), 301) * 0.5));
+            let _ = layer
+                .bias
+                .f_add_(&(normal_tensor(&layer.bias.size(), 302) * 0.5));
         });
         layer.weight = layer.weight.detach().set_requires_grad(true);
         layer.bias = layer.bias.detach().set_requires_grad(true);
@@ -111,6 +112,6 @@ fn group_norm_matches_oracle() {
             outputs: 36,
             replicas: m as i64,
         };
-        run(&model, "group_norm");
+        run(&model, "group_norm", 300);
     }
 }

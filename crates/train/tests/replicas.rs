@@ -2,8 +2,11 @@
 //! separate models, and masked (padding) slots contribute exactly zero.
 
 use dpaudit_train::models::LeNet5;
-use dpaudit_train::{forward_backward, Batch, DpSgd, DpSgdConfig, Init, Model, Normaliser};
-use tch::{Device, Kind, Tensor};
+use dpaudit_train::testing::random_batch;
+use dpaudit_train::{
+    forward_backward, Batch, DpSgd, DpSgdConfig, Init, Model, NoiseStreams, Normaliser,
+};
+use tch::{Device, Tensor};
 
 fn config() -> DpSgdConfig {
     DpSgdConfig {
@@ -22,21 +25,20 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 
 #[test]
 fn a_stack_of_replicas_trains_like_separate_models() {
-    tch::manual_seed(30);
     let m = 3;
     let stacked = LeNet5::new(&mut Init::new(9, m, Device::Cpu), 2);
     let singles: Vec<LeNet5> = (0..m as u64)
         .map(|r| LeNet5::new(&mut Init::with_streams(9, &[r], Device::Cpu), 2))
         .collect();
-    let x = Tensor::randn([4, m as i64, 1, 28, 28], (Kind::Float, Device::Cpu));
-    let y = Tensor::randint(2, [4, m as i64], (Kind::Int64, Device::Cpu));
-    let mut dp = DpSgd::new(config()).unwrap();
+    let (x, y) = random_batch(&stacked, 4, 30);
+    let mut dp = DpSgd::new(config(), NoiseStreams::replayable(9, m)).unwrap();
     for _ in 0..2 {
         dp.step(&stacked, &Batch::new(x.shallow_clone(), y.shallow_clone()))
             .unwrap();
     }
     for (r, single) in singles.iter().enumerate() {
-        let mut dp1 = DpSgd::new(config()).unwrap();
+        let noise = NoiseStreams::new(&dpaudit_data::seed::Randomness::replayable(9), &[r as u64]);
+        let mut dp1 = DpSgd::new(config(), noise).unwrap();
         let xr = x.narrow(1, r as i64, 1);
         let yr = y.narrow(1, r as i64, 1);
         for _ in 0..2 {
@@ -57,10 +59,8 @@ fn a_stack_of_replicas_trains_like_separate_models() {
 
 #[test]
 fn masked_slots_contribute_exactly_zero() {
-    tch::manual_seed(31);
     let model = LeNet5::new(&mut Init::new(4, 2, Device::Cpu), 2);
-    let x = Tensor::randn([4, 2, 1, 28, 28], (Kind::Float, Device::Cpu));
-    let y = Tensor::randint(2, [4, 2], (Kind::Int64, Device::Cpu));
+    let (x, y) = random_batch(&model, 4, 31);
     // Replica 1 drew only 2 records; slots 2 and 3 are padding.
     let mask = Tensor::from_slice(&[1f32, 1., 1., 1., 1., 0., 1., 0.]).reshape([4, 2]);
     let sums = |x: &Tensor| {
@@ -81,7 +81,7 @@ fn masked_slots_contribute_exactly_zero() {
     let x2 = x.copy();
     x2.narrow(0, 2, 2)
         .narrow(1, 1, 1)
-        .copy_(&(Tensor::randn([2, 1, 1, 28, 28], (Kind::Float, Device::Cpu)) * 100.0));
+        .copy_(&(dpaudit_train::testing::normal_tensor(&[2, 1, 1, 28, 28], 32) * 100.0));
     let (s1, z1) = sums(&x);
     let (s2, z2) = sums(&x2);
     assert_eq!(z1, 0.0);

@@ -38,6 +38,7 @@ use dpaudit_attacks::{
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::scores::{Observations, Selection};
+use dpaudit_data::seed::Mode;
 use dpaudit_train::bgm::TensorBgmSimulator;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -266,9 +267,8 @@ pub struct Setting {
 const GUESS_FIRST_CHUNK: u64 = 1 << 40;
 
 /// First chunk of the guess-selection runs of the tensor engine: above any
-/// evaluation chunk (2³⁰ chunks of runs are more than any audit draws) and in
-/// the same seed window of 2³¹ chunks as them, where every chunk has its own
-/// libtorch seed (`dpaudit_train::bgm::chunk_seed`).
+/// evaluation chunk (2³⁰ chunks of runs are more than any audit draws); every
+/// chunk has its own Philox counters (`dpaudit_train::bgm`).
 const TENSOR_GUESS_FIRST_CHUNK: u64 = 1 << 30;
 
 /// Simulates `runs` runs per hypothesis of `sim` from chunk `first_chunk`
@@ -386,6 +386,8 @@ pub struct Report {
     pub device: String,
     /// CPU threads simulating (0 on a GPU).
     pub threads: usize,
+    /// Simulations are replayable: every draw follows from the seed.
+    pub randomness: Mode,
     pub settings: Vec<SettingReport>,
 }
 
@@ -437,6 +439,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         engine: engine.name().into(),
         device: engine.device_label(),
         threads: engine.threads(),
+        randomness: Mode::Replayable,
         settings,
     };
     let json = serde_json::to_string_pretty(&report)?;
@@ -689,8 +692,9 @@ pub fn summary_markdown(r: &Report) -> String {
         md,
         "Poisson ε: PLD, q = 1/T, T·E steps. Chua: lower bound for shuffle-then-batch (Chua et al.). \
          ε_emp: Clopper–Pearson lower bound, Worst-Case BGM (spec 000 §2.3, §2.7). \
-         Simulated by the {} engine on {} ({} CPU threads).\n",
-        r.engine, r.device, r.threads
+         Simulated by the {} engine on {} ({} CPU threads). Randomness: {} (every draw follows from each \
+         setting's seed).\n",
+        r.engine, r.device, r.threads, r.randomness
     );
     let _ = writeln!(
         md,

@@ -24,6 +24,7 @@ use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::region::RegionConfig;
 use dpaudit_audit::scores::Selection;
 use dpaudit_data::dataset::DatasetKind;
+use dpaudit_data::seed::{Mode, Randomness};
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::runtime::RuntimeInfo;
 use dpaudit_train::trainer::{train, Silent};
@@ -119,6 +120,9 @@ const BATCH_SIZE: usize = 10;
 #[derive(Debug, Serialize)]
 struct DemoReport {
     runtime: RuntimeInfo,
+    /// Every draw of the demo follows from its seed (audits replay).
+    randomness: Mode,
+    randomness_meaning: &'static str,
     data: DataSummary,
     mechanism: Mechanism,
     epsilon_upper_pld: f64,
@@ -224,6 +228,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let report = DemoReport {
         runtime,
+        randomness: Mode::Replayable,
+        randomness_meaning: Mode::Replayable.describe(),
         data,
         mechanism: Mechanism {
             steps: STEPS,
@@ -252,7 +258,8 @@ fn train_lenet(seed: u64) -> anyhow::Result<TrainingSummary> {
     let mut config = TrainConfig::from_toml(TRAIN_CONFIG, "the demo's training config")?;
     config.seed = seed;
     let start = std::time::Instant::now();
-    let outcome = train(&config, &mut Silent).context("training LeNet-5 for the demo")?;
+    let outcome = train(&config, &Randomness::replayable(seed), &mut Silent)
+        .context("training LeNet-5 for the demo")?;
     Ok(TrainingSummary {
         model: "LeNet-5",
         steps: outcome.steps,
@@ -349,6 +356,7 @@ fn print_text(r: &DemoReport) {
         rt.device_name.as_deref().unwrap_or("cpu"),
         rt.num_threads
     );
+    println!("random    {}", r.randomness_meaning);
     let d = &r.data;
     println!(
         "data      {} {} : {} train / {} test records, source: {}{}",

@@ -35,7 +35,7 @@ use dpaudit_audit::region::{
     empirical_points, eps_delta_lower_bound, gdp_lower_bound, RegionConfig,
 };
 use dpaudit_audit::scores::{Observations, Selection};
-use dpaudit_data::seed::{RunSeed, Stream};
+use dpaudit_data::seed::{Mode, RunSeed, Stream};
 use dpaudit_train::canary::{inclusion_bits, ScoreKind};
 use dpaudit_train::experiment::{
     ChunkScores, ClaimedBound, ExperimentConfig, MethodChoice, Prepared, SelectionChoice,
@@ -240,6 +240,10 @@ pub struct AuditReport {
     pub test_accuracy_mean: f64,
     /// Things a reader must know.
     pub notes: Vec<String>,
+    /// Experiments are replayable: every draw follows from the seed.
+    pub randomness: Mode,
+    /// What that means, in one sentence.
+    pub randomness_meaning: String,
 }
 
 fn selection_of(config: &ExperimentConfig) -> Selection {
@@ -448,6 +452,8 @@ pub fn analyse(
         lower_bounds,
         test_accuracy_mean: acc.iter().sum::<f64>() / acc.len().max(1) as f64,
         notes,
+        randomness: Mode::Replayable,
+        randomness_meaning: Mode::Replayable.describe().to_string(),
     })
 }
 
@@ -486,9 +492,9 @@ pub fn summary_markdown(report: &AuditReport) -> String {
         }
     );
     s.push_str(&format!(
-        "- runs: {}, canaries per run: {} ({})\n- claimed ε (accountant, δ = {:e}): **{:.4}** — {}\n- mean test accuracy: {:.4}\n\n",
+        "- runs: {}, canaries per run: {} ({})\n- claimed ε (accountant, δ = {:e}): **{:.4}** — {}\n- mean test accuracy: {:.4}\n- randomness: {}\n\n",
         report.runs, report.canaries_per_run, report.canary, report.delta, report.epsilon_upper, report.upper_assumption,
-        report.test_accuracy_mean
+        report.test_accuracy_mean, report.randomness_meaning
     ));
     s.push_str("| score | threat model | method | selection | ε lower bound | confidence | valid | above claimed ε |\n");
     s.push_str("|---|---|---|---|---|---|---|---|\n");
@@ -831,6 +837,7 @@ fn finalize(
 }
 
 fn print_report(report: &AuditReport) {
+    println!("randomness: {}", report.randomness_meaning);
     println!(
         "claimed ε = {:.4} (δ = {:e}; {})",
         report.epsilon_upper, report.delta, report.upper_assumption

@@ -25,6 +25,7 @@
 //! its Worst-Case threat model.
 
 use anyhow::Context;
+use dpaudit_data::seed::Mode;
 use serde::Serialize;
 
 use dpaudit_train::experiment::ExperimentConfig;
@@ -266,6 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
         }
         println!("\n{} runs per variant; a variant is caught when a valid lower bound exceeds the claimed ε.", args.runs);
+        println!("randomness: {}", Mode::Replayable.describe());
     }
     let correct_flagged = rows.iter().any(|r| r.variant == "correct" && r.caught);
     let missed: Vec<&str> = rows

@@ -1,8 +1,16 @@
-//! `dpaudit train --config FILE.toml`: one DP-SGD run (issue 5 point 7).
+//! `dpaudit train --config FILE.toml`: one DP-SGD run.
+//!
+//! Secure by default: batch sampling and noise are keyed by OS entropy that is
+//! never written, so the checkpoint is private against whoever holds the
+//! config. `--replayable` derives them from the seed instead (exact replay)
+//! and says, everywhere it reports, that the model is then not private against
+//! anyone who has the config.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use dpaudit_data::seed::{Mode, Randomness};
+use dpaudit_train::checkpoint;
 use dpaudit_train::config::{DeviceChoice, TrainConfig};
 use dpaudit_train::trainer::{self, Observer};
 use dpaudit_train::StepReport;
@@ -38,6 +46,11 @@ pub struct Args {
     /// Where the checkpoint and `result.json` go (default `runs/<config stem>`).
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+    /// Derive the batch sampling and the DP noise from `seed` (exact replay)
+    /// instead of from OS entropy. The model is then NOT private against
+    /// anyone who has the config.
+    #[arg(long)]
+    pub replayable: bool,
     /// Print the result as JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -71,6 +84,8 @@ impl Observer for Bar {
 
 #[derive(Serialize)]
 struct Output {
+    mode: Mode,
+    mode_meaning: &'static str,
     steps: u64,
     replicas: usize,
     train_records: usize,
@@ -129,16 +144,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} steps  {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mode = if args.replayable {
+        Mode::Replayable
+    } else {
+        Mode::Secure
+    };
+    let randomness = Randomness::new(mode, config.seed)?;
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut observer = Bar(bar);
     let start = std::time::Instant::now();
-    let outcome = trainer::train(&config, &mut observer).context("training")?;
+    let outcome = trainer::train(&config, &randomness, &mut observer).context("training")?;
     observer.0.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let checkpoints =
-        trainer::save_checkpoint(outcome.model.as_ref(), &out_dir.join("model.safetensors"))
-            .context("writing the checkpoint")?;
+    let checkpoints = checkpoint::save(
+        outcome.model.as_ref(),
+        &out_dir.join("model.safetensors"),
+        &outcome.checkpoint_meta(&config),
+    )
+    .context("writing the checkpoint")?;
     let out = Output {
+        mode,
+        mode_meaning: mode.describe(),
         steps: outcome.steps,
         replicas: config.replicas,
         train_records: outcome.train_records,
@@ -159,6 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{json}");
         return Ok(());
     }
+    println!("randomness   : {}", out.mode_meaning);
     println!(
         "data         : {} ({} train / {} test records)",
         out.data_source, out.train_records, out.test_records

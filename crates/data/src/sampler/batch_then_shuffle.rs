@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
 use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
-use crate::seed::{RunSeed, Stream};
+use crate::seed::SeedKey;
 
 /// Config of [`BatchThenShuffleSampler`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,11 +52,8 @@ impl BatchThenShuffleSampler {
     }
 
     /// Which stored batch each step of epoch `epoch` uses.
-    pub fn batch_order(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<usize> {
-        let mut rng = seed
-            .stream(Stream::Sampler)
-            .replica_epoch(replica, epoch)
-            .rng();
+    pub fn batch_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
+        let mut rng = key.replica_epoch(replica, epoch).rng();
         let mut order: Vec<usize> = (0..self.size.steps()).collect();
         shuffle(&mut rng, &mut order);
         order
@@ -68,10 +65,10 @@ impl FixedSizeSampler for BatchThenShuffleSampler {
         &self.size
     }
 
-    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
         let mut stored: Vec<Option<Vec<usize>>> =
             self.stored_batches().into_iter().map(Some).collect();
-        self.batch_order(seed, replica, epoch)
+        self.batch_order(key, replica, epoch)
             .into_iter()
             .map(|b| stored[b].take().unwrap_or_default())
             .collect()
@@ -82,6 +79,7 @@ impl FixedSizeSampler for BatchThenShuffleSampler {
 mod tests {
     use super::*;
     use crate::sampler::BatchSampler;
+    use crate::seed::sampler_key;
 
     /// App. D.2: D = (x_T, −1, −1, −1, +1, +1, +1, +1), B = 4: the record at
     /// position 0 always shares its batch with positions 1–3.
@@ -96,7 +94,7 @@ mod tests {
         )
         .unwrap();
         for epoch in 0..50 {
-            let plan = s.epoch(RunSeed(11), 0, epoch);
+            let plan = s.epoch(sampler_key(11), 0, epoch);
             let step = plan.step_of(0).unwrap();
             assert_eq!(plan.batch(step).unwrap(), &[0, 1, 2, 3]);
         }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
 use super::{DataError, EpochPlan, FixedSize, FixedSizeSampler, LastBatch};
-use crate::seed::{RunSeed, Stream};
+use crate::seed::{RunSeed, SeedKey, Stream};
 
 /// Config of [`FixedSequenceSampler`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ impl FixedSizeSampler for FixedSequenceSampler {
     }
 
     /// Ignores `seed` and `replica` by design.
-    fn batches(&self, _seed: RunSeed, _replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+    fn batches(&self, _key: SeedKey, _replica: u64, epoch: u64) -> Vec<Vec<usize>> {
         self.fixed_epoch(epoch).into_batches()
     }
 }
@@ -81,6 +81,7 @@ impl FixedSizeSampler for FixedSequenceSampler {
 mod tests {
     use super::*;
     use crate::sampler::BatchSampler;
+    use crate::seed::sampler_key;
 
     #[test]
     fn stored_order_batches() {
@@ -94,7 +95,7 @@ mod tests {
         )
         .unwrap();
         let expected = vec![vec![0, 1, 2], vec![3, 4, 5], vec![6]];
-        assert_eq!(s.epoch(RunSeed(1), 0, 0).into_batches(), expected);
-        assert_eq!(s.epoch(RunSeed(2), 5, 3).into_batches(), expected);
+        assert_eq!(s.epoch(sampler_key(1), 0, 0).into_batches(), expected);
+        assert_eq!(s.epoch(sampler_key(2), 5, 3).into_batches(), expected);
     }
 }

@@ -1,6 +1,6 @@
 //! Batch samplers as index streams over a dataset of `n` records.
 //!
-//! A sampler turns `(seed, replica, epoch)` into the batches of one epoch,
+//! A sampler turns `(key, replica, epoch)` into the batches of one epoch,
 //! each a list of record indices in `0..n`; nothing here touches tensors.
 //! The samplers are those of spec 000 §2.2 (Algorithm 3 calls the sampler
 //! afresh every epoch) plus the fixed batch sequence of spec 001 §1:
@@ -44,7 +44,7 @@ pub mod shuffle;
 
 use serde::{Deserialize, Serialize};
 
-use crate::seed::RunSeed;
+use crate::seed::SeedKey;
 use crate::DataError;
 
 pub use batch_then_shuffle::{BatchThenShuffleConfig, BatchThenShuffleSampler};
@@ -131,8 +131,8 @@ pub trait BatchSampler {
     /// The largest batch this sampler can produce (`n` for Poisson).
     fn max_batch_size(&self) -> usize;
 
-    /// The batches of one epoch, replayable from `(seed, replica, epoch)`.
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan;
+    /// The batches of one epoch, replayable from `(key, replica, epoch)`.
+    fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan;
 }
 
 /// A validated sampler.
@@ -199,10 +199,10 @@ impl Sampler {
 
     /// Steps in order across epochs, from epoch 0: take as many as the run
     /// needs (`.take(steps)`).
-    pub fn steps(&self, seed: RunSeed, replica: u64) -> StepStream<'_> {
+    pub fn steps(&self, key: SeedKey, replica: u64) -> StepStream<'_> {
         StepStream {
             sampler: self,
-            seed,
+            key,
             replica,
             epoch: 0,
             global: 0,
@@ -225,8 +225,8 @@ impl BatchSampler for Sampler {
     fn max_batch_size(&self) -> usize {
         self.inner().max_batch_size()
     }
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
-        self.inner().epoch(seed, replica, epoch)
+    fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
+        self.inner().epoch(key, replica, epoch)
     }
 }
 
@@ -336,7 +336,7 @@ pub struct Step {
 #[derive(Debug)]
 pub struct StepStream<'a> {
     sampler: &'a Sampler,
-    seed: RunSeed,
+    key: SeedKey,
     replica: u64,
     epoch: u64,
     global: u64,
@@ -361,7 +361,7 @@ impl Iterator for StepStream<'_> {
                 return Some(step);
             }
             // Every sampler has at least one step per epoch (validated).
-            let plan = self.sampler.epoch(self.seed, self.replica, self.epoch);
+            let plan = self.sampler.epoch(self.key, self.replica, self.epoch);
             self.current = plan.into_batches().into_iter();
             self.epoch += 1;
             self.step_in_epoch = 0;
@@ -375,8 +375,8 @@ pub(crate) trait FixedSizeSampler {
     /// The validated batch size and remainder rule.
     fn size(&self) -> &FixedSize;
 
-    /// The batches of one epoch, replayable from `(seed, replica, epoch)`.
-    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>>;
+    /// The batches of one epoch, replayable from `(key, replica, epoch)`.
+    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>>;
 }
 
 impl<S: FixedSizeSampler> BatchSampler for S {
@@ -396,8 +396,8 @@ impl<S: FixedSizeSampler> BatchSampler for S {
         self.size().batch_size()
     }
 
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
-        EpochPlan::new(epoch, self.batches(seed, replica, epoch))
+    fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
+        EpochPlan::new(epoch, self.batches(key, replica, epoch))
     }
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
 use super::{invalid, DataError, FixedSize, FixedSizeSampler, LastBatch};
-use crate::seed::{RunSeed, Stream};
+use crate::seed::SeedKey;
 
 /// Config of [`PartialShuffleSampler`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,11 +80,8 @@ impl PartialShuffleSampler {
     }
 
     /// The order of epoch `epoch` before cutting into batches.
-    pub fn order(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<usize> {
-        let mut rng = seed
-            .stream(Stream::Sampler)
-            .replica_epoch(replica, epoch)
-            .rng();
+    pub fn order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
+        let mut rng = key.replica_epoch(replica, epoch).rng();
         let mut order: Vec<usize> = (0..self.size.num_records()).collect();
         for block in order.chunks_mut(self.buffer_size) {
             shuffle(&mut rng, block);
@@ -98,8 +95,8 @@ impl FixedSizeSampler for PartialShuffleSampler {
         &self.size
     }
 
-    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
-        self.size.cut(&self.order(seed, replica, epoch))
+    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.size.cut(&self.order(key, replica, epoch))
     }
 }
 
@@ -107,6 +104,7 @@ impl FixedSizeSampler for PartialShuffleSampler {
 mod tests {
     use super::*;
     use crate::sampler::BatchSampler;
+    use crate::seed::sampler_key;
 
     fn sampler(n: usize, b: usize, k: usize) -> Result<PartialShuffleSampler, DataError> {
         PartialShuffleSampler::new(
@@ -144,7 +142,7 @@ mod tests {
     fn figure_10_target_stays_in_first_two_batches() {
         let s = sampler(8, 2, 4).unwrap();
         for epoch in 0..200 {
-            let step = s.epoch(RunSeed(3), 0, epoch).step_of(0).unwrap();
+            let step = s.epoch(sampler_key(3), 0, epoch).step_of(0).unwrap();
             assert!(step < 2, "epoch {epoch}: step {step}");
         }
     }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::random::{ByteReader, Inclusion};
 use super::{invalid, BatchSampler, DataError, EpochPlan};
-use crate::seed::{RunSeed, SeedKey, Stream};
+use crate::seed::SeedKey;
 
 /// Config of [`PoissonSampler`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,8 +85,8 @@ impl PoissonSampler {
         self.inclusion.probability()
     }
 
-    fn epoch_key(seed: RunSeed, replica: u64, epoch: u64) -> SeedKey {
-        seed.stream(Stream::Sampler).replica_epoch(replica, epoch)
+    fn epoch_key(key: SeedKey, replica: u64, epoch: u64) -> SeedKey {
+        key.replica_epoch(replica, epoch)
     }
 
     fn draw(&self, key: SeedKey) -> Vec<usize> {
@@ -108,8 +108,8 @@ impl PoissonSampler {
 
     /// The batch of one step, without drawing the rest of the epoch. Steps
     /// at or past `steps_per_epoch` are well defined but belong to no epoch.
-    pub fn batch(&self, seed: RunSeed, replica: u64, epoch: u64, step: u64) -> Vec<usize> {
-        self.draw(Self::epoch_key(seed, replica, epoch).child(step))
+    pub fn batch(&self, key: SeedKey, replica: u64, epoch: u64, step: u64) -> Vec<usize> {
+        self.draw(Self::epoch_key(key, replica, epoch).child(step))
     }
 }
 
@@ -131,8 +131,8 @@ impl BatchSampler for PoissonSampler {
         self.num_records
     }
 
-    fn epoch(&self, seed: RunSeed, replica: u64, epoch: u64) -> EpochPlan {
-        let key = Self::epoch_key(seed, replica, epoch);
+    fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
+        let key = Self::epoch_key(key, replica, epoch);
         let batches = (0..self.steps_per_epoch as u64)
             .map(|step| self.draw(key.child(step)))
             .collect();
@@ -143,6 +143,7 @@ impl BatchSampler for PoissonSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seed::sampler_key;
 
     fn sampler(n: usize, q: f64, steps: Option<usize>) -> Result<PoissonSampler, DataError> {
         PoissonSampler::new(
@@ -172,7 +173,7 @@ mod tests {
     #[test]
     fn rate_one_takes_everything() {
         let s = sampler(17, 1.0, Some(3)).unwrap();
-        let plan = s.epoch(RunSeed(1), 0, 0);
+        let plan = s.epoch(sampler_key(1), 0, 0);
         for batch in plan.batches() {
             assert_eq!(batch, &(0..17).collect::<Vec<_>>());
         }
@@ -207,11 +208,11 @@ mod tests {
     #[test]
     fn single_step_replay_matches_the_epoch() {
         let s = sampler(500, 0.05, None).unwrap();
-        let plan = s.epoch(RunSeed(9), 3, 2);
+        let plan = s.epoch(sampler_key(9), 3, 2);
         for step in 0..plan.steps() {
             assert_eq!(
                 plan.batch(step).unwrap(),
-                s.batch(RunSeed(9), 3, 2, step as u64)
+                s.batch(sampler_key(9), 3, 2, step as u64)
             );
         }
     }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::random::shuffle;
 use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
-use crate::seed::{RunSeed, Stream};
+use crate::seed::SeedKey;
 
 /// Config of [`ShuffleSampler`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,11 +43,8 @@ impl ShuffleSampler {
     }
 
     /// The permutation of epoch `epoch` before cutting into batches.
-    pub fn order(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<usize> {
-        let mut rng = seed
-            .stream(Stream::Sampler)
-            .replica_epoch(replica, epoch)
-            .rng();
+    pub fn order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
+        let mut rng = key.replica_epoch(replica, epoch).rng();
         let mut order: Vec<usize> = (0..self.size.num_records()).collect();
         shuffle(&mut rng, &mut order);
         order
@@ -59,8 +56,8 @@ impl FixedSizeSampler for ShuffleSampler {
         &self.size
     }
 
-    fn batches(&self, seed: RunSeed, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
-        self.size.cut(&self.order(seed, replica, epoch))
+    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.size.cut(&self.order(key, replica, epoch))
     }
 }
 
@@ -68,6 +65,7 @@ impl FixedSizeSampler for ShuffleSampler {
 mod tests {
     use super::*;
     use crate::sampler::BatchSampler;
+    use crate::seed::sampler_key;
 
     fn sampler(n: usize, b: usize, last: Option<LastBatch>) -> Result<ShuffleSampler, DataError> {
         ShuffleSampler::new(
@@ -82,11 +80,14 @@ mod tests {
     #[test]
     fn steps_and_batch_sizes() {
         let even = sampler(10, 5, None).unwrap();
-        assert_eq!(even.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![5, 5]);
+        assert_eq!(even.epoch(sampler_key(0), 0, 0).batch_sizes(), vec![5, 5]);
         let partial = sampler(10, 4, Some(LastBatch::Partial)).unwrap();
-        assert_eq!(partial.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![4, 4, 2]);
+        assert_eq!(
+            partial.epoch(sampler_key(0), 0, 0).batch_sizes(),
+            vec![4, 4, 2]
+        );
         let drop = sampler(10, 4, Some(LastBatch::Drop)).unwrap();
-        assert_eq!(drop.epoch(RunSeed(0), 0, 0).batch_sizes(), vec![4, 4]);
+        assert_eq!(drop.epoch(sampler_key(0), 0, 0).batch_sizes(), vec![4, 4]);
         assert_eq!(drop.expected_batch_size(), 4.0);
     }
 
