@@ -223,3 +223,46 @@ fn counts_reproduces_the_lecture_audit() {
     );
     assert_eq!(r["claim_refuted"], true);
 }
+
+/// `dpaudit train` is secure by default: two runs of the same config give two
+/// different models, and say so; `--replayable` gives byte-identical
+/// checkpoints and says that the model is not private against whoever has the
+/// config.
+#[test]
+fn train_is_secure_by_default_and_replayable_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/train-mlp-purchase.toml");
+    let train = |name: &str, replayable: bool| {
+        let out_dir = dir.path().join(name);
+        let mut args = vec![
+            "train",
+            "--config",
+            config,
+            "--steps",
+            "5",
+            "--json",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ];
+        if replayable {
+            args.push("--replayable");
+        }
+        let report = json(&dpaudit(&args));
+        let bytes = std::fs::read(out_dir.join("model.safetensors")).unwrap();
+        (report, bytes)
+    };
+    let (s1, secure1) = train("s1", false);
+    let (_, secure2) = train("s2", false);
+    let (r1, replay1) = train("r1", true);
+    let (_, replay2) = train("r2", true);
+    assert_eq!(s1["mode"], "secure");
+    assert!(s1["mode_meaning"].as_str().unwrap().contains("never written"));
+    assert_eq!(r1["mode"], "replayable");
+    assert!(r1["mode_meaning"].as_str().unwrap().contains("NOT private"));
+    assert_ne!(secure1, secure2, "two secure runs gave the same checkpoint");
+    assert_eq!(replay1, replay2, "two replayable runs differ");
+    assert_ne!(secure1, replay1);
+    // The checkpoint's metadata names the mode too.
+    let header = String::from_utf8_lossy(&replay1[..4096.min(replay1.len())]).into_owned();
+    assert!(header.contains("\\\"mode\\\":\\\"replayable\\\""), "{header}");
+}

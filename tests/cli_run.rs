@@ -316,6 +316,29 @@ fn two_shards_merged_equal_the_single_run() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("different experiment"));
 }
 
+/// A run's scores do not depend on how many runs share a replica stack: the
+/// same experiment in chunks of 10 and of 40 gives byte-identical scores
+/// (every run's initialisation, batches and noise are keyed by its run index,
+/// and a fixed-size sampler gives every replica the same batch length).
+#[test]
+fn scores_do_not_depend_on_the_replica_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let ten = write(dir.path(), "ten.toml", EXPERIMENT);
+    let forty = write(
+        dir.path(),
+        "forty.toml",
+        &EXPERIMENT.replace("replicas = 10", "replicas = 40"),
+    );
+    ok(&run(&ten, &dir.path().join("ten"), &[]));
+    ok(&run(&forty, &dir.path().join("forty"), &[]));
+    assert_eq!(chunk_files(&dir.path().join("ten")).len(), CHUNKS);
+    assert_eq!(chunk_files(&dir.path().join("forty")).len(), 1);
+    assert_eq!(
+        read(&dir.path().join("ten/scores.csv")),
+        read(&dir.path().join("forty/scores.csv"))
+    );
+}
+
 #[test]
 fn compare_writes_one_row_per_lower_bound() {
     let dir = tempfile::tempdir().unwrap();
