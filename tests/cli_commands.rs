@@ -231,7 +231,10 @@ fn counts_reproduces_the_lecture_audit() {
 #[test]
 fn train_is_secure_by_default_and_replayable_on_request() {
     let dir = tempfile::tempdir().unwrap();
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/train-mlp-purchase.toml");
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/train-mlp-purchase.toml"
+    );
     let train = |name: &str, replayable: bool| {
         let out_dir = dir.path().join(name);
         let mut args = vec![
@@ -256,7 +259,10 @@ fn train_is_secure_by_default_and_replayable_on_request() {
     let (r1, replay1) = train("r1", true);
     let (_, replay2) = train("r2", true);
     assert_eq!(s1["mode"], "secure");
-    assert!(s1["mode_meaning"].as_str().unwrap().contains("never written"));
+    assert!(s1["mode_meaning"]
+        .as_str()
+        .unwrap()
+        .contains("never written"));
     assert_eq!(r1["mode"], "replayable");
     assert!(r1["mode_meaning"].as_str().unwrap().contains("NOT private"));
     assert_ne!(secure1, secure2, "two secure runs gave the same checkpoint");
@@ -264,5 +270,82 @@ fn train_is_secure_by_default_and_replayable_on_request() {
     assert_ne!(secure1, replay1);
     // The checkpoint's metadata names the mode too.
     let header = String::from_utf8_lossy(&replay1[..4096.min(replay1.len())]).into_owned();
-    assert!(header.contains("\\\"mode\\\":\\\"replayable\\\""), "{header}");
+    assert!(
+        header.contains("\\\"mode\\\":\\\"replayable\\\""),
+        "{header}"
+    );
+}
+
+/// Bad training input: an error naming the field and what was expected, a
+/// non-zero exit, never an abort or a panic.
+#[test]
+fn impossible_training_configs_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/train-mlp-purchase.toml"
+    ))
+    .unwrap();
+    let cases = [
+        // 600·10⁸ parameters: refused before allocating, with the estimate.
+        (
+            base.replace("hidden = [32]", "hidden = [100000000]"),
+            "`model`",
+        ),
+        (
+            base.replace("[data]", "[data]\ntrain_size = 0"),
+            "data.train_size",
+        ),
+        (
+            base.replace("[data]", "[data]\nclasses = [3]"),
+            "data.classes",
+        ),
+    ];
+    for (i, (text, field)) in cases.iter().enumerate() {
+        let config = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&config, text).unwrap();
+        let out_dir = dir.path().join(format!("out{i}"));
+        let err = failure(&dpaudit(&[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ]));
+        assert!(err.contains(field), "case {i}: {err}");
+        assert!(!err.contains("memory allocation"), "case {i}: {err}");
+    }
+}
+
+/// A calibration target the PLD accountant cannot represent says so and names
+/// the accountant that can (`--accountant rdp` exists).
+#[test]
+fn calibrate_to_an_unrepresentable_epsilon_names_the_rdp_accountant() {
+    let err = failure(&dpaudit(&[
+        "calibrate",
+        "--sample-rate",
+        "0.01",
+        "--steps",
+        "100",
+        "--delta",
+        "1e-5",
+        "--target-epsilon",
+        "800",
+    ]));
+    assert!(err.contains("--accountant rdp"), "{err}");
+    let ok = json(&dpaudit(&[
+        "calibrate",
+        "--accountant",
+        "rdp",
+        "--sample-rate",
+        "0.01",
+        "--steps",
+        "100",
+        "--delta",
+        "1e-5",
+        "--target-epsilon",
+        "800",
+        "--json",
+    ]));
+    assert!(ok["noise_multiplier"].as_f64().unwrap() > 0.0, "{ok}");
 }

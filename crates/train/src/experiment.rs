@@ -159,6 +159,9 @@ impl ExperimentConfig {
             }
         }
         let m = self.canary.count;
+        if m == 0 {
+            return Err(invalid("canary.count", 0, "at least 1"));
+        }
         for method in &a.methods {
             match method {
                 MethodChoice::EpsDelta | MethodChoice::Gdp if m != 1 => {
@@ -421,11 +424,34 @@ impl Prepared {
         config.canary.validate(config.steps(), &sampler)?;
         let seed = RunSeed(config.train.seed);
         let classes = train.num_classes() as i64;
-        let num_parameters = {
-            let mut init = Init::new(0, 1, Device::Cpu);
-            build_model(&config.train.model, train.shape(), classes, &mut init)?.num_parameters()
-                as usize
+        let num_parameters =
+            crate::preflight::parameters_per_replica(&config.train, train.shape(), classes)?
+                as usize;
+        let gradient_canaries = if config.canary.kind.is_gradient() {
+            config.canary.count as u64
+        } else {
+            0
         };
+        let estimate = crate::preflight::training(
+            &config.train,
+            train.shape(),
+            classes,
+            train.len(),
+            sampler.expected_batch_size(),
+            config.chunk_size() as usize,
+        )?
+        .with(
+            format!("{gradient_canaries} gradient canaries"),
+            gradient_canaries
+                .saturating_mul(num_parameters as u64)
+                .saturating_mul(4),
+        );
+        crate::preflight::check(
+            "one chunk of the experiment",
+            "`train.model` (its widths), `train.replicas` (runs per chunk), the batch size, \
+             `train.data.train_size` or `canary.count`",
+            &estimate,
+        )?;
         let max_grad_norm = config.train.dp.max_grad_norm;
         let canaries = if config.canary.kind.is_gradient() {
             if config.canary.kind == CanaryKind::Dirac && config.canary.count > num_parameters {

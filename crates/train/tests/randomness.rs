@@ -50,7 +50,12 @@ fn same(a: &[Tensor], b: &[Tensor]) -> bool {
 }
 
 fn trained(config: &TrainConfig, randomness: &Randomness) -> Vec<Tensor> {
-    parameters(train(config, randomness, &mut Silent).unwrap().model.as_ref())
+    parameters(
+        train(config, randomness, &mut Silent)
+            .unwrap()
+            .model
+            .as_ref(),
+    )
 }
 
 #[test]
@@ -93,13 +98,19 @@ fn nothing_a_secure_run_writes_determines_its_noise() {
     let mut candidates: Vec<u64> = files.iter().flat_map(|f| integers_in(f)).collect();
     candidates.sort_unstable();
     candidates.dedup();
-    assert!(candidates.contains(&cfg.seed), "the seed is in the metadata");
+    assert!(
+        candidates.contains(&cfg.seed),
+        "the seed is in the metadata"
+    );
     assert!(candidates.len() >= 5, "{candidates:?}");
     for seed in candidates {
         let mut replay = cfg.clone();
         replay.seed = seed;
         let replayed = trained(&replay, &Randomness::replayable(seed));
-        assert!(!same(&secure, &replayed), "seed {seed} reproduced the secure run");
+        assert!(
+            !same(&secure, &replayed),
+            "seed {seed} reproduced the secure run"
+        );
     }
 }
 

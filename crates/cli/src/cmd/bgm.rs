@@ -40,6 +40,7 @@ use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_data::seed::Mode;
 use dpaudit_train::bgm::TensorBgmSimulator;
+use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -559,6 +560,23 @@ fn prepare(setting: Setting) -> anyhow::Result<Prepared> {
     } else {
         (vec![s.steps], 0)
     };
+    // The scores of both hypotheses are held in memory (as scores, then as
+    // the sorted observations of the bound): refuse what cannot fit before
+    // simulating anything.
+    let per_run = 2 * 8 * 3u64;
+    let estimate = MemoryEstimate {
+        parts: vec![(
+            format!(
+                "{} evaluation and {} selection runs per hypothesis × 48 bytes",
+                s.runs,
+                guess_runs * guesses.len()
+            ),
+            (s.runs as u64)
+                .saturating_add((guess_runs as u64).saturating_mul(guesses.len() as u64))
+                .saturating_mul(per_run),
+        )],
+    };
+    preflight::check("the simulation", "`runs` (or `guess_runs`)", &estimate)?;
     Ok(Prepared {
         setting,
         noise_multiplier,
