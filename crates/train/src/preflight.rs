@@ -46,7 +46,7 @@ impl MemoryEstimate {
     /// The estimate with one more part.
     pub fn with(mut self, what: impl Into<String>, bytes: u64) -> Self {
         self.parts.push((what.into(), bytes));
-        self.parts.sort_by(|a, b| b.1.cmp(&a.1));
+        self.parts.sort_by_key(|p| std::cmp::Reverse(p.1));
         self
     }
 
@@ -126,7 +126,7 @@ pub fn training(
                 .saturating_mul(F32),
         ),
     ];
-    parts.sort_by(|a, b| b.1.cmp(&a.1));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     Ok(MemoryEstimate { parts })
 }
 
