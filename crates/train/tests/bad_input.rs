@@ -156,7 +156,6 @@ fn preflight_refuses_what_cannot_fit_with_the_estimate() {
 #[test]
 fn parameter_counts_without_allocating_match_built_models() {
     use dpaudit_train::preflight;
-    use dpaudit_train::Model;
     for (kind, shape) in [
         ("kind = \"lenet5\"", vec![1usize, 28, 28]),
         ("kind = \"mlp\"\nhidden = [7, 5]", vec![1, 28, 28]),
