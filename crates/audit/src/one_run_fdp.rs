@@ -48,7 +48,7 @@ use serde::Serialize;
 
 use crate::bound::{EpsilonLowerBound, Evidence};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::normal::{cdf, gdp_epsilon, inverse_cdf, pdf};
+use crate::normal::{cdf, gdp_epsilon, pdf};
 use crate::one_run::select_guesses;
 use crate::region::check_gdp_delta;
 use crate::scores::{Method, Observations, Selection};
@@ -96,7 +96,7 @@ impl TradeoffFamily {
 
 /// `Φ⁻¹(p)` for `p ∈ (0, 1)`, by Acklam's rational approximation (relative
 /// error below 1.2e-9) refined by one Halley step, which brings it to
-/// rounding error; a few times cheaper than [`inverse_cdf`], which the
+/// rounding error; a few times cheaper than `normal::inverse_cdf`, which the
 /// recursion calls once per step. The test below checks the two agree.
 fn quantile(p: f64) -> f64 {
     if p > 0.5 {
@@ -395,6 +395,7 @@ pub fn one_run_fdp_lower_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::normal::inverse_cdf;
 
     #[test]
     fn blow_up_inverses() {
