@@ -13,9 +13,10 @@ Scores: members N(mu, 1), non-members N(0, 1), n of each, rows shuffled; the
 one-run methods read the same 2n rows as the canaries of one run (member =
 included). delta = 1e-5, confidence 0.95 (significance 0.05).
 
-`--coverage` instead checks the peer's policies for validity on Laplace
-scores of known epsilon (the setting where choosing among many nearly
-optimal thresholds is most optimistic).
+`--coverage` instead checks the peer's policies for validity on Laplace and
+Gaussian scores of known epsilon (the setting where choosing among many
+nearly optimal thresholds is most optimistic). `--reuse-peer FILE` re-runs
+only dpaudit's side against the peer results saved by an earlier run.
 """
 
 import argparse
@@ -74,13 +75,13 @@ def peer(members, nonmembers, seed, delta=DELTA, significance=SIGNIFICANCE):
 
 def comparison(args):
     mus = [0.0, 0.5, 1.0, 2.0, 3.0]
-    ns = [1000, 10000, 100000]
+    ns = [int(n) for n in args.ns.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         files, meta = [], []
         for n in ns:
             for mu in mus:
-                for t in range(args.trials):
+                for t in range(args.first_trial, args.first_trial + args.trials):
                     rng = np.random.default_rng([n, int(mu * 10), t])
                     m = rng.normal(mu, 1.0, n)
                     o = rng.normal(0.0, 1.0, n)
@@ -98,8 +99,12 @@ def comparison(args):
         print(f"dpaudit: {time.time() - start:.1f} s for {len(files)} data sets",
               file=sys.stderr)
         start = time.time()
+        saved = {}
+        if args.reuse_peer:
+            with open(args.reuse_peer) as f:
+                saved = {(r["n"], r["mu"], r["trial"]): r["peer"] for r in json.load(f)}
         for (n, mu, t, m, o), us in zip(meta, ours):
-            them = peer(m, o, seed=t)
+            them = saved.get((n, mu, t)) or peer(m, o, seed=t)
             rows.append({"n": n, "mu": mu, "trial": t, "ours": us, "peer": them})
         print(f"JAX-Privacy: {time.time() - start:.1f} s", file=sys.stderr)
     with open(args.json, "w") as f:
@@ -152,7 +157,7 @@ def table(rows):
 def coverage(args):
     """Peer policies on Laplace scores of known epsilon: P[bound > eps]."""
     eps0, n, trials = 1.0, 2000, args.trials
-    for conf in (0.5, 0.95):
+    for conf in (0.6, 0.95):
         sig = 1 - conf
         bad = {}
         for t in range(trials):
@@ -168,21 +173,46 @@ def coverage(args):
                 bad[name] = bad.get(name, 0) + (e > eps0)
         se3 = 3 * math.sqrt(sig * (1 - sig) / trials)
         for name, k in bad.items():
-            print(f"confidence {conf}: peer {name}: P[bound > eps0] = {k / trials:.3f} "
-                  f"(beta = {sig:.2f}, 3 s.e. = {se3:.3f}, {trials} trials)")
+            print(f"confidence {conf}: peer CP {name}, Laplace eps0 = {eps0}, n = {n}: "
+                  f"P[bound > eps0] = {k / trials:.3f} (beta = {sig:.2f}, 3 s.e. = {se3:.3f}, "
+                  f"{trials} trials)")
+    # One-run: m = 2000 canaries of one run (1000 in, 1000 out). Laplace
+    # scores are pure eps0-DP, so eps0 bounds eps at any delta; Gaussian
+    # scores (mu = 1) are mu-GDP, epsilon(1e-5) = 4.377.
+    conf, sig = 0.6, 0.4
+    for label, fn, draw, truth in (
+        ("one-run (Steinke)", "epsilon_one_run", lambda r: (r.laplace(eps0, 1, 1000), r.laplace(0, 1, 1000)), eps0),
+        ("one-run f-DP", "epsilon_one_run_fdp", lambda r: (r.normal(1, 1, 1000), r.normal(0, 1, 1000)), gdp_epsilon(1.0, DELTA)),
+    ):
+        k = 0
+        runs = max(trials // 3, 1)
+        for t in range(runs):
+            m, o = draw(np.random.default_rng([11, t]))
+            e = getattr(auditing.CanaryScoreAuditor(m, o), fn)(sig, DELTA)
+            k += e > truth
+        se3 = 3 * math.sqrt(sig * (1 - sig) / runs)
+        print(f"confidence {conf}: peer {label} bonferroni: P[bound > {truth:.3f}] = {k / runs:.3f} "
+              f"(beta = {sig:.2f}, 3 s.e. = {se3:.3f}, {runs} trials)")
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", help="dpaudit's bound_npy example (release)")
     p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--first-trial", type=int, default=0, help="seed of the first data set per cell")
+    p.add_argument("--ns", default="1000,10000,100000", help="scores per class, comma-separated")
     p.add_argument("--json", default="/tmp/compare_jax_privacy.json")
     p.add_argument("--coverage", action="store_true")
-    p.add_argument("--table-from", help="print the tables of a saved --json file")
+    p.add_argument("--table-from", help="print the tables of saved --json files (comma-separated)")
+    p.add_argument("--reuse-peer", help="take the peer's results from a saved --json file "
+                   "(the data sets are regenerated from the same seeds)")
     args = p.parse_args()
     if args.table_from:
-        with open(args.table_from) as f:
-            table(json.load(f))
+        rows = []
+        for path in args.table_from.split(","):
+            with open(path) as f:
+                rows.extend(json.load(f))
+        table(rows)
     elif args.coverage:
         coverage(args)
     else:

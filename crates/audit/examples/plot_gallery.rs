@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&out)?;
     let write = |name: &str, svg: String| std::fs::write(out.join(name), svg);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let mut normal = |rng: &mut ChaCha8Rng| -> f64 { rng.sample(StandardNormal) };
+    let normal = |rng: &mut ChaCha8Rng| -> f64 { rng.sample(StandardNormal) };
     // Threshold audits: 5000 runs per class, μ = 2.
     let (pos, neg): (Vec<f64>, Vec<f64>) = (0..5000)
         .map(|_| (normal(&mut rng) + 2.0, normal(&mut rng)))

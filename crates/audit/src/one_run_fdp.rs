@@ -480,6 +480,29 @@ mod tests {
     }
 
     #[test]
+    fn matches_the_reference_implementation() {
+        // JAX-Privacy 2.0.0 (`jax_privacy.auditing._epsilon_one_run_fdp(0, m,
+        // r, v, 0.05, 1e-5)`, an independent implementation of the same
+        // recursion for the Gaussian family, reporting ε at δ = 1e-5 by
+        // Brent's method to 1e-6): our μ⁻, converted, agrees to its tolerance
+        // and is never above it by more than that (we return the low end).
+        let cases = [
+            ((1000, 100, 95), 3.323_300_490_032_365_5),
+            ((1000, 200, 180), 2.901_242_923_309_430_6),
+            ((10_000, 1000, 990), 5.919_625_115_427_092),
+            ((100, 100, 90), 3.587_927_019_612_734_6),
+            ((5000, 100, 100), 4.624_165_310_934_422),
+        ];
+        for ((m, r, v), reference) in cases {
+            let eps = gdp_epsilon(mu_lower_bound(m, r, v, 0.05).unwrap(), 1e-5);
+            assert!(
+                (eps - reference).abs() < 2e-6 && eps <= reference + 1e-6,
+                "({m},{r},{v}): {eps} vs {reference}"
+            );
+        }
+    }
+
+    #[test]
     fn rejects_bad_input() {
         assert!(rejects(TradeoffFamily::Gaussian, 1.0, 0.0, 10, 11, 3, 0.05).is_err());
         assert!(rejects(TradeoffFamily::Gaussian, 1.0, 0.0, 10, 5, 6, 0.05).is_err());

@@ -49,13 +49,13 @@ pub const ONE_RUN_SPLIT_FROM: usize = 1000;
 /// to 4, 50 to 50 000 scores per class, 40 data sets per cell):
 ///
 /// - `eps-delta`, `gdp`: `bonferroni` for every `n` (the largest mean valid
-///   bound in 89 of 90 cells, the last one a tie within the standard error);
+///   bound in all 90 cells);
 /// - `one-run` (Steinke et al.): `bonferroni` below
-///   [`ONE_RUN_SPLIT_FROM`] canaries, `split` from there on (with many
-///   canaries the union bound over the 33 guess counts multiplies the
-///   theorem's δ term, which then dominates);
-/// - `one-run-fdp`: `split` for every `n` (best in 27 of 35 cells; the
-///   others are the weakest signals, where all bounds are near 0);
+///   [`ONE_RUN_SPLIT_FROM`] canaries (best in 13 of 15 cells), `split` from
+///   there on (split or multi-split best in 17 of 20: with many canaries the
+///   union bound over the 33 guess counts inflates the theorem's δ term);
+/// - `one-run-fdp`: `split` for every `n` (best in 29 of 35 cells; five of
+///   the others, all with μ ≤ 1, favour `bonferroni`);
 /// - `panoramia`: `split`.
 pub fn default_selection(method: Method, n: usize, seed: u64) -> Selection {
     match method {
