@@ -36,7 +36,7 @@ use crate::trainer::{
 pub enum MethodChoice {
     /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
     EpsDelta,
-    /// GDP audit over runs (one canary per run; spec 001 §4).
+    /// GDP audit over runs (one canary per run; Cebere et al. 2025, App. A).
     Gdp,
     /// One-run audit over the canaries of each run (Steinke, Nasr &
     /// Jagielski 2023).
@@ -174,7 +174,7 @@ impl ExperimentConfig {
                         "audit.methods",
                         format!("{method:?}"),
                         format!(
-                            "`one_run` for {m} canaries per run: the threshold methods treat runs as independent \
+                            "`one_run` or `one_run_fdp` for {m} canaries per run: the threshold methods treat runs as independent \
                              observations and need canary.count = 1"
                         ),
                     ))
@@ -182,7 +182,11 @@ impl ExperimentConfig {
                 MethodChoice::OneRun | MethodChoice::OneRunFdp if m < 2 => {
                     return Err(invalid(
                         "audit.methods",
-                        format!("{method:?}"),
+                        if *method == MethodChoice::OneRun {
+                            "one_run"
+                        } else {
+                            "one_run_fdp"
+                        },
                         "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
                     ))
                 }
