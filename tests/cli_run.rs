@@ -1,5 +1,6 @@
-//! End to end: `dpaudit run`, `dpaudit merge` and `dpaudit compare` (issue 6
-//! points 3–4) on a tiny Dirac-canary audit: the files a run writes, resuming
+//! End to end: `dpaudit run`, `dpaudit merge` and `dpaudit compare` on a
+//! tiny Dirac-canary audit: the files a run writes (bounds with their
+//! metrics, plots of each bound, the one-run methods), resuming
 //! after a lost chunk or a kill, refusing a foreign out-dir, shards merged to
 //! the single run's scores, and the comparison table.
 //!
@@ -160,7 +161,8 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         let dirac: f64 = row[4].parse().unwrap();
         let iterates: f64 = row[5].parse().unwrap();
         // Dirac canary C·e_d with C = 1: the iterates score telescopes to
-        // C·(θ₀[d] − θ_T[d]) (spec 002 §4 "Observation"); float32 sums over
+        // C·(θ₀[d] − θ_T[d]) (Steinke et al. 2023 §4, white-box scores for
+        // fixed canary gradients); float32 sums over
         // 4,826 coordinates allow (P+2)·2⁻²⁴ ≈ 3e-4 relative to Σ|δ||g|.
         assert!(
             (dirac - iterates).abs() <= 3e-4 * dirac.abs() + 1e-7,
@@ -204,12 +206,31 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         "{summary}"
     );
 
+    // Every bound carries its metrics, its data and its policy: 40 runs.
+    for b in lbs {
+        let m = &b["metrics"];
+        assert_eq!(
+            m["members"].as_u64().unwrap() + m["nonmembers"].as_u64().unwrap(),
+            40,
+            "{b}"
+        );
+        assert!((0.0..=1.0).contains(&m["auc"].as_f64().unwrap()), "{b}");
+        assert_eq!(m["tpr_at_fpr"].as_array().unwrap().len(), 2, "{b}");
+        assert!(b["bounded_on"]["data"].is_string(), "{b}");
+    }
+    assert!(
+        summary.contains("| AUC |") && summary.contains("TPR at FPR 10⁻³"),
+        "{summary}"
+    );
+
     for plot in [
         "epsilon",
         "hist-dirac",
         "hist-iterates",
-        "tradeoff-dirac",
-        "tradeoff-iterates",
+        "tradeoff-dirac-eps-delta",
+        "tradeoff-dirac-gdp",
+        "roc-dirac-eps-delta",
+        "roc-iterates-gdp",
     ] {
         let svg = read(&out.join("plots").join(format!("{plot}.svg")));
         assert!(
@@ -218,6 +239,51 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         );
     }
     assert_eq!(chunk_files(&out).len(), CHUNKS);
+}
+
+#[test]
+fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
+    // 2 runs with 60 Dirac canaries each, every canary in or out with
+    // probability ½: one-run (Steinke et al.) and f-DP one-run (Mahloujifar
+    // et al.) bounds, each from run 0's canaries, and a plot of each.
+    let dir = tempfile::tempdir().unwrap();
+    let exp = EXPERIMENT
+        .replace("runs = 40", "runs = 2")
+        .replace("replicas = 10", "replicas = 2")
+        .replace("count = 1", "count = 60")
+        .replace("scores = [\"dirac\", \"iterates\"]", "scores = [\"dirac\"]")
+        .replace(
+            "methods = [\"eps_delta\", \"gdp\"]",
+            "methods = [\"one_run\", \"one_run_fdp\"]",
+        );
+    let config = write(dir.path(), "exp.toml", &exp);
+    let out = dir.path().join("out");
+    ok(&run(&config, &out, &[]));
+    let audit: serde_json::Value = serde_json::from_str(&read(&out.join("audit.json"))).unwrap();
+    let lbs = audit["lower_bounds"].as_array().unwrap();
+    let methods: Vec<&str> = lbs.iter().map(|b| b["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["one-run", "one-run-fdp"], "{audit}");
+    for b in lbs {
+        assert_eq!(b["run"], 0, "{b}");
+        assert_eq!(b["per_run"].as_array().unwrap().len(), 2, "{b}");
+        let m = &b["metrics"];
+        assert_eq!(
+            m["members"].as_u64().unwrap() + m["nonmembers"].as_u64().unwrap(),
+            60,
+            "{b}"
+        );
+    }
+    // The f-DP bound of the Gaussian family reports μ⁻ beside ε.
+    assert!(
+        lbs[1]["evidence"]["mu_lower"].as_f64().is_some(),
+        "{}",
+        lbs[1]
+    );
+    assert_eq!(lbs[1]["evidence"]["family"], "gaussian");
+    for plot in ["one-run-dirac-one-run", "one-run-dirac-one-run-fdp"] {
+        let svg = read(&out.join("plots").join(format!("{plot}.svg")));
+        assert!(svg.contains("fraction of guesses correct"), "{plot}.svg");
+    }
 }
 
 #[test]

@@ -81,6 +81,8 @@ insertion = "every"
 [audit]
 scores = ["dirac"]
 methods = ["gdp", "eps_delta"]
+# Pinned, so the README's real output stays what it says (the default is `auto`).
+selection = "split"
 "#;
 
 /// The demo's training run: LeNet-5 on Fashion-MNIST T-shirt/top vs Trouser

@@ -1,5 +1,4 @@
-//! `dpaudit run FILE.toml --out-dir DIR`: a canary audit end to end (issue 6
-//! point 3), plus `dpaudit merge` (shards) and `dpaudit compare` (several
+//! `dpaudit run FILE.toml --out-dir DIR`: a canary audit end to end, plus `dpaudit merge` (shards) and `dpaudit compare` (several
 //! audits side by side).
 //!
 //! The out-dir, in the order files appear:
@@ -27,14 +26,15 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::curves::{eps_delta_curve, gdp_curve, TradeoffPlot};
+use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence};
+use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
-use dpaudit_audit::plots::{epsilon_bars_svg, histogram, EpsilonBar};
-use dpaudit_audit::region::{
-    empirical_points, eps_delta_lower_bound, gdp_lower_bound, RegionConfig,
-};
-use dpaudit_audit::scores::{Observations, Selection};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
+use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
+use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::report::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::scores::{Method, Observations, Selection};
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
 use dpaudit_train::canary::{inclusion_bits, ScoreKind};
 use dpaudit_train::experiment::{
@@ -187,7 +187,7 @@ pub fn rows_from_csv(
 /// One lower bound in `audit.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LowerBoundEntry {
-    /// `eps-delta`, `gdp` or `one-run`.
+    /// `eps-delta`, `gdp`, `one-run` or `one-run-fdp`.
     pub method: String,
     /// The score (threat model's statistic).
     pub score: String,
@@ -211,8 +211,16 @@ pub struct LowerBoundEntry {
     /// their maximum is not).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_run: Option<Vec<f64>>,
+    /// Which observations the bound was computed on.
+    pub bounded_on: BoundedOn,
+    /// AUC and TPR at low FPR of the scores the bound used (all runs; one-run:
+    /// the canaries of the reported run).
+    pub metrics: Metrics,
     /// What produced it.
     pub evidence: Evidence,
+    /// The bound itself, for the plots.
+    #[serde(skip)]
+    pub bound: EpsilonLowerBound,
 }
 
 /// `audit.json`.
@@ -246,13 +254,19 @@ pub struct AuditReport {
     pub randomness_meaning: String,
 }
 
-fn selection_of(config: &ExperimentConfig) -> Selection {
+/// The selection policy of `method` on `n` observations (runs, or the
+/// canaries of a run).
+fn selection_for(config: &ExperimentConfig, method: Method, n: usize) -> Selection {
+    let seed = RunSeed(config.train.seed)
+        .stream(Stream::Split)
+        .child(0xA0D1)
+        .to_u64();
     match config.audit.selection {
-        SelectionChoice::Split => Selection::Split {
-            seed: RunSeed(config.train.seed)
-                .stream(Stream::Split)
-                .child(0xA0D1)
-                .to_u64(),
+        SelectionChoice::Auto => default_selection(method, n, seed),
+        SelectionChoice::Split => Selection::Split { seed },
+        SelectionChoice::MultiSplit => Selection::MultiSplit {
+            seed,
+            splits: DEFAULT_SPLITS,
         },
         SelectionChoice::SameData => Selection::SameData,
         SelectionChoice::Bonferroni => Selection::Bonferroni,
@@ -277,7 +291,10 @@ fn entry(
         exceeds_upper: bound.epsilon > epsilon_upper,
         run,
         per_run,
+        bounded_on: bound.bounded_on,
+        metrics: bound.metrics.clone(),
         evidence: bound.evidence.clone(),
+        bound: bound.clone(),
     }
 }
 
@@ -325,7 +342,6 @@ pub fn analyse(
         valid_for_sampler: upper_valid,
     } = claim;
     let delta = config.train.delta;
-    let selection = selection_of(config);
     // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
     let gaussian_shaped = config.canary.insertion == dpaudit_train::canary::Insertion::Every;
     let mut lower_bounds = Vec::new();
@@ -335,10 +351,15 @@ pub fn analyse(
             match method {
                 MethodChoice::EpsDelta | MethodChoice::Gdp => {
                     let obs = observations(rows, k)?;
+                    let m = if *method == MethodChoice::Gdp {
+                        Method::Gdp
+                    } else {
+                        Method::EpsDelta
+                    };
                     let cfg = RegionConfig {
                         confidence: config.audit.confidence,
                         delta,
-                        selection,
+                        selection: selection_for(config, m, obs.len()),
                     };
                     let bound = if *method == MethodChoice::EpsDelta {
                         eps_delta_lower_bound(&obs, &cfg)
@@ -349,8 +370,9 @@ pub fn analyse(
                         Ok(b) => {
                             let mut e = entry(&b, kind, epsilon_upper, None, None);
                             if *method == MethodChoice::Gdp && !gaussian_shaped {
-                                // Spec 001 Remark 3: the GDP conversion assumes a
-                                // Gaussian trade-off; sampled canaries are not.
+                                // Cebere et al. 2025 Remark 3: the GDP conversion
+                                // assumes a Gaussian trade-off; sampled canaries
+                                // are not.
                                 e.valid_at_confidence = false;
                             }
                             lower_bounds.push(e);
@@ -363,26 +385,48 @@ pub fn analyse(
                         )),
                     }
                 }
-                MethodChoice::OneRun => {
+                MethodChoice::OneRun | MethodChoice::OneRunFdp => {
                     let mut by_run: BTreeMap<u64, Vec<ScoreRow>> = BTreeMap::new();
                     for r in rows {
                         by_run.entry(r.run).or_default().push(r.clone());
                     }
-                    let cfg = OneRunConfig {
-                        confidence: config.audit.confidence,
-                        delta,
-                        selection,
-                        fixed_guesses: None,
+                    let fdp = *method == MethodChoice::OneRunFdp;
+                    let m = if fdp {
+                        Method::OneRunFdp
+                    } else {
+                        Method::OneRun
+                    };
+                    let bound_of = |obs: &Observations| {
+                        let selection = selection_for(config, m, obs.len());
+                        if fdp {
+                            let cfg = OneRunFdpConfig {
+                                confidence: config.audit.confidence,
+                                delta,
+                                family: TradeoffFamily::Gaussian,
+                                selection,
+                                fixed_guesses: None,
+                            };
+                            one_run_fdp_lower_bound(obs, &cfg)
+                        } else {
+                            let cfg = OneRunConfig {
+                                confidence: config.audit.confidence,
+                                delta,
+                                selection,
+                                fixed_guesses: None,
+                            };
+                            one_run_lower_bound(obs, &cfg)
+                        }
                     };
                     let mut first = None;
                     let mut all = Vec::new();
                     let reported = by_run.keys().next().copied();
                     for (run, rs) in &by_run {
-                        let b = match one_run_lower_bound(&observations(rs, k)?, &cfg) {
+                        let b = match bound_of(&observations(rs, k)?) {
                             Ok(b) => b,
                             Err(e) => {
                                 notes.push(format!(
-                                    "one-run bound of run {run}, score {} not computed: {e}",
+                                    "{} bound of run {run}, score {} not computed: {e}",
+                                    m.name(),
                                     kind.name()
                                 ));
                                 continue;
@@ -395,38 +439,49 @@ pub fn analyse(
                     }
                     if let Some((run, b)) = first {
                         let per_run = (all.len() > 1).then_some(all);
-                        lower_bounds.push(entry(&b, kind, epsilon_upper, Some(run), per_run));
+                        let mut e = entry(&b, kind, epsilon_upper, Some(run), per_run);
+                        if fdp && !gaussian_shaped {
+                            // As for gdp: ε from μ assumes a Gaussian trade-off.
+                            e.valid_at_confidence = false;
+                        }
+                        lower_bounds.push(e);
                     }
                 }
             }
         }
     }
-    if matches!(selection, Selection::SameData) {
+    if config.audit.selection == SelectionChoice::SameData {
         notes.push(
             "selection same_data: thresholds/guess counts were chosen on the evaluation scores, as the papers do; \
              these numbers are NOT lower bounds valid at the stated confidence"
                 .into(),
         );
     }
-    if config.audit.methods.contains(&MethodChoice::OneRun) && config.runs > 1 {
+    let one_run = [MethodChoice::OneRun, MethodChoice::OneRunFdp];
+    if config.audit.methods.iter().any(|m| one_run.contains(m)) && config.runs > 1 {
         notes.push(
             "one-run: the reported bound is run 0's (fixed before training); `per_run` lists every run's bound, \
              each valid on its own — their maximum is not"
                 .into(),
         );
     }
-    if config.audit.methods.contains(&MethodChoice::Gdp) && !gaussian_shaped {
-        notes.push(
-            "gdp: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off curve is not \
-             Gaussian and the GDP-derived ε is NOT a valid lower bound (spec 001 Remark 3); use eps_delta"
-                .into(),
-        );
-    } else if config.audit.methods.contains(&MethodChoice::Gdp) {
-        notes.push(
-            "gdp: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's trade-off curve \
-             is Gaussian-shaped (spec 001 Remark 3)"
-                .into(),
-        );
+    let gaussian_methods = [MethodChoice::Gdp, MethodChoice::OneRunFdp];
+    if config
+        .audit
+        .methods
+        .iter()
+        .any(|m| gaussian_methods.contains(m))
+    {
+        notes.push(if gaussian_shaped {
+            "gdp, one_run_fdp: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's \
+             trade-off curve is Gaussian-shaped, as here (Cebere et al. 2025, Remark 3)"
+                .into()
+        } else {
+            "gdp, one_run_fdp: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off \
+             curve is not Gaussian and the ε derived from μ⁻ is NOT a valid lower bound (Cebere et al. 2025, \
+             Remark 3); use eps_delta or one_run"
+                .into()
+        });
     }
     if !upper_valid {
         notes.push(format!(
@@ -496,11 +551,23 @@ pub fn summary_markdown(report: &AuditReport) -> String {
         report.runs, report.canaries_per_run, report.canary, report.delta, report.epsilon_upper, report.upper_assumption,
         report.test_accuracy_mean, report.randomness_meaning
     ));
-    s.push_str("| score | threat model | method | selection | ε lower bound | confidence | valid | above claimed ε |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| score | threat model | method | selection | ε lower bound | confidence | valid | above claimed ε | n (members + non-members) | AUC | TPR at FPR 10⁻³ | TPR at FPR 10⁻² |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for b in &report.lower_bounds {
+        let m = &b.metrics;
+        let tpr = |i: usize| {
+            m.tpr_at_fpr.get(i).map_or("-".to_string(), |t| {
+                format!(
+                    "{:.3} [{:.3}, {:.3}]{}",
+                    t.tpr,
+                    t.tpr_interval.lower,
+                    t.tpr_interval.upper,
+                    if t.resolvable { "" } else { " (FPR 0)" }
+                )
+            })
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {:.4} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {:.4} | {} | {} | {} | {} + {} | {:.4} | {} | {} |\n",
             b.score,
             b.threat_model,
             b.method,
@@ -508,9 +575,19 @@ pub fn summary_markdown(report: &AuditReport) -> String {
             b.epsilon,
             b.confidence,
             if b.valid_at_confidence { "yes" } else { "NO" },
-            if b.exceeds_upper { "**YES**" } else { "no" }
+            if b.exceeds_upper { "**YES**" } else { "no" },
+            m.members,
+            m.nonmembers,
+            m.auc,
+            tpr(0),
+            tpr(1)
         ));
     }
+    s.push_str(
+        "\nAUC and TPR (with two-sided Clopper–Pearson intervals at the bound's confidence) describe the scores \
+         the bound used: all runs for the threshold methods, the canaries of the reported run for one-run. \
+         \"(FPR 0)\": too few non-members to allow one false positive at that rate.\n",
+    );
     for b in &report.lower_bounds {
         if let Some(per) = &b.per_run {
             let min = per.iter().copied().fold(f64::INFINITY, f64::min);
@@ -531,7 +608,9 @@ pub fn summary_markdown(report: &AuditReport) -> String {
         }
     }
     s.push_str(
-        "\nPlots: `plots/epsilon.svg`, `plots/hist-<score>.svg`, `plots/tradeoff-<score>.svg`.\n",
+        "\nPlots: `plots/epsilon.svg`, `plots/hist-<score>.svg`; per threshold bound \
+         `plots/tradeoff-<score>-<method>.svg` and `plots/roc-<score>-<method>.svg`; per one-run bound \
+         `plots/one-run-<score>-<method>.svg`.\n",
     );
     s
 }
@@ -544,6 +623,7 @@ fn write_plots(
 ) -> anyhow::Result<()> {
     let plots = dir.join("plots");
     std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    let gaussian_shaped = config.canary.insertion == dpaudit_train::canary::Insertion::Every;
     for (k, kind) in config.audit.scores.iter().enumerate() {
         let members: Vec<f64> = rows
             .iter()
@@ -555,7 +635,7 @@ fn write_plots(
             .filter(|r| !r.member)
             .map(|r| r.scores[k])
             .collect();
-        if let Ok(h) = histogram(&members, &nonmembers, 40) {
+        if let Ok(h) = histogram_auto(&members, &nonmembers) {
             let svg = h.to_svg(
                 &format!("{} scores ({})", kind.name(), kind.threat_model()),
                 kind.name(),
@@ -565,53 +645,44 @@ fn write_plots(
                 svg.as_bytes(),
             )?;
         }
-        if config.canary.count == 1 && !members.is_empty() && !nonmembers.is_empty() {
-            let obs = observations(rows, k)?;
-            let points =
-                empirical_points(&obs, config.audit.confidence, 200).context("trade-off points")?;
-            let mut curves = vec![eps_delta_curve(
-                report.epsilon_upper,
-                report.delta,
-                200,
-                &format!(
-                    "claimed ({:.3}, {:e})-DP",
-                    report.epsilon_upper, report.delta
-                ),
-            )];
-            for b in report
-                .lower_bounds
-                .iter()
-                .filter(|b| b.score == kind.name())
-            {
-                if let Evidence::Threshold(ev) = &b.evidence {
-                    if let Some(mu) = ev.mu_lower {
-                        curves.push(gdp_curve(
-                            mu,
-                            200,
-                            &format!("{mu:.3}-GDP lower bound ({})", b.selection),
-                        ));
-                    } else {
-                        curves.push(eps_delta_curve(
-                            b.epsilon,
-                            report.delta,
-                            200,
-                            &format!(
-                                "({:.3}, {:e})-DP lower bound ({})",
-                                b.epsilon, report.delta, b.selection
-                            ),
-                        ));
-                    }
+        for b in report
+            .lower_bounds
+            .iter()
+            .filter(|b| b.score == kind.name())
+        {
+            // Not valid for a sampled canary: ε from μ assumes a Gaussian curve.
+            let extra = (!gaussian_shaped
+                && matches!(b.bound.method, Method::Gdp | Method::OneRunFdp))
+            .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
+            let stem = format!("{}-{}", kind.name(), b.method);
+            match &b.bound.evidence {
+                Evidence::Threshold(_) => {
+                    let obs = observations(rows, k)?;
+                    let plot = tradeoff_plot(&obs, &b.bound, Some(report.epsilon_upper), extra)
+                        .context("trade-off plot")?;
+                    write_atomic(
+                        &plots.join(format!("tradeoff-{stem}.svg")),
+                        plot.to_svg().as_bytes(),
+                    )?;
+                    write_atomic(
+                        &plots.join(format!("roc-{stem}.svg")),
+                        plot.to_roc_svg().as_bytes(),
+                    )?;
+                }
+                Evidence::OneRun(_) => {
+                    let run: Vec<ScoreRow> = rows
+                        .iter()
+                        .filter(|r| Some(r.run) == b.run)
+                        .cloned()
+                        .collect();
+                    let obs = observations(&run, k)?;
+                    let plot = one_run_plot(&obs, &b.bound, extra).context("one-run plot")?;
+                    write_atomic(
+                        &plots.join(format!("one-run-{stem}.svg")),
+                        plot.to_svg().as_bytes(),
+                    )?;
                 }
             }
-            let plot = TradeoffPlot {
-                title: format!("{}: trade-off, claimed vs audited", kind.name()),
-                curves,
-                points,
-            };
-            write_atomic(
-                &plots.join(format!("tradeoff-{}.svg", kind.name())),
-                plot.to_svg().as_bytes(),
-            )?;
         }
     }
     let bars: Vec<EpsilonBar> = report
@@ -1046,7 +1117,7 @@ pub struct CompareArgs {
     pub out_dir: PathBuf,
 }
 
-/// `dpaudit compare`: several audits side by side (issue 6 point 4). One
+/// `dpaudit compare`: several audits side by side. One
 /// experiment with several `audit.scores` is already a comparison of threat
 /// models on the same runs; this command puts different canaries (different
 /// trainings) next to each other.

@@ -102,6 +102,7 @@ learning_rate = 0.1
 scores = {scores}
 methods = ["eps_delta", "gdp"]
 confidence = {CONFIDENCE}
+selection = "split"
 "#
     )
 }
