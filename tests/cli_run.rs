@@ -548,3 +548,213 @@ fn an_inconsistent_experiment_is_refused_before_any_file_is_written() {
         assert!(!out.exists(), "{field}: the out-dir must not be created");
     }
 }
+
+/// The out-dir defends itself: every fault is named, and only what is damaged
+/// is retrained.
+mod out_dir_faults {
+    use super::*;
+
+    fn stderr(out: &Output) -> String {
+        assert!(!out.status.success(), "expected a failure");
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!e.contains("panicked"), "{e}");
+        e
+    }
+
+    #[test]
+    fn a_second_process_on_the_same_out_dir_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        // Minutes of training: the first run is killed once the second has
+        // been refused.
+        let endless = EXPERIMENT
+            .replace("runs = 40", "runs = 100000")
+            .replace("steps = 3", "steps = 50");
+        let config = write(dir.path(), "exp.toml", &endless);
+        let out = dir.path().join("out");
+        let mut first = binary()
+            .arg("run")
+            .arg(&config)
+            .arg("--out-dir")
+            .arg(&out)
+            .arg("--quiet")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lock = out.join(".dpaudit.lock");
+        let start = Instant::now();
+        while !lock.exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let second = run(&config, &out, &[]);
+        let running = first.try_wait().unwrap().is_none();
+        let _ = first.kill();
+        let _ = first.wait();
+        assert!(
+            running,
+            "the first run ended before the second started; make it slower"
+        );
+        let e = stderr(&second);
+        assert!(
+            e.contains(&format!("pid {}", first.id())) && e.contains("in use"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn edited_and_truncated_chunks_are_named_and_only_they_are_retrained() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &[]));
+        let scores = read(&out.join("scores.csv"));
+        let chunk = |c: usize| out.join("chunks").join(format!("chunk-{c:06}.csv"));
+        let untouched = std::fs::metadata(chunk(0)).unwrap().modified().unwrap();
+        // Edit one score of chunk 1; truncate chunk 3.
+        let text = read(&chunk(1));
+        let line = text.lines().nth(1).unwrap().to_string();
+        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
+        fields[4] = "12345".into();
+        std::fs::write(chunk(1), text.replacen(&line, &fields.join(","), 1)).unwrap();
+        let text = read(&chunk(3));
+        std::fs::write(chunk(3), &text[..text.len() / 2]).unwrap();
+        // Finalizing is refused, naming the damaged chunk …
+        let merged = dir.path().join("m");
+        let e = stderr(&dpaudit(&["merge", "--out-dir"], &[&merged, &out]));
+        assert!(
+            e.contains("chunk-000001.csv") && e.contains("damaged"),
+            "{e}"
+        );
+        // … and a resume names both and retrains only them.
+        let again = run(&config, &out, &[]);
+        let stdout = ok(&again);
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            err.contains("chunk 1 is damaged") && err.contains("chunk 3 is damaged"),
+            "{err}"
+        );
+        assert!(stdout.contains("trained 20 runs"), "{stdout}");
+        assert_eq!(read(&out.join("scores.csv")), scores);
+        assert_eq!(
+            std::fs::metadata(chunk(0)).unwrap().modified().unwrap(),
+            untouched
+        );
+        assert!(out.join("chunks/chunk-000001.csv.damaged").exists());
+    }
+
+    #[test]
+    fn an_out_dir_of_another_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &[]));
+        let manifest = read(&out.join("config.json"));
+        let old = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
+        assert_ne!(old, manifest);
+        std::fs::write(out.join("config.json"), old).unwrap();
+        let e = stderr(&run(&config, &out, &[]));
+        assert!(e.contains("format 1") && e.contains("new --out-dir"), "{e}");
+    }
+
+    #[test]
+    fn edited_inclusion_bits_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &["--shard", "0/2"]));
+        let inc = read(&out.join("inclusion.csv"));
+        let flipped = if inc.contains("\n0,0,1\n") {
+            inc.replacen("\n0,0,1\n", "\n0,0,-1\n", 1)
+        } else {
+            inc.replacen("\n0,0,-1\n", "\n0,0,1\n", 1)
+        };
+        std::fs::write(out.join("inclusion.csv"), flipped).unwrap();
+        let e = stderr(&run(&config, &out, &["--shard", "0/2"]));
+        assert!(e.contains("inclusion.csv") && e.contains("differ"), "{e}");
+    }
+
+    #[test]
+    fn an_unwritable_out_dir_is_refused_before_anything_is_computed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        // Below a regular file: no one can create it, root included.
+        let file = write(dir.path(), "plain-file", "");
+        let start = Instant::now();
+        let e = stderr(&run(&config, &file.join("out"), &[]));
+        assert!(
+            e.contains("not writable") && e.contains("nothing was computed"),
+            "{e}"
+        );
+        // Refused before preparing data or training (which take seconds).
+        assert!(start.elapsed() < Duration::from_secs(30));
+        // The same for merge and train.
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&file.join("m"), dir.path()],
+        ));
+        assert!(e.contains("not writable"), "{e}");
+    }
+
+    #[test]
+    fn merging_a_shard_twice_says_duplicate_and_a_missing_one_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let s0 = dir.path().join("s0");
+        ok(&run(&config, &s0, &["--shard", "0/2"]));
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&dir.path().join("m"), &s0, &s0],
+        ));
+        assert!(e.contains("duplicate") && e.contains("0/2"), "{e}");
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&dir.path().join("m"), &s0],
+        ));
+        assert!(
+            e.contains("missing") && e.contains("1/2") && e.contains("[1, 3]"),
+            "{e}"
+        );
+    }
+}
+
+/// The experiment library without the CLI: a smoke experiment trained chunk
+/// by chunk through `dpaudit_experiment` in two shards, merged and
+/// finalized, gives the audit `dpaudit run` gives.
+#[test]
+fn the_library_chunk_by_chunk_equals_dpaudit_run() {
+    use dpaudit_experiment::{merge, ExperimentDir, Finalized, OutDir, Shard};
+    use dpaudit_train::experiment::{ExperimentConfig, Prepared};
+    use dpaudit_train::trainer::Silent;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let cli = dir.path().join("cli");
+    ok(&run(&config, &cli, &[]));
+
+    tch::set_num_threads(1);
+    let experiment = ExperimentConfig::load(&config).unwrap();
+    let prepared = Prepared::new(&experiment, None).unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let path = dir.path().join(format!("lib-{i}"));
+        let out = OutDir::open(&path, "library test").unwrap();
+        let shard = Shard { index: i, count: 2 };
+        let exp_dir = ExperimentDir::claim(out, &prepared, shard).unwrap();
+        let plan = exp_dir.plan().unwrap();
+        assert_eq!(plan.todo.len(), 2);
+        for c in plan.todo {
+            exp_dir.train_chunk(c, &mut Silent).unwrap();
+        }
+        assert!(matches!(
+            exp_dir.finalize().unwrap(),
+            Finalized::Incomplete(_)
+        ));
+        shards.push(path);
+    }
+    let merged_dir = dir.path().join("lib");
+    let merged = merge(&merged_dir, &shards, "library test").unwrap();
+    assert_eq!(merged.copied, CHUNKS);
+    for f in ["scores.csv", "audit.json", "summary.md", "inclusion.csv"] {
+        assert_eq!(read(&merged_dir.join(f)), read(&cli.join(f)), "{f}");
+    }
+}

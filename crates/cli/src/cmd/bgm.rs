@@ -26,7 +26,6 @@
 //! Every setting is validated (sampler parameters included) before any
 //! simulation starts. `audit.json` and `summary.md` are written atomically.
 
-use super::out::write_atomic;
 use anyhow::Context;
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant,
@@ -39,6 +38,7 @@ use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_data::seed::Mode;
+use dpaudit_experiment::outdir::write_atomic;
 use dpaudit_train::bgm::TensorBgmSimulator;
 use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
