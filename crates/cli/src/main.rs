@@ -46,6 +46,8 @@ enum Command {
     Selftest(cmd::selftest::Args),
     /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
     Bgm(cmd::bgm::Args),
+    /// PANORAMIA: measure one trained model's leakage with generated non-members.
+    Panoramia(cmd::panoramia::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,5 +67,6 @@ fn main() -> anyhow::Result<()> {
         Command::Selftest(a) => cmd::selftest::run(a),
         Command::Merge(a) => cmd::run::run_merge(a),
         Command::Compare(a) => cmd::run::run_compare(a),
+        Command::Panoramia(a) => cmd::panoramia::run(a),
     }
 }

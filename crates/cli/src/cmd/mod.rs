@@ -9,6 +9,7 @@ pub mod demo;
 pub mod doctor;
 pub mod estimate;
 pub mod out;
+pub mod panoramia;
 pub mod run;
 pub mod selftest;
 pub mod train;
