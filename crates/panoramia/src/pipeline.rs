@@ -1318,6 +1318,25 @@ pub fn summary(r: &AuditReport) -> String {
         "- baseline: validation accuracy {:.3} (epoch {}), c_lb = {:.4}",
         r.baseline_fit.best_validation_accuracy, r.baseline_fit.best_epoch, r.c_lb
     );
+    let ceiling = r
+        .targets
+        .first()
+        .and_then(|t| t.measurement.get("baseline")?.get("ceiling")?.as_f64());
+    if let Some(ceil) = ceiling {
+        let _ = writeln!(
+            s,
+            "- ceiling: with {} audit members no bound can exceed {ceil:.4} at this level",
+            r.audit_members
+        );
+        if ceil > 0.0 && r.c_lb >= 0.99 * ceil {
+            let _ = writeln!(
+                s,
+                "- **c_lb is at the ceiling**: the baseline tells (almost) every member from generated data, so no target \
+                 can show {{c+ε}}_lb above it and ε̃ is 0 whatever the target leaks (Kazmi et al. 2024, §C.3: the synthetic \
+                 data is not good enough). A better generator (quality accuracy nearer 0.5) or a larger audit set is needed."
+            );
+        }
+    }
     let _ = writeln!(s, "- randomness: {}\n", r.mode_meaning);
     let _ = writeln!(
         s,

@@ -161,12 +161,17 @@ pub fn pr_svg(title: &str, series: &[PrSeries<'_>], min_recall: f64) -> String {
         );
         if let Some((p, label)) = &se.mark {
             let (px, py) = (x(p.recall), y(p.precision));
+            // Labels of points in the right third go to their left.
+            let (tx, anchor) = if px > l + 2.0 * (w - l - r) / 3.0 {
+                (px - 8.0, "end")
+            } else {
+                (px + 8.0, "start")
+            };
             let _ = writeln!(
                 s,
-                r#"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="{}" stroke="black"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+                r#"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="{}" stroke="black"/><text x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
                 se.color,
-                px + 8.0,
-                py + 14.0 + 12.0 * i as f64,
+                py + 16.0 + 14.0 * i as f64,
                 escape(label)
             );
         }
