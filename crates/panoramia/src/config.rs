@@ -292,6 +292,14 @@ impl PanoramiaConfig {
         if s.helper == 0 {
             return err("split.helper", &0, "at least 1 generated record");
         }
+        if s.generator < 10 {
+            return err(
+                "split.generator",
+                &s.generator,
+                "at least 10 real records (D_G trains the generator and the labeler, and the quality check compares \
+                 it with generated records)",
+            );
+        }
         match &self.generator {
             GeneratorConfig::Vae {
                 latent,
@@ -301,13 +309,6 @@ impl PanoramiaConfig {
                 learning_rate,
                 ..
             } => {
-                if s.generator < 10 {
-                    return err(
-                        "split.generator",
-                        &s.generator,
-                        "at least 10 real records to train the generator and check its quality",
-                    );
-                }
                 if !(1..=4096).contains(latent) {
                     return err("generator.latent", latent, "an integer in 1..=4096");
                 }
