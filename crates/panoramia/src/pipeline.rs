@@ -473,15 +473,14 @@ fn holdout_pools(
 fn train_vae(
     vae: &Vae,
     d_g: &Records,
-    epochs: u64,
-    batch: usize,
-    lr: f64,
+    fit: &crate::config::FitConfig,
     rnd: &Randomness,
     device: Device,
     progress: &mut dyn Progress,
 ) -> Result<f64> {
     let params: Vec<tch::Tensor> = vae.parameters().into_iter().map(|(_, t)| t).collect();
-    let mut adam = crate::nn::Adam::new(lr);
+    let (epochs, batch) = (fit.epochs, fit.batch_size);
+    let mut adam = crate::nn::Adam::new(fit.learning_rate);
     let batch_key = rnd.stream(Stream::Sampler).child(keys::GENERATOR);
     let noise = dpaudit_train::philox::Philox::new(
         rnd.stream(Stream::Generator).child(keys::GENERATOR),
@@ -610,16 +609,12 @@ fn generator(
     );
     let mut init = HostInit::new(rnd.stream(Stream::Init).child(keys::GENERATOR), device);
     let vae = Vae::new(&mut init, shape, *latent, *width)?;
-    let final_loss = train_vae(
-        &vae,
-        &data.d_g,
-        *epochs,
-        *batch_size,
-        *learning_rate,
-        rnd,
-        device,
-        progress,
-    )?;
+    let fit = crate::config::FitConfig {
+        epochs: *epochs,
+        batch_size: *batch_size,
+        learning_rate: *learning_rate,
+    };
+    let final_loss = train_vae(&vae, &data.d_g, &fit, rnd, device, progress)?;
     let meta = VaeMeta {
         format: vae::FORMAT.into(),
         sample_shape: data.d_f.shape.clone(),
