@@ -28,7 +28,7 @@
 use tch::{Kind, Tensor};
 
 use crate::error::{Result, TrainError};
-use crate::layers::{Recorded, Tape};
+use crate::layers::{LayerId, Recorded, Tape};
 use crate::models::Model;
 use crate::noise::NoiseStreams;
 
@@ -178,15 +178,7 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
 
     let mut tape = Tape::recording();
     let logits = model.forward(&batch.inputs, &mut tape);
-    let records = tape.into_records();
-    let nlayers = model.layers().len();
-    if records.len() != nlayers {
-        return Err(TrainError::Shape {
-            what: "recorded layers".into(),
-            got: vec![records.len() as i64],
-            expected: format!("{nlayers} (one record per trainable layer)"),
-        });
-    }
+    let records = match_records(model, tape.into_records())?;
     let losses = per_sample_cross_entropy(&logits, &batch.targets);
     let total = (&losses * &computed).sum(Kind::Float);
     let outputs: Vec<&Tensor> = records.iter().map(|r| &r.output).collect();
@@ -203,12 +195,56 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     })
 }
 
+/// The records of a forward pass in [`Model::layers`] order, matched by
+/// [`LayerId`]: every listed layer must have recorded itself exactly once,
+/// and nothing else may have.
+fn match_records(model: &dyn Model, records: Vec<Recorded>) -> Result<Vec<Recorded>> {
+    let layers = model.layers();
+    let ids: Vec<LayerId> = layers.iter().map(|(_, l)| LayerId::of(*l)).collect();
+    let mut slots: Vec<Option<Recorded>> = layers.iter().map(|_| None).collect();
+    for rec in records {
+        let Some(i) = ids.iter().position(|id| *id == rec.layer) else {
+            return Err(TrainError::LayerRecords {
+                reason: "a layer that Model::layers does not list recorded itself (its gradient would be \
+                         neither clipped nor noised)"
+                    .into(),
+            });
+        };
+        if slots[i].is_some() {
+            return Err(TrainError::LayerRecords {
+                reason: format!(
+                    "layer `{}` recorded itself twice in one forward pass (a layer used twice shares its \
+                     parameters; per-sample gradients of shared parameters are not supported)",
+                    layers[i].0
+                ),
+            });
+        }
+        slots[i] = Some(rec);
+    }
+    slots
+        .into_iter()
+        .zip(&layers)
+        .map(|(slot, (name, _))| {
+            slot.ok_or_else(|| TrainError::LayerRecords {
+                reason: format!(
+                    "layer `{name}` is listed by Model::layers but did not record itself"
+                ),
+            })
+        })
+        .collect()
+}
+
 /// Per-sample squared gradient norms over all parameters, `[B, M]`.
 #[derive(Debug)]
 pub struct PerSampleNorms {
     /// `‖g_i‖²`; exactly 0 for masked, excluded and zero-overridden slots; `‖v‖²`
-    /// for a slot overridden with gradient `v`.
+    /// for a slot overridden with gradient `v`. Each layer's contribution is
+    /// clamped at 0 before summing (a ghost norm, a difference of products,
+    /// can round below 0).
     pub sq: Tensor,
+    /// One 0-dim boolean per layer (in [`Model::layers`] order), then one for
+    /// the overriding gradients: whether that part of `sq` is finite.
+    pub finite: Vec<Tensor>,
 }
 
 /// `c_i = min(1, C/‖g_i‖)`, `[B, M]`, zero where the computed gradient does not
@@ -226,6 +262,11 @@ pub struct ClipCoefficients {
 /// [`Model::named_parameters`] order.
 #[derive(Debug)]
 pub struct ClippedSum(pub Vec<Tensor>);
+
+/// Whether each layer's part of a [`ClippedSum`] is finite: one 0-dim boolean
+/// per layer in [`Model::layers`] order.
+#[derive(Debug)]
+pub struct SumChecks(pub Vec<Tensor>);
 
 /// `Σ_i c_i g_i + N(0, σ²C²I)`, `[M, ...]` each.
 #[derive(Debug)]
@@ -288,15 +329,22 @@ impl Backprops {
     pub fn norms(&self, model: &dyn Model, batch: &Batch) -> Result<PerSampleNorms> {
         let layers = model.layers();
         let mut sq = Tensor::zeros_like(&self.computed);
+        let mut finite = Vec::with_capacity(layers.len() + 1);
         for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
-            sq += layer.per_sample_sq_norms(rec, bp);
+            let part = layer.per_sample_sq_norms(rec, bp).clamp_min(0.0);
+            finite.push(part.isfinite().all());
+            sq += part;
         }
         let sq = sq * &self.computed;
-        for (o, v) in override_gradients(model, batch)? {
+        let overrides = override_gradients(model, batch)?;
+        let mut overrides_finite = Tensor::ones([], (Kind::Bool, sq.device()));
+        for (o, v) in overrides {
             let v2 = v.square().sum(Kind::Float);
+            overrides_finite = overrides_finite.logical_and(&v2.isfinite());
             sq.get(o.slot as i64).get(o.replica as i64).copy_(&v2);
         }
-        Ok(PerSampleNorms { sq })
+        finite.push(overrides_finite);
+        Ok(PerSampleNorms { sq, finite })
     }
 
     /// The clipped sum by book-keeping: each layer's weighted sum with the
@@ -312,6 +360,7 @@ impl Backprops {
         for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
             sums.extend(layer.clipped_sum(rec, bp, &coef.computed));
         }
+        // (Overrides are added below; their finiteness is checked on their norms.)
         let sizes = param_sizes(model);
         for ((o, v), c) in override_gradients(model, batch)?
             .into_iter()
@@ -328,11 +377,53 @@ impl Backprops {
         }
         Ok(ClippedSum(sums))
     }
+
+    /// One 0-dim boolean per layer: whether the layer's parameters' parts of
+    /// `sum` are all finite.
+    pub fn sum_checks(&self, model: &dyn Model, sum: &ClippedSum) -> SumChecks {
+        let mut out = Vec::new();
+        let mut parts = sum.0.iter();
+        for (_, layer) in model.layers() {
+            let mut ok = Tensor::ones([], (Kind::Bool, self.computed.device()));
+            for _ in layer.parameters() {
+                if let Some(t) = parts.next() {
+                    ok = ok.logical_and(&t.isfinite().all());
+                }
+            }
+            out.push(ok);
+        }
+        SumChecks(out)
+    }
+}
+
+/// The clip coefficients of squared norms `sq` (float32 `[B, M]`):
+/// `c = min(1, C/‖g‖)` as float32, with `‖g‖ = √sq` in float64, and
+/// `c·‖g‖ ≤ C` guaranteed: where the float64 product `c·‖g‖` exceeds `C`
+/// (the quotient rounded up to the next float32, which happens for about half
+/// of the norms above `C`), `c` steps one float32 ulp toward zero, which puts
+/// the product about 2⁻²⁴ below `C`. (A product that rounds to `C` is within
+/// 2⁻⁵³ of it.) A norm of exactly `C` keeps `c = 1`, so a canary of norm `C`
+/// passes unchanged. `c = 1` where `‖g‖ = 0` (`C/0 = +∞`); NaN where `sq` is
+/// NaN, which [`DpSgd::step`] reports.
+///
+/// The norm is itself a float32 sum and carries a relative rounding error of
+/// order 10⁻⁶ against the exact norm of the gradient; the sensitivity of the
+/// sum is therefore `C` up to that relative error, which moves ε by the same
+/// relative amount (Opacus divides by `‖g‖ + 10⁻⁶` for the same reason).
+pub fn clip_coefficients(sq: &Tensor, max_grad_norm: f64) -> Tensor {
+    let norm = sq.to_kind(Kind::Double).sqrt();
+    let c = (norm.reciprocal() * max_grad_norm)
+        .clamp_max(1.0)
+        .to_kind(Kind::Float);
+    let over = (c.to_kind(Kind::Double) * &norm).gt(max_grad_norm);
+    let down = c.nextafter(&c.zeros_like());
+    c.where_self(&over.logical_not(), &down)
 }
 
 impl PerSampleNorms {
-    /// `c_i = min(1, C/‖g_i‖)` (1 where `‖g_i‖ = 0`), times the computed mask;
-    /// overriding gradients get their own coefficient by the same rule.
+    /// `c_i = min(1, C/‖g_i‖)` (1 where `‖g_i‖ = 0`), never rounded above `C`
+    /// ([`clip_coefficients`]), times the computed mask; overriding gradients
+    /// get their own coefficient by the same rule.
     pub fn clip(
         &self,
         max_grad_norm: f64,
@@ -340,7 +431,7 @@ impl PerSampleNorms {
         model: &dyn Model,
         batch: &Batch,
     ) -> Result<ClipCoefficients> {
-        let all = (self.sq.sqrt().reciprocal() * max_grad_norm).clamp_max(1.0);
+        let all = clip_coefficients(&self.sq, max_grad_norm);
         let computed = &all * &backprops.computed;
         let overrides = override_gradients(model, batch)?
             .into_iter()
@@ -599,6 +690,11 @@ impl DpSgd {
         model: &dyn Model,
         batch: &Batch,
     ) -> Result<(NoisySum, Backprops, ClipCoefficients)> {
+        let parts = self.noisy_sum_checked(model, batch)?;
+        Ok((parts.noisy, parts.backprops, parts.coef))
+    }
+
+    fn noisy_sum_checked(&mut self, model: &dyn Model, batch: &Batch) -> Result<StepParts> {
         let bp = forward_backward(model, batch)?;
         let norms = bp.norms(model, batch)?;
         let mut coef = norms.clip(self.config.max_grad_norm, &bp, model, batch)?;
@@ -609,6 +705,7 @@ impl DpSgd {
             };
         }
         let sum = bp.clipped_sum(model, batch, &coef)?;
+        let sums_finite = bp.sum_checks(model, &sum);
         let sigma = match self.fault {
             Some(Fault::NoiseScale(f)) => self.config.noise_multiplier * f,
             _ => self.config.noise_multiplier,
@@ -621,25 +718,60 @@ impl DpSgd {
             });
         }
         let noisy = sum.add_noise(sigma, self.config.max_grad_norm, &mut self.noise)?;
-        Ok((noisy, bp, coef))
+        Ok(StepParts {
+            noisy,
+            backprops: bp,
+            coef,
+            norms_finite: norms.finite,
+            sums_finite: sums_finite.0,
+        })
     }
 
-    /// One DP-SGD step. A non-finite loss stops before any parameter changes.
+    /// One DP-SGD step. Nothing changes the parameters unless the loss, every
+    /// layer's per-sample norms and every layer's clipped sum are finite; the
+    /// error names the step and the layer. All of this, and the step's report,
+    /// comes back from the device in one copy.
     pub fn step(&mut self, model: &dyn Model, batch: &Batch) -> Result<StepReport> {
-        let (noisy, bp, coef) = self.noisy_sum(model, batch)?;
-        let loss_sum = (&bp.losses * &bp.computed)
-            .sum(Kind::Double)
-            .double_value(&[]);
+        let parts = self.noisy_sum_checked(model, batch)?;
+        let bp = &parts.backprops;
+        let coef = &parts.coef;
+        let loss_sum = (&bp.losses * &bp.computed).sum(Kind::Double);
+        let samples = bp.computed.sum(Kind::Double);
+        let clipped =
+            (coef.computed.lt(1.0).to_kind(Kind::Double) * &bp.computed).sum(Kind::Double);
+        let mut scalars = vec![loss_sum, samples, clipped];
+        scalars.extend(parts.norms_finite.iter().map(|t| t.to_kind(Kind::Double)));
+        scalars.extend(parts.sums_finite.iter().map(|t| t.to_kind(Kind::Double)));
+        let host: Vec<f64> = Tensor::f_stack(&scalars, 0)
+            .and_then(|t| t.f_to_device(tch::Device::Cpu))
+            .and_then(|t| Vec::<f64>::try_from(&t))
+            .map_err(TrainError::torch("reading the step's report"))?;
+        let (loss_sum, samples, clipped) = (host[0], host[1], host[2]);
         if !loss_sum.is_finite() {
             return Err(TrainError::NonFiniteLoss {
                 step: self.step,
                 loss: loss_sum,
             });
         }
-        let samples = bp.computed.sum(Kind::Double).double_value(&[]);
-        let clipped = (coef.computed.lt(1.0).to_kind(Kind::Double) * &bp.computed)
-            .sum(Kind::Double)
-            .double_value(&[]);
+        let names: Vec<String> = model.layers().into_iter().map(|(n, _)| n).collect();
+        let nl = names.len();
+        let flags = &host[3..];
+        let layer_name = |i: usize| names.get(i).cloned().unwrap_or_else(|| "overrides".into());
+        if let Some(i) = flags[..nl + 1].iter().position(|&f| f != 1.0) {
+            return Err(TrainError::NonFinite {
+                step: self.step,
+                layer: layer_name(i),
+                what: "per-sample gradient norm".into(),
+            });
+        }
+        if let Some(i) = flags[nl + 1..].iter().position(|&f| f != 1.0) {
+            return Err(TrainError::NonFinite {
+                step: self.step,
+                layer: layer_name(i),
+                what: "clipped sum".into(),
+            });
+        }
+        let noisy = &parts.noisy;
         let inv = 1.0 / self.config.normaliser.value();
         let grads: Vec<Tensor> = if self.fault == Some(Fault::RealisedBatchSize) {
             // Present slots per replica, at least 1: `[M]`.
@@ -673,6 +805,15 @@ impl DpSgd {
         self.step += 1;
         Ok(report)
     }
+}
+
+/// What [`DpSgd::step`] needs from the pipeline before it touches the model.
+struct StepParts {
+    noisy: NoisySum,
+    backprops: Backprops,
+    coef: ClipCoefficients,
+    norms_finite: Vec<Tensor>,
+    sums_finite: Vec<Tensor>,
 }
 
 /// One non-private step with the same model and optimiser (mean loss over

@@ -50,6 +50,35 @@ pub enum TrainError {
         /// The loss sum observed.
         loss: f64,
     },
+    /// A per-sample norm, clip coefficient or clipped sum is NaN or infinite.
+    #[error("step {step}, layer `{layer}`: the {what} is not finite (NaN or infinite); stopping the run before the update")]
+    NonFinite {
+        /// Zero-based step index.
+        step: u64,
+        /// The layer, as named by `Model::layers` (or `overrides`).
+        layer: String,
+        /// Which quantity.
+        what: String,
+    },
+    /// The layers that recorded themselves in a forward pass are not the
+    /// layers the model lists.
+    #[error("the model's forward pass does not match Model::layers: {reason}")]
+    LayerRecords {
+        /// What does not match.
+        reason: String,
+    },
+    /// A run that cannot fit in memory, refused before it allocates.
+    #[error("{what} needs {needs}, but only {available} of memory are available; reduce {fields}")]
+    InsufficientMemory {
+        /// The run.
+        what: String,
+        /// The estimate, with its parts.
+        needs: String,
+        /// What the system has.
+        available: String,
+        /// The settings that drive the estimate.
+        fields: String,
+    },
     /// libtorch reported an error.
     #[error("libtorch error in {context}: {source}")]
     Torch {

@@ -20,6 +20,7 @@ pub mod layers;
 pub mod models;
 pub mod noise;
 pub mod philox;
+pub mod preflight;
 pub mod runtime;
 pub mod testing;
 pub mod trainer;

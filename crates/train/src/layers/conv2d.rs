@@ -203,7 +203,7 @@ impl PerSampleGrad for Conv2d {
             [1, 1],
             m * c.groups,
         );
-        tape.record(&xin, &y);
+        tape.record(super::LayerId::of(self), &xin, &y);
         let ys = y.size();
         y.reshape([b, m, c.out_channels, ys[2], ys[3]])
     }

@@ -85,7 +85,7 @@ impl PerSampleGrad for GroupNorm {
             true,
         );
         let y = &xhat * self.weight.reshape([1, m * c, 1]) + self.bias.reshape([1, m * c, 1]);
-        tape.record(&xhat, &y);
+        tape.record(super::LayerId::of(self), &xhat, &y);
         y.reshape(shape.as_slice())
     }
 

@@ -67,7 +67,7 @@ impl PerSampleGrad for Linear {
             None => xt.bmm(&wt),
         }
         .transpose(0, 1);
-        tape.record(x, &y);
+        tape.record(super::LayerId::of(self), x, &y);
         y
     }
 

@@ -26,9 +26,27 @@ pub use conv2d::{Conv2d, Conv2dConfig};
 pub use group_norm::{GroupNorm, GroupNormConfig};
 pub use linear::{Linear, LinearConfig};
 
+/// The identity of a layer object: its address. Records are matched to the
+/// layers of [`crate::Model::layers`] by identity, never by position, so a
+/// model whose forward pass visits its layers in another order than it lists
+/// them is still paired correctly, and one that skips, repeats or adds a
+/// layer is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LayerId(usize);
+
+impl LayerId {
+    /// The identity of `layer` (the address of the object; layers are never
+    /// zero-sized).
+    pub fn of<T: ?Sized>(layer: &T) -> Self {
+        LayerId((layer as *const T).cast::<()>() as usize)
+    }
+}
+
 /// What a trainable layer saw in the forward pass.
 #[derive(Debug)]
 pub struct Recorded {
+    /// Which layer recorded it.
+    pub layer: LayerId,
     /// The layer's input as the per-sample formulas need it (detached), e.g. the
     /// `[B, M·C, H, W]` view for a convolution or the normalised input `x̂` of a
     /// GroupNorm.
@@ -56,10 +74,12 @@ impl Tape {
         Self { records: None }
     }
 
-    /// Record one trainable layer (called by the layers themselves).
-    pub fn record(&mut self, input: &Tensor, output: &Tensor) {
+    /// Record one trainable layer (called by the layers themselves, with
+    /// `LayerId::of(self)`).
+    pub fn record(&mut self, layer: LayerId, input: &Tensor, output: &Tensor) {
         if let Some(r) = self.records.as_mut() {
             r.push(Recorded {
+                layer,
                 input: input.detach(),
                 output: output.shallow_clone(),
             });
