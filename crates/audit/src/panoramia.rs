@@ -1,25 +1,35 @@
-//! The PANORAMIA measurement (Kazmi et al., spec 003 A.4–A.6).
+//! The PANORAMIA measurement (Kazmi et al. 2024, "PANORAMIA: Privacy
+//! Auditing of Machine Learning Models without Retraining", §4 and
+//! Algorithm 1).
 //!
 //! A baseline classifier `b` (never sees the target model) and a
 //! membership-inference classifier score the same audit set, in which each
 //! point is a real member (`member = true`) or a generated non-member. For a
 //! score set and a threshold τ, guessing "member" iff `score ≥ τ` gives `r`
-//! predictions with `tp` true positives; the exact-binomial (one-sided
-//! Clopper–Pearson) lower bound `p̲` on the precision at level `a` gives
-//! `c_τ = logit(p̲)` (spec 003 A.5 `MaxLowerBound`). Then
-//! `c_lb = max(0, max_τ c_τ)` from the baseline scores, `{c+ε}_lb` likewise
-//! from the MIA scores, and `ε̃ = max(0, {c+ε}_lb − c_lb)`.
+//! predictions with `tp` true positives. Under the hypothesis "the
+//! generator is c-close" (Proposition 1) the true positives are dominated by
+//! `Binomial(r, e^c/(1+e^c))`, so the largest `c` the observation rejects at
+//! level `a` is `c_τ = logit(p̲)`, where `p̲` is the exact-binomial
+//! (one-sided Clopper–Pearson) lower bound on the precision `tp/r`: the
+//! paper's "tighter bound in practice" than its Hoeffding form (§4.1; the
+//! exact tail is what reproduces the paper's Appendix B.2 ceiling of 7.21
+//! for 5,000 members). Then `c_lb = max(0, max_τ c_τ)` from the baseline
+//! scores, `{c+ε}_lb` likewise from the MIA scores (Proposition 2), and
+//! `ε̃ = max(0, {c+ε}_lb − c_lb)` (§4.2).
 //!
-//! ε̃ is **not** a lower bound on ε (the paper says so, spec 003 A.0, A.7);
-//! it has its own type, [`PanoramiaMeasurement`].
+//! ε̃ is **not** a lower bound on ε (the paper says so, §1 and §4.2); it has
+//! its own type, [`EpsilonTilde`], inside [`PanoramiaMeasurement`].
 //!
 //! Levels: the paper runs each of the two tests at `β/2` (0.025 for overall
-//! confidence 0.95, spec 003 A.6 "Confidence"). With `bonferroni` every
-//! threshold is further tested at `β/2 / K`, `K` = number of audit points
-//! (an upper bound on the number of distinct thresholds, fixed before looking
-//! at the scores); the authors' released code does the analogous
-//! `0.05/(2·100)` over a 100-point grid (spec 003 A.9). With `split` each
-//! threshold is chosen on a random half and the bound computed on the other.
+//! confidence 0.95, Appendix B.4: a union bound over the two tests,
+//! Corollary 1). With `bonferroni` every threshold is further tested at
+//! `β/2 / K`, `K` = number of audit points (an upper bound on the number of
+//! distinct thresholds, fixed before looking at the scores); the authors'
+//! released code does the analogous `0.05/(2·100)` over a 100-point grid.
+//! With `split` each threshold is chosen on a random half and the bound
+//! computed on the other. `same-data` is the paper's practice (the best
+//! threshold on the audit set itself) and is not valid at the stated
+//! confidence.
 
 use serde::Serialize;
 
@@ -28,15 +38,17 @@ use crate::error::{check_confidence, AuditError, Result};
 use crate::scores::{Observations, Selection};
 
 /// `logit(p̲)` with `p̲` the exact-binomial lower bound on a precision of
-/// `true_positives / predictions` at tail `level` (spec 003 A.5); `−∞` when
-/// there is no true positive.
+/// `true_positives / predictions` at tail `level` (Kazmi et al. 2024,
+/// Proposition 1 with the exact binomial tail); `−∞` when there is no true
+/// positive.
 pub fn logit_precision_lower_bound(
     true_positives: u64,
     predictions: u64,
     level: f64,
 ) -> Result<f64> {
-    let p = crate::clopper_pearson::lower_limit(true_positives, predictions, level)?;
-    Ok(logit(p))
+    // Validates the counts and the level.
+    crate::clopper_pearson::lower_limit(true_positives, predictions, level)?;
+    Ok(c_of(true_positives, predictions, level.ln()))
 }
 
 fn logit(p: f64) -> f64 {
@@ -47,13 +59,72 @@ fn logit(p: f64) -> f64 {
     }
 }
 
+/// `logit(e^x) = x − ln(1 − e^x)` for `x = ln p ≤ 0`, without forming
+/// `1 − p` from a rounded `p` (which loses digits as `p → 1`).
+fn logit_of_ln(x: f64) -> f64 {
+    if x >= 0.0 {
+        return f64::INFINITY;
+    }
+    x - (-x.exp_m1()).ln()
+}
+
+/// `c_τ` for `tp` true positives among `r` predictions at `ln_level`: the
+/// closed form `logit(level^{1/r})` when every prediction is right (see
+/// [`ceiling`]), else the logit of the exact-binomial lower bound.
+fn c_of(tp: u64, r: u64, ln_level: f64) -> f64 {
+    if tp == 0 {
+        f64::NEG_INFINITY
+    } else if tp >= r {
+        logit_of_ln(ln_level / r as f64)
+    } else {
+        logit(lower_unchecked(tp, r, ln_level))
+    }
+}
+
+/// PANORAMIA's privacy measurement `ε̃ = max(0, {c+ε}_lb − c_lb)` (Kazmi et
+/// al. 2024, §4.2). It is **not** a lower bound on ε: it has its own type,
+/// and every output that shows it says what it means ([`EpsilonTilde::MEANING`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpsilonTilde {
+    /// The value, ≥ 0.
+    pub value: f64,
+}
+
+impl EpsilonTilde {
+    /// What ε̃ means, in one sentence (after Kazmi et al. 2024, §4.2).
+    pub const MEANING: &'static str = "epsilon_tilde is a privacy measurement, not a lower bound on epsilon: \
+        the audit could not reject that the generator is c_lb-close to the data, and if that closeness is tight, \
+        the target cannot be the output of an epsilon_tilde-DP mechanism (Kazmi et al. 2024, section 4.2)";
+
+    /// `max(0, c_plus_epsilon_lb − c_lb)`.
+    pub fn from_bounds(c_lb: f64, c_plus_epsilon_lb: f64) -> Self {
+        Self {
+            value: (c_plus_epsilon_lb - c_lb).max(0.0),
+        }
+    }
+}
+
+impl Serialize for EpsilonTilde {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("EpsilonTilde", 3)?;
+        st.serialize_field("value", &self.value)?;
+        st.serialize_field("is_lower_bound", &false)?;
+        st.serialize_field("meaning", Self::MEANING)?;
+        st.end()
+    }
+}
+
 /// The largest measurable `c_lb` with `members` members in the audit set
-/// (all predictions correct): `logit(level^{1/members})` (spec 003 A.6 "Ceiling").
+/// (all predictions correct): with `tp = r = k`, `P[Bin(k, p) ≥ k] = p^k`,
+/// so the lower bound is `p̲ = level^{1/k}` in closed form and the ceiling
+/// is `logit(level^{1/k})` (7.21 for 5,000 members at 0.025, Kazmi et al.
+/// 2024, Appendix B.2).
 pub fn ceiling(members: u64, level: f64) -> f64 {
     if members == 0 {
         return 0.0;
     }
-    logit((level.ln() / members as f64).exp())
+    logit_of_ln(level.ln() / members as f64)
 }
 
 /// Settings of a PANORAMIA measurement.
@@ -89,8 +160,8 @@ pub struct PrecisionEvidence {
 /// PANORAMIA's ε̃ and its parts. Not a lower bound on ε.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PanoramiaMeasurement {
-    /// `ε̃ = max(0, {c+ε}_lb − c_lb)`.
-    pub epsilon_tilde: f64,
+    /// `ε̃ = max(0, {c+ε}_lb − c_lb)`: a measurement, not a lower bound.
+    pub epsilon_tilde: EpsilonTilde,
     /// Lower bound on the generator closeness `c` (baseline).
     pub c_lb: f64,
     /// Lower bound on `c + ε` (MIA).
@@ -132,7 +203,7 @@ fn best_threshold(obs: &Observations, level: f64) -> (f64, f64, u64, u64) {
         if logit(tp as f64 / r as f64) <= best.0 {
             continue;
         }
-        let c = logit(lower_unchecked(tp, r, ln_level));
+        let c = c_of(tp, r, ln_level);
         if c > best.0 {
             best = (c, t, r, tp);
         }
@@ -183,7 +254,7 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
             let c = if tp == 0 {
                 f64::NEG_INFINITY
             } else {
-                logit(lower_unchecked(tp, r, per_test.ln()))
+                c_of(tp, r, per_test.ln())
             };
             let n_members = members(&evaluate);
             Ok(PrecisionEvidence {
@@ -205,7 +276,8 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
 }
 
 /// PANORAMIA's measurement from baseline and MIA scores on the audit set
-/// (spec 003 A.5, cleaned Algorithm 1).
+/// (Kazmi et al. 2024, Algorithm 1, "Measure privacy leakage", with the
+/// `max{0, ·}` of §4.2).
 pub fn panoramia(
     baseline: &Observations,
     mia: &Observations,
@@ -216,7 +288,7 @@ pub fn panoramia(
     let b = one_side(baseline, cfg, per_test)?;
     let a = one_side(mia, cfg, per_test)?;
     Ok(PanoramiaMeasurement {
-        epsilon_tilde: (a.lower_bound - b.lower_bound).max(0.0),
+        epsilon_tilde: EpsilonTilde::from_bounds(b.lower_bound, a.lower_bound),
         c_lb: b.lower_bound,
         c_plus_epsilon_lb: a.lower_bound,
         confidence: cfg.confidence,

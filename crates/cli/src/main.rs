@@ -48,6 +48,8 @@ enum Command {
     Bgm(cmd::bgm::Args),
     /// Write (and with --submit, submit) an audit as a Slurm job array plus a merge job.
     Slurm(cmd::slurm::Args),
+    /// PANORAMIA: measure one trained model's leakage with generated non-members.
+    Panoramia(cmd::panoramia::Args),
 }
 
 /// Output to a closed pipe (`dpaudit … | head -1`) ends the program quietly
@@ -93,5 +95,6 @@ fn main() -> anyhow::Result<()> {
         Command::Merge(a) => cmd::run::run_merge(a),
         Command::Compare(a) => cmd::run::run_compare(a),
         Command::Slurm(a) => cmd::slurm::run(a),
+        Command::Panoramia(a) => cmd::panoramia::run(a),
     }
 }

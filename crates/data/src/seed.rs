@@ -97,6 +97,9 @@ pub enum Stream {
     /// Simulations of an audited mechanism (the tensor BGM simulator,
     /// `"simulation"`).
     Simulation,
+    /// A generative model's latent noise and samples (PANORAMIA's generated
+    /// non-members, `"generator"`).
+    Generator,
 }
 
 impl Stream {
@@ -112,6 +115,7 @@ impl Stream {
             Self::Synthetic => "synthetic",
             Self::FixedBatches => "fixed_batches",
             Self::Simulation => "simulation",
+            Self::Generator => "generator",
         }
     }
 
@@ -492,6 +496,7 @@ mod tests {
             Stream::Split,
             Stream::Synthetic,
             Stream::FixedBatches,
+            Stream::Generator,
         ] {
             keys.push(seed.stream(stream).key_bytes());
         }
@@ -549,6 +554,7 @@ mod tests {
             Stream::Synthetic,
             Stream::Canary,
             Stream::Membership,
+            Stream::Generator,
         ] {
             assert!(!stream.is_mechanism());
             assert_eq!(a.stream(stream), RunSeed(7).stream(stream));

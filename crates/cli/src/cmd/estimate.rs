@@ -472,7 +472,7 @@ fn report_panoramia(args: &Args, m: &PanoramiaMeasurement) -> anyhow::Result<()>
     }
     if args.json {
         let mut v = serde_json::to_value(m).context("serializing the measurement")?;
-        v["epsilon"] = serde_json::Value::from(m.epsilon_tilde);
+        v["epsilon"] = serde_json::Value::from(m.epsilon_tilde.value);
         v["bound"] = serde_json::Value::from(
             "none: PANORAMIA's epsilon_tilde is a measurement, not a lower bound",
         );
@@ -486,7 +486,11 @@ fn report_panoramia(args: &Args, m: &PanoramiaMeasurement) -> anyhow::Result<()>
         return Ok(());
     }
     println!("method:     panoramia");
-    println!("epsilon:    {:.4}  (epsilon_tilde = max(0, {{c+eps}}_lb - c_lb); a measurement, NOT a lower bound on epsilon)", m.epsilon_tilde);
+    println!("epsilon:    {:.4}  (epsilon_tilde = max(0, {{c+eps}}_lb - c_lb); a measurement, NOT a lower bound on epsilon)", m.epsilon_tilde.value);
+    println!(
+        "meaning:    {}",
+        dpaudit_audit::panoramia::EpsilonTilde::MEANING
+    );
     println!(
         "confidence: {}  (each of the two tests at level {:.3e})",
         m.confidence,

@@ -1,0 +1,87 @@
+//! `dpaudit panoramia --config FILE.toml`: PANORAMIA end to end (Kazmi et
+//! al. 2024) — train or load the target(s), train the generator, helper,
+//! baseline and MIA, and write `audit.json`, `summary.md` and plots into the
+//! out-dir. Kill it and run the same command again: finished stages are
+//! kept. The pipeline is library code (`dpaudit_panoramia::run`); this
+//! module only parses arguments and shows progress.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use dpaudit_panoramia::{run as run_pipeline, PanoramiaConfig, Progress};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The audit's TOML config (see `experiments/panoramia/`).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Where the state and results go (default `runs/panoramia/<config stem>`).
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Print `audit.json` instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Lines {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress for Lines {
+    fn stage(&mut self, stage: &str, message: &str) {
+        eprintln!("[{stage}] {message}");
+    }
+    fn epoch(&mut self, model: &str, epoch: u64, epochs: u64, metric: &str, value: f64) {
+        eprintln!("  {model}: epoch {epoch}/{epochs}, {metric} {value:.4}");
+    }
+    fn target_start(&mut self, name: &str, steps: u64) {
+        let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("  target {msg} {bar:30} {pos}/{len} steps ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(name.to_string());
+        self.bar = Some(bar);
+    }
+    fn target_step(&mut self) {
+        if let Some(b) = &self.bar {
+            b.inc(1);
+            if b.position() == b.length().unwrap_or(0) {
+                b.finish();
+            }
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = PanoramiaConfig::load(&args.config)?;
+    let out = args.out_dir.clone().unwrap_or_else(|| {
+        let stem = args
+            .config
+            .file_stem()
+            .map_or_else(|| "panoramia".into(), |s| s.to_string_lossy().into_owned());
+        PathBuf::from("runs/panoramia").join(stem)
+    });
+    let start = std::time::Instant::now();
+    let report = run_pipeline(
+        &config,
+        &args.config.display().to_string(),
+        &out,
+        &mut Lines { bar: None },
+    )
+    .with_context(|| format!("PANORAMIA audit of {}", args.config.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md"))
+        .with_context(|| format!("reading {}", out.join("summary.md").display()))?;
+    println!("{summary}");
+    println!(
+        "out-dir {} (audit.json, summary.md, plots/), {:.0} s",
+        out.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

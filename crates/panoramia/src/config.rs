@@ -1,0 +1,484 @@
+//! The `dpaudit panoramia` configuration (TOML), validated once at load.
+//!
+//! ```toml
+//! seed = 1                    # the pipeline's seed (replayable randomness)
+//! confidence = 0.95           # overall; each of the two tests at (1 − confidence)/2
+//! selection = "same-data"     # threshold choice: same-data (the paper), bonferroni, split
+//!
+//! [split]                     # sizes drawn from the target's training set D_f
+//! generator = 5000            # |D_G|: real records the generator (and labeler) learn from
+//! helper = 5000               # generated records the helper h is trained on
+//! classifier_train = 1000     # members in the baseline/MIA training set (+ as many generated)
+//! classifier_validation = 250 # members in their validation set (+ as many generated)
+//! audit = 2000                # m: audit pairs (member or generated, by a fair coin each)
+//!
+//! [generator]
+//! kind = "vae"                # or "real_holdout" (a control: the real distribution itself)
+//! latent = 32
+//! width = 32
+//! epochs = 20
+//! batch_size = 128
+//! learning_rate = 1e-3
+//!
+//! [helper]                    # labeler and helper: the target's architecture, non-private
+//! model = { kind = "lenet5" }
+//! epochs = 5
+//! batch_size = 128
+//! learning_rate = 1e-3
+//!
+//! [classifier]                # baseline b and MIA: one architecture, one budget
+//! epochs = 10
+//! batch_size = 128
+//! learning_rate = 1e-3
+//!
+//! [quality]                   # the real-vs-generated check of the generator
+//! epochs = 3
+//! batch_size = 128
+//! learning_rate = 1e-3
+//!
+//! [[target]]
+//! name = "eps4"
+//! epsilon = 4.0               # calibrate the noise multiplier for this ε (train.dp.noise_multiplier = 0)
+//! [target.train]              # a whole `dpaudit train` config
+//! ...
+//!
+//! [[target]]
+//! name = "given"
+//! checkpoint = "models/lenet.safetensors"
+//! model = { kind = "lenet5" } # optional: the architecture the checkpoint must hold
+//! ```
+//!
+//! Unknown fields are errors; nothing that decides what is measured has a
+//! default.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use dpaudit_audit::scores::Selection;
+use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{config_err, Result};
+
+/// How the threshold of each test is chosen on the audit set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectionChoice {
+    /// The best threshold on the audit set itself (Kazmi et al. 2024,
+    /// Algorithm 1 lines 4–7; not valid at the stated confidence).
+    SameData,
+    /// Every threshold at level `(β/2)/m` (valid).
+    Bonferroni,
+    /// Threshold chosen on a random half, bounded on the other (valid).
+    Split,
+}
+
+impl SelectionChoice {
+    /// The audit crate's policy; `seed` keys the split.
+    pub fn to_selection(self, seed: u64) -> Selection {
+        match self {
+            Self::SameData => Selection::SameData,
+            Self::Bonferroni => Selection::Bonferroni,
+            Self::Split => Selection::Split { seed },
+        }
+    }
+}
+
+/// Sizes of the parts the pipeline carves out of the data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitConfig {
+    /// `|D_G|`: real training records of the target the generator (and the
+    /// labeler) learn from; disjoint from every audit member.
+    pub generator: usize,
+    /// Generated records the helper `h` is trained on.
+    pub helper: usize,
+    /// Members in the classifiers' training set `D_in^tr` (with as many
+    /// generated non-members `D_out^tr`).
+    pub classifier_train: usize,
+    /// Members in the classifiers' validation set (with as many generated).
+    pub classifier_validation: usize,
+    /// `m`: audit pairs `(D_in^te[i], D_out^te[i])`; a fair coin picks one of each.
+    pub audit: usize,
+}
+
+/// The generative model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GeneratorConfig {
+    /// A convolutional variational autoencoder ([`crate::vae`]).
+    Vae {
+        /// Latent dimension.
+        latent: i64,
+        /// Channels of the first convolution (the second has twice as many).
+        width: i64,
+        /// Epochs over `D_G`.
+        epochs: u64,
+        /// Minibatch size.
+        batch_size: usize,
+        /// Adam's learning rate.
+        learning_rate: f64,
+        /// Use this trained generator instead of training one.
+        #[serde(default)]
+        checkpoint: Option<PathBuf>,
+    },
+    /// A control, not an audit: "generated" records are real records the
+    /// target never saw (its test split), with their true labels — the
+    /// generator is the data distribution itself, so `c = 0`.
+    RealHoldout,
+}
+
+/// A training budget (Adam, minibatches, epochs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitConfig {
+    /// Epochs.
+    pub epochs: u64,
+    /// Minibatch size.
+    pub batch_size: usize,
+    /// Adam's learning rate.
+    pub learning_rate: f64,
+}
+
+/// The labeler and the helper: the target's task and architecture.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperConfig {
+    /// Architecture (a `dpaudit train` model).
+    pub model: ModelConfig,
+    /// Epochs.
+    pub epochs: u64,
+    /// Minibatch size.
+    pub batch_size: usize,
+    /// Adam's learning rate.
+    pub learning_rate: f64,
+}
+
+impl HelperConfig {
+    /// The budget part.
+    pub fn fit(&self) -> FitConfig {
+        FitConfig {
+            epochs: self.epochs,
+            batch_size: self.batch_size,
+            learning_rate: self.learning_rate,
+        }
+    }
+}
+
+/// One audited model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// Name in outputs and file names (`[A-Za-z0-9_-]+`).
+    pub name: String,
+    /// A dpaudit checkpoint to audit.
+    #[serde(default)]
+    pub checkpoint: Option<PathBuf>,
+    /// The architecture `checkpoint` must hold (optional check).
+    #[serde(default)]
+    pub model: Option<ModelConfig>,
+    /// Train the target with this config instead.
+    #[serde(default)]
+    pub train: Option<TrainConfig>,
+    /// Calibrate `train.dp.noise_multiplier` (which must then be 0) so the
+    /// accountant's ε at `train.delta` is at most this.
+    #[serde(default)]
+    pub epsilon: Option<f64>,
+}
+
+/// A whole `dpaudit panoramia` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PanoramiaConfig {
+    /// The pipeline's seed: splits, generator, classifiers, audit coins.
+    pub seed: u64,
+    /// Overall confidence `1 − β`; each test runs at `β/2`.
+    pub confidence: f64,
+    /// Threshold selection of both tests and of the O(1) audit.
+    pub selection: SelectionChoice,
+    /// `cpu` or `cuda` (default `cpu`) for the pipeline's own models.
+    #[serde(default = "default_device")]
+    pub device: DeviceChoice,
+    /// Sizes.
+    pub split: SplitConfig,
+    /// The generative model.
+    pub generator: GeneratorConfig,
+    /// Labeler and helper.
+    pub helper: HelperConfig,
+    /// Baseline and MIA.
+    pub classifier: FitConfig,
+    /// The real-vs-generated quality check.
+    pub quality: FitConfig,
+    /// The audited models (at least one).
+    #[serde(rename = "target")]
+    pub targets: Vec<TargetConfig>,
+}
+
+fn default_device() -> DeviceChoice {
+    DeviceChoice::Cpu
+}
+
+/// Smallest audit size `m` for which perfect guesses on the expected `m/2`
+/// members can give a positive bound at `level` per threshold (`level` may
+/// depend on `m`, as with Bonferroni): `logit(level^{2/m}) > 0`.
+pub fn minimum_audit_size(confidence: f64, selection: SelectionChoice) -> usize {
+    let per_test = (1.0 - confidence) / 2.0;
+    for m in 2..10_000_000usize {
+        let (members, level) = match selection {
+            SelectionChoice::SameData => (m / 2, per_test),
+            SelectionChoice::Bonferroni => (m / 2, per_test / m as f64),
+            // Bounded on half of the audit set.
+            SelectionChoice::Split => (m / 4, per_test),
+        };
+        if members > 0 && dpaudit_audit::panoramia::ceiling(members as u64, level) > 0.0 {
+            return m;
+        }
+    }
+    usize::MAX
+}
+
+impl PanoramiaConfig {
+    /// Parse and validate TOML; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let config: PanoramiaConfig = parse_toml(text, origin)?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    /// Read, parse and validate a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| config_err(&origin, "(file)", "unreadable", e.to_string()))?;
+        Self::from_toml(&text, &origin)
+    }
+
+    /// Range and consistency checks that need no data; `file` names the
+    /// config in errors.
+    pub fn validate(&self, file: &str) -> Result<()> {
+        let err = |field: &str, value: &dyn std::fmt::Display, expected: &str| {
+            Err(config_err(file, field, value, expected))
+        };
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return err(
+                "confidence",
+                &self.confidence,
+                "a number strictly between 0 and 1",
+            );
+        }
+        let s = &self.split;
+        let min_audit = minimum_audit_size(self.confidence, self.selection);
+        if s.audit < min_audit {
+            return Err(config_err(
+                file,
+                "split.audit",
+                s.audit,
+                format!(
+                    "at least {min_audit} audit pairs: the audit set is too small for confidence {} with {:?} \
+                     selection (even perfect guesses on its ~{} members could not reject c = 0 at level {:.3e})",
+                    self.confidence,
+                    self.selection,
+                    s.audit / 2,
+                    (1.0 - self.confidence) / 2.0
+                ),
+            ));
+        }
+        if s.classifier_train == 0 {
+            return err("split.classifier_train", &0, "at least 1 member");
+        }
+        if s.classifier_validation == 0 {
+            return err("split.classifier_validation", &0, "at least 1 member");
+        }
+        if s.helper == 0 {
+            return err("split.helper", &0, "at least 1 generated record");
+        }
+        if s.generator < 10 {
+            return err(
+                "split.generator",
+                &s.generator,
+                "at least 10 real records (D_G trains the generator and the labeler, and the quality check compares \
+                 it with generated records)",
+            );
+        }
+        match &self.generator {
+            GeneratorConfig::Vae {
+                latent,
+                width,
+                epochs,
+                batch_size,
+                learning_rate,
+                ..
+            } => {
+                if !(1..=4096).contains(latent) {
+                    return err("generator.latent", latent, "an integer in 1..=4096");
+                }
+                if !(1..=1024).contains(width) {
+                    return err("generator.width", width, "an integer in 1..=1024");
+                }
+                check_fit(file, "generator", *epochs, *batch_size, *learning_rate)?;
+            }
+            GeneratorConfig::RealHoldout => {}
+        }
+        check_fit(
+            file,
+            "helper",
+            self.helper.epochs,
+            self.helper.batch_size,
+            self.helper.learning_rate,
+        )?;
+        for (name, f) in [("classifier", &self.classifier), ("quality", &self.quality)] {
+            check_fit(file, name, f.epochs, f.batch_size, f.learning_rate)?;
+        }
+        if self.targets.is_empty() {
+            return err("target", &"none", "at least one [[target]]");
+        }
+        let mut names = BTreeSet::new();
+        for (i, t) in self.targets.iter().enumerate() {
+            let field = |f: &str| format!("target[{i}].{f}");
+            if t.name.is_empty()
+                || !t
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(config_err(
+                    file,
+                    field("name"),
+                    format!("{:?}", t.name),
+                    "a non-empty name of letters, digits, `-` and `_` (it names files)",
+                ));
+            }
+            if !names.insert(t.name.clone()) {
+                return Err(config_err(
+                    file,
+                    field("name"),
+                    &t.name,
+                    "a name no other target has",
+                ));
+            }
+            match (&t.checkpoint, &t.train) {
+                (Some(_), Some(_)) | (None, None) => return Err(config_err(
+                    file,
+                    format!("target[{i}]"),
+                    &t.name,
+                    "exactly one of `checkpoint` (audit a trained model) and `train` (train one)",
+                )),
+                (Some(_), None) => {
+                    if t.epsilon.is_some() {
+                        return Err(config_err(
+                            file,
+                            field("epsilon"),
+                            t.epsilon.unwrap_or_default(),
+                            "no `epsilon` with `checkpoint` (its metadata holds the accountant's ε)",
+                        ));
+                    }
+                }
+                (None, Some(train)) => {
+                    train
+                        .validate()
+                        .map_err(|e| config_err(file, field("train"), "invalid", e.to_string()))?;
+                    if train.replicas != 1 {
+                        return Err(config_err(
+                            file,
+                            field("train.replicas"),
+                            train.replicas,
+                            "1 (one audited model per target)",
+                        ));
+                    }
+                    if t.model.is_some() {
+                        return Err(config_err(
+                            file,
+                            field("model"),
+                            "given",
+                            "no `model` with `train` (use `train.model`)",
+                        ));
+                    }
+                    if let Some(eps) = t.epsilon {
+                        if !(eps.is_finite() && eps > 0.0) {
+                            return Err(config_err(file, field("epsilon"), eps, "a finite ε > 0"));
+                        }
+                        if train.dp.noise_multiplier != 0.0 {
+                            return Err(config_err(
+                                file,
+                                field("train.dp.noise_multiplier"),
+                                train.dp.noise_multiplier,
+                                "0 when `epsilon` is given (the noise multiplier is calibrated to it)",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A stable fingerprint of the parsed config (FNV-1a 64 of its JSON).
+    pub fn fingerprint(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        fnv1a(&json)
+    }
+}
+
+/// FNV-1a, 64 bits (Fowler–Noll–Vo): tells two configs apart, not a
+/// security hash.
+pub fn fnv1a(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+fn check_fit(file: &str, section: &str, epochs: u64, batch: usize, lr: f64) -> Result<()> {
+    if epochs == 0 {
+        return Err(config_err(
+            file,
+            format!("{section}.epochs"),
+            0,
+            "at least 1",
+        ));
+    }
+    if batch == 0 {
+        return Err(config_err(
+            file,
+            format!("{section}.batch_size"),
+            0,
+            "at least 1",
+        ));
+    }
+    if !(lr.is_finite() && lr > 0.0) {
+        return Err(config_err(
+            file,
+            format!("{section}.learning_rate"),
+            lr,
+            "a finite number > 0",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        // FNV-1a 64 test vectors (Fowler–Noll–Vo reference: "" and "a").
+        assert_eq!(fnv1a(""), "cbf29ce484222325");
+        assert_eq!(fnv1a("a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn minimum_audit_size_is_where_the_ceiling_turns_positive() {
+        // Same data at 0.95: level 0.025, need logit(0.025^{1/k}) > 0 for
+        // k = m/2 members, i.e. 0.025^{1/k} > 1/2, k > log2(40) = 5.32.
+        assert_eq!(minimum_audit_size(0.95, SelectionChoice::SameData), 12);
+        let m = minimum_audit_size(0.95, SelectionChoice::Bonferroni);
+        assert!(m > 12);
+        assert!(dpaudit_audit::panoramia::ceiling((m / 2) as u64, 0.025 / m as f64) > 0.0);
+        assert!(
+            dpaudit_audit::panoramia::ceiling(((m - 1) / 2) as u64, 0.025 / (m - 1) as f64) <= 0.0
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! PANORAMIA (Kazmi et al. 2024, "PANORAMIA: Privacy Auditing of Machine
+//! Learning Models without Retraining"): measure how much one trained model
+//! leaks about its training data, with no retraining and no canaries, by
+//! telling its training records from generated non-members.
+//!
+//! - [`config`]: the TOML configuration, validated once.
+//! - [`vae`]: the generative model (a convolutional VAE).
+//! - [`task`]: the labeler and the helper `h` (the target's architecture),
+//!   and per-record losses of `f` and `h`.
+//! - [`classifier`]: the baseline `b` and the MIA (one architecture), and
+//!   the real-vs-generated quality check.
+//! - [`pipeline`]: Algorithm 1 end to end with resumable stages, the one-run
+//!   audit beside it, `audit.json` and `summary.md`.
+//! - [`report`]: precision–recall SVGs and PNG sample grids.
+//!
+//! The measurement itself (`c_lb`, `{c+ε}_lb`, ε̃) is
+//! [`dpaudit_audit::panoramia`]; ε̃ is not a lower bound on ε and has its own
+//! type there. With `train`, this is one of the two library crates that link
+//! libtorch.
+
+pub mod classifier;
+pub mod config;
+pub mod error;
+pub mod nn;
+pub mod pipeline;
+pub mod records;
+pub mod report;
+pub mod task;
+pub mod vae;
+
+pub use config::PanoramiaConfig;
+pub use error::{PanoramiaError, Result};
+pub use pipeline::{run, AuditReport, Progress, Quiet};

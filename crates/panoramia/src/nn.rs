@@ -1,0 +1,494 @@
+//! The few layers, the optimiser and the file format of the pipeline's own
+//! models (generator, baseline/MIA classifier), on libtorch with fallible
+//! calls only.
+//!
+//! Parameters are plain tensors that require grad; their initial values are
+//! drawn on the host from the run's ChaCha key tree with PyTorch's default
+//! rule (`nn.Linear`, `nn.Conv2d`, `nn.ConvTranspose2d` `reset_parameters`:
+//! weight and bias `U(−1/√fan_in, 1/√fan_in)`, with `fan_in` = input
+//! features, `in_channels·k·k` for a convolution and `out_channels·k·k` for a
+//! transposed one, whose weight is `[in, out, k, k]`). Nothing is drawn from
+//! libtorch's global generator.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use dpaudit_data::seed::SeedKey;
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+use safetensors::tensor::{Dtype, SafeTensors, View};
+use tch::{Device, Kind, Tensor};
+
+use crate::error::{PanoramiaError, Result};
+
+type TResult<T> = std::result::Result<T, tch::TchError>;
+
+/// Host-side initialiser: one ChaCha stream, parameters created on `device`.
+#[derive(Debug)]
+pub struct HostInit {
+    rng: ChaCha20Rng,
+    device: Device,
+}
+
+impl HostInit {
+    /// Draw from `key`'s generator.
+    pub fn new(key: SeedKey, device: Device) -> Self {
+        Self {
+            rng: key.rng(),
+            device,
+        }
+    }
+
+    /// A parameter of `shape` with entries `U(−bound, bound)`.
+    pub fn uniform(&mut self, shape: &[i64], bound: f64) -> Result<Tensor> {
+        let n: i64 = shape.iter().product();
+        let host: Vec<f32> = (0..n)
+            .map(|_| self.rng.gen_range(-bound..bound) as f32)
+            .collect();
+        Tensor::from_slice(&host)
+            .f_reshape(shape)
+            .and_then(|t| t.f_to_device(self.device))
+            .map(|t| t.set_requires_grad(true))
+            .map_err(PanoramiaError::torch("initialising a parameter"))
+    }
+}
+
+/// `y = x Wᵀ + b`.
+#[derive(Debug)]
+pub struct Linear {
+    /// `[out, in]`.
+    pub weight: Tensor,
+    /// `[out]`.
+    pub bias: Tensor,
+}
+
+impl Linear {
+    /// PyTorch's default initialisation.
+    pub fn new(init: &mut HostInit, input: i64, output: i64) -> Result<Self> {
+        let bound = 1.0 / (input as f64).sqrt();
+        Ok(Self {
+            weight: init.uniform(&[output, input], bound)?,
+            bias: init.uniform(&[output], bound)?,
+        })
+    }
+
+    /// Apply.
+    pub fn forward(&self, x: &Tensor) -> TResult<Tensor> {
+        x.f_linear(&self.weight, Some(&self.bias))
+    }
+}
+
+/// A square 2-D convolution.
+#[derive(Debug)]
+pub struct Conv2d {
+    /// `[out, in, k, k]`.
+    pub weight: Tensor,
+    /// `[out]`.
+    pub bias: Tensor,
+    stride: i64,
+    padding: i64,
+}
+
+impl Conv2d {
+    /// PyTorch's default initialisation.
+    pub fn new(
+        init: &mut HostInit,
+        input: i64,
+        output: i64,
+        kernel: i64,
+        stride: i64,
+        padding: i64,
+    ) -> Result<Self> {
+        let bound = 1.0 / ((input * kernel * kernel) as f64).sqrt();
+        Ok(Self {
+            weight: init.uniform(&[output, input, kernel, kernel], bound)?,
+            bias: init.uniform(&[output], bound)?,
+            stride,
+            padding,
+        })
+    }
+
+    /// Apply.
+    pub fn forward(&self, x: &Tensor) -> TResult<Tensor> {
+        x.f_conv2d(
+            &self.weight,
+            Some(&self.bias),
+            [self.stride, self.stride],
+            [self.padding, self.padding],
+            [1, 1],
+            1,
+        )
+    }
+}
+
+/// A square 2-D transposed convolution.
+#[derive(Debug)]
+pub struct ConvTranspose2d {
+    /// `[in, out, k, k]`.
+    pub weight: Tensor,
+    /// `[out]`.
+    pub bias: Tensor,
+    stride: i64,
+    padding: i64,
+}
+
+impl ConvTranspose2d {
+    /// PyTorch's default initialisation (`fan_in = out·k·k`).
+    pub fn new(
+        init: &mut HostInit,
+        input: i64,
+        output: i64,
+        kernel: i64,
+        stride: i64,
+        padding: i64,
+    ) -> Result<Self> {
+        let bound = 1.0 / ((output * kernel * kernel) as f64).sqrt();
+        Ok(Self {
+            weight: init.uniform(&[input, output, kernel, kernel], bound)?,
+            bias: init.uniform(&[output], bound)?,
+            stride,
+            padding,
+        })
+    }
+
+    /// Apply.
+    pub fn forward(&self, x: &Tensor) -> TResult<Tensor> {
+        x.f_conv_transpose2d(
+            &self.weight,
+            Some(&self.bias),
+            [self.stride, self.stride],
+            [self.padding, self.padding],
+            [0, 0],
+            1,
+            [1, 1],
+        )
+    }
+}
+
+/// A model of this module: named parameters in a fixed order.
+pub trait Parameters {
+    /// `(name, parameter)` pairs, shallow clones.
+    fn parameters(&self) -> Vec<(String, Tensor)>;
+}
+
+/// Adam (Kingma & Ba 2015, Algorithm 1) with β₁ = 0.9, β₂ = 0.999,
+/// ε̂ = 1e-8, as `torch.optim.Adam`'s defaults.
+#[derive(Debug)]
+pub struct Adam {
+    learning_rate: f64,
+    step: i32,
+    moments: Vec<(Tensor, Tensor)>,
+}
+
+impl Adam {
+    /// A fresh optimiser.
+    pub fn new(learning_rate: f64) -> Self {
+        Self {
+            learning_rate,
+            step: 0,
+            moments: Vec::new(),
+        }
+    }
+
+    /// One step on the gradients held by `params`, which are then zeroed.
+    pub fn step(&mut self, params: &[Tensor]) -> Result<()> {
+        let (b1, b2, eps) = (0.9_f64, 0.999_f64, 1e-8_f64);
+        self.step += 1;
+        let c1 = 1.0 - b1.powi(self.step);
+        let c2 = 1.0 - b2.powi(self.step);
+        let context = "an Adam step";
+        tch::no_grad(|| -> Result<()> {
+            if self.moments.is_empty() {
+                for p in params {
+                    let z = p.f_zeros_like().map_err(PanoramiaError::torch(context))?;
+                    let z2 = p.f_zeros_like().map_err(PanoramiaError::torch(context))?;
+                    self.moments.push((z, z2));
+                }
+            }
+            for (p, (m, v)) in params.iter().zip(self.moments.iter_mut()) {
+                let mut g = p.grad();
+                if !g.defined() {
+                    continue;
+                }
+                let update = (|| -> TResult<Tensor> {
+                    *m = m.f_mul_scalar(b1)?.f_add(&g.f_mul_scalar(1.0 - b1)?)?;
+                    *v = v
+                        .f_mul_scalar(b2)?
+                        .f_add(&g.f_square()?.f_mul_scalar(1.0 - b2)?)?;
+                    let denom = v.f_div_scalar(c2)?.f_sqrt()?.f_add_scalar(eps)?;
+                    m.f_div(&denom)?.f_mul_scalar(self.learning_rate / c1)
+                })()
+                .map_err(PanoramiaError::torch(context))?;
+                let _ = p
+                    .shallow_clone()
+                    .f_sub_(&update)
+                    .map_err(PanoramiaError::torch(context))?;
+                let _ = g.f_zero_().map_err(PanoramiaError::torch(context))?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Detached copies of the parameters (to keep the best epoch's weights).
+pub fn snapshot(params: &[Tensor]) -> Result<Vec<Tensor>> {
+    params
+        .iter()
+        .map(|p| {
+            p.f_detach_copy()
+                .map_err(PanoramiaError::torch("copying parameters"))
+        })
+        .collect()
+}
+
+/// Copy `saved` back into `params`.
+pub fn restore(params: &[Tensor], saved: &[Tensor]) -> Result<()> {
+    tch::no_grad(|| {
+        for (p, s) in params.iter().zip(saved) {
+            p.shallow_clone()
+                .f_copy_(s)
+                .map_err(PanoramiaError::torch("restoring parameters"))?;
+        }
+        Ok(())
+    })
+}
+
+/// Write `bytes` to a hidden temporary file beside `path`, sync it, rename it
+/// over `path` and sync the directory: the file appears whole or not at all.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fail =
+        |e: &dyn std::fmt::Display| crate::error::out_err(path, format!("cannot write: {e}"));
+    std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".panoramia-")
+        .tempfile_in(dir)
+        .map_err(|e| fail(&e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| fail(&e))?;
+    tmp.persist(path).map_err(|e| fail(&e.error))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+struct Raw {
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl View for &Raw {
+    fn dtype(&self) -> Dtype {
+        Dtype::F32
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// The metadata key of the pipeline's safetensors files.
+pub const META_KEY: &str = "dpaudit_panoramia";
+
+/// Save named tensors as safetensors (f32) with `meta` (JSON) under
+/// [`META_KEY`], atomically.
+pub fn save_tensors(path: &Path, params: &[(String, Tensor)], meta: &str) -> Result<()> {
+    let mut raws = Vec::with_capacity(params.len());
+    for (name, t) in params {
+        let t = t
+            .f_detach()
+            .and_then(|t| t.f_to_device(Device::Cpu))
+            .and_then(|t| t.f_to_kind(Kind::Float))
+            .and_then(|t| t.f_contiguous())
+            .map_err(PanoramiaError::torch("copying a parameter to save"))?;
+        let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
+        let values = Vec::<f32>::try_from(
+            t.f_reshape([-1])
+                .map_err(PanoramiaError::torch("flattening a parameter"))?,
+        )
+        .map_err(PanoramiaError::torch("copying a parameter to save"))?;
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        raws.push((name.clone(), Raw { shape, bytes }));
+    }
+    let info = HashMap::from([(META_KEY.to_string(), meta.to_string())]);
+    let bytes =
+        safetensors::tensor::serialize(raws.iter().map(|(n, r)| (n.as_str(), r)), Some(info))
+            .map_err(|e| PanoramiaError::Checkpoint {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+    write_atomic(path, &bytes)
+}
+
+/// The metadata JSON of a file written by [`save_tensors`].
+pub fn read_meta(path: &Path) -> Result<(Vec<u8>, String)> {
+    let bad = |reason: String| PanoramiaError::Checkpoint {
+        path: path.display().to_string(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| bad(format!("unreadable: {e}")))?;
+    let (_, header) = SafeTensors::read_metadata(&bytes)
+        .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+    let meta = header
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get(META_KEY))
+        .cloned()
+        .ok_or_else(|| {
+            bad(format!(
+                "no `{META_KEY}` metadata: expected a file written by dpaudit's PANORAMIA pipeline"
+            ))
+        })?;
+    Ok((bytes, meta))
+}
+
+/// Copy the tensors of `bytes` (a safetensors file read by [`read_meta`])
+/// into `params`; every name must be present with the same shape.
+pub fn load_into(path: &Path, bytes: &[u8], params: &[(String, Tensor)]) -> Result<()> {
+    let bad = |reason: String| PanoramiaError::Checkpoint {
+        path: path.display().to_string(),
+        reason,
+    };
+    let st =
+        SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+    if st.names().len() != params.len() {
+        return Err(bad(format!(
+            "{} tensors: expected {} for this architecture",
+            st.names().len(),
+            params.len()
+        )));
+    }
+    tch::no_grad(|| {
+        for (name, p) in params {
+            let view = st
+                .tensor(name)
+                .map_err(|_| bad(format!("no tensor `{name}`, which this architecture has")))?;
+            let want: Vec<usize> = p.size().iter().map(|&d| d as usize).collect();
+            if view.dtype() != Dtype::F32 || view.shape() != want.as_slice() {
+                return Err(bad(format!(
+                    "tensor `{name}` is {:?} {:?}: expected F32 {want:?}",
+                    view.dtype(),
+                    view.shape()
+                )));
+            }
+            let values: Vec<f32> = view
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let src = Tensor::from_slice(&values)
+                .f_reshape(p.size())
+                .and_then(|t| t.f_to_device(p.device()))
+                .map_err(PanoramiaError::torch("loading a tensor"))?;
+            p.shallow_clone()
+                .f_copy_(&src)
+                .map_err(PanoramiaError::torch("loading a tensor"))?;
+        }
+        Ok(())
+    })
+}
+
+/// A `[n, record]` float tensor of host records on `device`, reshaped to
+/// `[n, shape…]`.
+pub fn to_tensor(values: &[f32], n: usize, shape: &[usize], device: Device) -> Result<Tensor> {
+    let mut full = vec![n as i64];
+    full.extend(shape.iter().map(|&d| d as i64));
+    Tensor::from_slice(values)
+        .f_reshape(full.as_slice())
+        .and_then(|t| t.f_to_device(device))
+        .map_err(PanoramiaError::torch("moving records to the device"))
+}
+
+/// The values of a float tensor on the host.
+pub fn to_host(t: &Tensor) -> Result<Vec<f64>> {
+    let flat = t
+        .f_detach()
+        .and_then(|t| t.f_to_device(Device::Cpu))
+        .and_then(|t| t.f_to_kind(Kind::Double))
+        .and_then(|t| t.f_reshape([-1]))
+        .map_err(PanoramiaError::torch("copying values to the host"))?;
+    Vec::<f64>::try_from(flat).map_err(PanoramiaError::torch("copying values to the host"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpaudit_data::seed::{RunSeed, Stream};
+
+    #[test]
+    fn adam_first_step_moves_each_coordinate_by_the_learning_rate() {
+        // Adam's first step is −lr·sign(g) (m̂ = g, v̂ = g², up to ε̂):
+        // Kingma & Ba 2015, §2 ("the effective step … |Δ| ≈ α" at t = 1).
+        let p = Tensor::from_slice(&[1.0f32, -2.0, 3.0]).set_requires_grad(true);
+        let loss = p
+            .f_mul(&Tensor::from_slice(&[2.0f32, -0.5, 0.1]))
+            .unwrap()
+            .f_sum(Kind::Float)
+            .unwrap();
+        loss.f_backward().unwrap();
+        let mut adam = Adam::new(0.1);
+        adam.step(std::slice::from_ref(&p)).unwrap();
+        let got = to_host(&p).unwrap();
+        for (g, want) in got.iter().zip([0.9, -1.9, 2.9]) {
+            assert!((g - want).abs() < 1e-5, "{got:?}");
+        }
+        assert_eq!(to_host(&p.grad()).unwrap(), vec![0.0; 3]);
+    }
+
+    #[test]
+    fn initialisation_is_owned_and_bounded() {
+        let key = RunSeed(3).stream(Stream::Init);
+        let a = Linear::new(&mut HostInit::new(key, Device::Cpu), 16, 4).unwrap();
+        let b = Linear::new(&mut HostInit::new(key, Device::Cpu), 16, 4).unwrap();
+        let (wa, wb) = (to_host(&a.weight).unwrap(), to_host(&b.weight).unwrap());
+        assert_eq!(wa, wb);
+        assert!(wa.iter().all(|w| w.abs() <= 0.25));
+        assert!(wa.iter().any(|w| w.abs() > 0.1));
+    }
+
+    #[test]
+    fn tensors_round_trip_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.safetensors");
+        let mut init = HostInit::new(RunSeed(1).stream(Stream::Init), Device::Cpu);
+        let a = Conv2d::new(&mut init, 1, 2, 3, 1, 1).unwrap();
+        let params = vec![
+            ("w".to_string(), a.weight.shallow_clone()),
+            ("b".to_string(), a.bias.shallow_clone()),
+        ];
+        save_tensors(&path, &params, "{\"k\":1}").unwrap();
+        let mut init = HostInit::new(RunSeed(2).stream(Stream::Init), Device::Cpu);
+        let b = Conv2d::new(&mut init, 1, 2, 3, 1, 1).unwrap();
+        let target = vec![
+            ("w".to_string(), b.weight.shallow_clone()),
+            ("b".to_string(), b.bias.shallow_clone()),
+        ];
+        let (bytes, meta) = read_meta(&path).unwrap();
+        assert_eq!(meta, "{\"k\":1}");
+        load_into(&path, &bytes, &target).unwrap();
+        assert_eq!(to_host(&a.weight).unwrap(), to_host(&b.weight).unwrap());
+        // Another shape is refused, with the tensor's name.
+        let c = Conv2d::new(&mut init, 1, 3, 3, 1, 1).unwrap();
+        let wrong = vec![
+            ("w".to_string(), c.weight.shallow_clone()),
+            ("b".to_string(), c.bias.shallow_clone()),
+        ];
+        let err = load_into(&path, &bytes, &wrong).unwrap_err().to_string();
+        assert!(
+            err.contains("tensor `w`") && err.contains("expected F32"),
+            "{err}"
+        );
+    }
+}
