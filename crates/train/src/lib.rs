@@ -21,6 +21,7 @@ pub mod models;
 pub mod noise;
 pub mod philox;
 pub mod runtime;
+mod scalar;
 pub mod testing;
 pub mod trainer;
 

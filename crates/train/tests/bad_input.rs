@@ -88,7 +88,7 @@ fn impossible_shapes_and_ranges_are_errors() {
 
 #[test]
 fn a_nan_loss_stops_the_run_naming_the_step() {
-    let model = Mlp::new(&mut Init::new(0, 1, Device::Cpu), &[4, 3, 2]);
+    let model = Mlp::new(&mut Init::new(0, 1, Device::Cpu), &[4, 3, 2]).unwrap();
     let mut dp = DpSgd::new(
         DpSgdConfig {
             noise_multiplier: 0.0,

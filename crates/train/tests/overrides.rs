@@ -28,8 +28,8 @@ fn flat(sum: &ClippedSum, replica: i64) -> Tensor {
 }
 
 fn setup() -> (Mlp, Tensor, Tensor) {
-    let model = Mlp::new(&mut Init::new(8, 2, Device::Cpu), &[6, 5, 3]);
-    let (x, y) = random_batch(&model, 3, 40);
+    let model = Mlp::new(&mut Init::new(8, 2, Device::Cpu), &[6, 5, 3]).unwrap();
+    let (x, y) = random_batch(&model, 3, 40).unwrap();
     (model, x, y)
 }
 
@@ -88,7 +88,7 @@ fn gradient_override_adds_the_clipped_vector_exactly() {
         0.0
     );
     // A vector of norm 5C is clipped to norm C: contributes v/5.
-    let v = dpaudit_train::testing::normal_tensor(&[p], 41);
+    let v = dpaudit_train::testing::normal_tensor(&[p], 41).unwrap();
     let v = &v * (5.0 * C / v.norm().double_value(&[]));
     let s = clipped_sum(
         &model,
