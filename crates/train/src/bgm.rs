@@ -579,6 +579,7 @@ impl TensorBgmSimulator {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)] // tests may panic
 mod tests {
     use super::*;
     use dpaudit_attacks::LikelihoodRatio;

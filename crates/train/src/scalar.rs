@@ -106,6 +106,7 @@ pub(crate) fn full(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)] // tests may panic
 mod tests {
     use super::*;
     use tch::Device;

@@ -2,6 +2,9 @@
 //! numbers of the papers (spec 000 §5.1, spec 001 §6.2) and, for WRN-16-4, the
 //! sum of the layer shapes in `models/wrn.rs`.
 
+// Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
+#![allow(clippy::disallowed_methods)]
+
 use dpaudit_train::models::{ConvNet, LeNet5, Mlp, ResNet18, ShallowCnn, WideResNet};
 use dpaudit_train::{Init, Model};
 use tch::Device;
