@@ -142,3 +142,25 @@ fn unknown_fields_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown field `noise_multiplyer`"), "{err}");
 }
+
+/// Simulations that cannot fit in memory are refused before anything runs,
+/// naming the field; a process abort on the allocation is what this replaces.
+#[test]
+fn a_simulation_too_large_for_memory_is_refused_naming_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("huge.toml");
+    std::fs::write(
+        &config,
+        SHUFFLE.replacen("runs = 20000", "runs = 100000000000", 1),
+    )
+    .unwrap();
+    let out = bgm(&config, &dir.path().join("out"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("memory allocation"),
+        "{err}"
+    );
+    assert!(err.contains("`runs`") && err.contains("GiB"), "{err}");
+    assert!(!dir.path().join("out").exists());
+}

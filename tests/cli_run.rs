@@ -1,5 +1,6 @@
-//! End to end: `dpaudit run`, `dpaudit merge` and `dpaudit compare` (issue 6
-//! points 3–4) on a tiny Dirac-canary audit: the files a run writes, resuming
+//! End to end: `dpaudit run`, `dpaudit merge` and `dpaudit compare` on a
+//! tiny Dirac-canary audit: the files a run writes (bounds with their
+//! metrics, plots of each bound, the one-run methods), resuming
 //! after a lost chunk or a kill, refusing a foreign out-dir, shards merged to
 //! the single run's scores, and the comparison table.
 //!
@@ -160,7 +161,8 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         let dirac: f64 = row[4].parse().unwrap();
         let iterates: f64 = row[5].parse().unwrap();
         // Dirac canary C·e_d with C = 1: the iterates score telescopes to
-        // C·(θ₀[d] − θ_T[d]) (spec 002 §4 "Observation"); float32 sums over
+        // C·(θ₀[d] − θ_T[d]) (Steinke et al. 2023 §4, white-box scores for
+        // fixed canary gradients); float32 sums over
         // 4,826 coordinates allow (P+2)·2⁻²⁴ ≈ 3e-4 relative to Σ|δ||g|.
         assert!(
             (dirac - iterates).abs() <= 3e-4 * dirac.abs() + 1e-7,
@@ -204,12 +206,31 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         "{summary}"
     );
 
+    // Every bound carries its metrics, its data and its policy: 40 runs.
+    for b in lbs {
+        let m = &b["metrics"];
+        assert_eq!(
+            m["members"].as_u64().unwrap() + m["nonmembers"].as_u64().unwrap(),
+            40,
+            "{b}"
+        );
+        assert!((0.0..=1.0).contains(&m["auc"].as_f64().unwrap()), "{b}");
+        assert_eq!(m["tpr_at_fpr"].as_array().unwrap().len(), 2, "{b}");
+        assert!(b["bounded_on"]["data"].is_string(), "{b}");
+    }
+    assert!(
+        summary.contains("| AUC |") && summary.contains("TPR at FPR 10⁻³"),
+        "{summary}"
+    );
+
     for plot in [
         "epsilon",
         "hist-dirac",
         "hist-iterates",
-        "tradeoff-dirac",
-        "tradeoff-iterates",
+        "tradeoff-dirac-eps-delta",
+        "tradeoff-dirac-gdp",
+        "roc-dirac-eps-delta",
+        "roc-iterates-gdp",
     ] {
         let svg = read(&out.join("plots").join(format!("{plot}.svg")));
         assert!(
@@ -218,6 +239,51 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
         );
     }
     assert_eq!(chunk_files(&out).len(), CHUNKS);
+}
+
+#[test]
+fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
+    // 2 runs with 60 Dirac canaries each, every canary in or out with
+    // probability ½: one-run (Steinke et al.) and f-DP one-run (Mahloujifar
+    // et al.) bounds, each from run 0's canaries, and a plot of each.
+    let dir = tempfile::tempdir().unwrap();
+    let exp = EXPERIMENT
+        .replace("runs = 40", "runs = 2")
+        .replace("replicas = 10", "replicas = 2")
+        .replace("count = 1", "count = 60")
+        .replace("scores = [\"dirac\", \"iterates\"]", "scores = [\"dirac\"]")
+        .replace(
+            "methods = [\"eps_delta\", \"gdp\"]",
+            "methods = [\"one_run\", \"one_run_fdp\"]",
+        );
+    let config = write(dir.path(), "exp.toml", &exp);
+    let out = dir.path().join("out");
+    ok(&run(&config, &out, &[]));
+    let audit: serde_json::Value = serde_json::from_str(&read(&out.join("audit.json"))).unwrap();
+    let lbs = audit["lower_bounds"].as_array().unwrap();
+    let methods: Vec<&str> = lbs.iter().map(|b| b["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["one-run", "one-run-fdp"], "{audit}");
+    for b in lbs {
+        assert_eq!(b["run"], 0, "{b}");
+        assert_eq!(b["per_run"].as_array().unwrap().len(), 2, "{b}");
+        let m = &b["metrics"];
+        assert_eq!(
+            m["members"].as_u64().unwrap() + m["nonmembers"].as_u64().unwrap(),
+            60,
+            "{b}"
+        );
+    }
+    // The f-DP bound of the Gaussian family reports μ⁻ beside ε.
+    assert!(
+        lbs[1]["evidence"]["mu_lower"].as_f64().is_some(),
+        "{}",
+        lbs[1]
+    );
+    assert_eq!(lbs[1]["evidence"]["family"], "gaussian");
+    for plot in ["one-run-dirac-one-run", "one-run-dirac-one-run-fdp"] {
+        let svg = read(&out.join("plots").join(format!("{plot}.svg")));
+        assert!(svg.contains("fraction of guesses correct"), "{plot}.svg");
+    }
 }
 
 #[test]
@@ -314,6 +380,29 @@ fn two_shards_merged_equal_the_single_run() {
     );
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("different experiment"));
+}
+
+/// A run's scores do not depend on how many runs share a replica stack: the
+/// same experiment in chunks of 10 and of 40 gives byte-identical scores
+/// (every run's initialisation, batches and noise are keyed by its run index,
+/// and a fixed-size sampler gives every replica the same batch length).
+#[test]
+fn scores_do_not_depend_on_the_replica_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let ten = write(dir.path(), "ten.toml", EXPERIMENT);
+    let forty = write(
+        dir.path(),
+        "forty.toml",
+        &EXPERIMENT.replace("replicas = 10", "replicas = 40"),
+    );
+    ok(&run(&ten, &dir.path().join("ten"), &[]));
+    ok(&run(&forty, &dir.path().join("forty"), &[]));
+    assert_eq!(chunk_files(&dir.path().join("ten")).len(), CHUNKS);
+    assert_eq!(chunk_files(&dir.path().join("forty")).len(), 1);
+    assert_eq!(
+        read(&dir.path().join("ten/scores.csv")),
+        read(&dir.path().join("forty/scores.csv"))
+    );
 }
 
 #[test]
@@ -457,5 +546,215 @@ fn an_inconsistent_experiment_is_refused_before_any_file_is_written() {
         let e = String::from_utf8_lossy(&refused.stderr);
         assert!(e.contains(field), "{field}: {e}");
         assert!(!out.exists(), "{field}: the out-dir must not be created");
+    }
+}
+
+/// The out-dir defends itself: every fault is named, and only what is damaged
+/// is retrained.
+mod out_dir_faults {
+    use super::*;
+
+    fn stderr(out: &Output) -> String {
+        assert!(!out.status.success(), "expected a failure");
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!e.contains("panicked"), "{e}");
+        e
+    }
+
+    #[test]
+    fn a_second_process_on_the_same_out_dir_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        // Minutes of training: the first run is killed once the second has
+        // been refused.
+        let endless = EXPERIMENT
+            .replace("runs = 40", "runs = 100000")
+            .replace("steps = 3", "steps = 50");
+        let config = write(dir.path(), "exp.toml", &endless);
+        let out = dir.path().join("out");
+        let mut first = binary()
+            .arg("run")
+            .arg(&config)
+            .arg("--out-dir")
+            .arg(&out)
+            .arg("--quiet")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lock = out.join(".dpaudit.lock");
+        let start = Instant::now();
+        while !lock.exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let second = run(&config, &out, &[]);
+        let running = first.try_wait().unwrap().is_none();
+        let _ = first.kill();
+        let _ = first.wait();
+        assert!(
+            running,
+            "the first run ended before the second started; make it slower"
+        );
+        let e = stderr(&second);
+        assert!(
+            e.contains(&format!("pid {}", first.id())) && e.contains("in use"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn edited_and_truncated_chunks_are_named_and_only_they_are_retrained() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &[]));
+        let scores = read(&out.join("scores.csv"));
+        let chunk = |c: usize| out.join("chunks").join(format!("chunk-{c:06}.csv"));
+        let untouched = std::fs::metadata(chunk(0)).unwrap().modified().unwrap();
+        // Edit one score of chunk 1; truncate chunk 3.
+        let text = read(&chunk(1));
+        let line = text.lines().nth(1).unwrap().to_string();
+        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
+        fields[4] = "12345".into();
+        std::fs::write(chunk(1), text.replacen(&line, &fields.join(","), 1)).unwrap();
+        let text = read(&chunk(3));
+        std::fs::write(chunk(3), &text[..text.len() / 2]).unwrap();
+        // Finalizing is refused, naming the damaged chunk …
+        let merged = dir.path().join("m");
+        let e = stderr(&dpaudit(&["merge", "--out-dir"], &[&merged, &out]));
+        assert!(
+            e.contains("chunk-000001.csv") && e.contains("damaged"),
+            "{e}"
+        );
+        // … and a resume names both and retrains only them.
+        let again = run(&config, &out, &[]);
+        let stdout = ok(&again);
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            err.contains("chunk 1 is damaged") && err.contains("chunk 3 is damaged"),
+            "{err}"
+        );
+        assert!(stdout.contains("trained 20 runs"), "{stdout}");
+        assert_eq!(read(&out.join("scores.csv")), scores);
+        assert_eq!(
+            std::fs::metadata(chunk(0)).unwrap().modified().unwrap(),
+            untouched
+        );
+        assert!(out.join("chunks/chunk-000001.csv.damaged").exists());
+    }
+
+    #[test]
+    fn an_out_dir_of_another_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &[]));
+        let manifest = read(&out.join("config.json"));
+        let old = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
+        assert_ne!(old, manifest);
+        std::fs::write(out.join("config.json"), old).unwrap();
+        let e = stderr(&run(&config, &out, &[]));
+        assert!(e.contains("format 1") && e.contains("new --out-dir"), "{e}");
+    }
+
+    #[test]
+    fn edited_inclusion_bits_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let out = dir.path().join("out");
+        ok(&run(&config, &out, &["--shard", "0/2"]));
+        let inc = read(&out.join("inclusion.csv"));
+        let flipped = if inc.contains("\n0,0,1\n") {
+            inc.replacen("\n0,0,1\n", "\n0,0,-1\n", 1)
+        } else {
+            inc.replacen("\n0,0,-1\n", "\n0,0,1\n", 1)
+        };
+        std::fs::write(out.join("inclusion.csv"), flipped).unwrap();
+        let e = stderr(&run(&config, &out, &["--shard", "0/2"]));
+        assert!(e.contains("inclusion.csv") && e.contains("differ"), "{e}");
+    }
+
+    #[test]
+    fn an_unwritable_out_dir_is_refused_before_anything_is_computed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        // Below a regular file: no one can create it, root included.
+        let file = write(dir.path(), "plain-file", "");
+        let start = Instant::now();
+        let e = stderr(&run(&config, &file.join("out"), &[]));
+        assert!(
+            e.contains("not writable") && e.contains("nothing was computed"),
+            "{e}"
+        );
+        // Refused before preparing data or training (which take seconds).
+        assert!(start.elapsed() < Duration::from_secs(30));
+        // The same for merge and train.
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&file.join("m"), dir.path()],
+        ));
+        assert!(e.contains("not writable"), "{e}");
+    }
+
+    #[test]
+    fn merging_a_shard_twice_says_duplicate_and_a_missing_one_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = write(dir.path(), "exp.toml", EXPERIMENT);
+        let s0 = dir.path().join("s0");
+        ok(&run(&config, &s0, &["--shard", "0/2"]));
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&dir.path().join("m"), &s0, &s0],
+        ));
+        assert!(e.contains("duplicate") && e.contains("0/2"), "{e}");
+        let e = stderr(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&dir.path().join("m"), &s0],
+        ));
+        assert!(
+            e.contains("missing") && e.contains("1/2") && e.contains("[1, 3]"),
+            "{e}"
+        );
+    }
+}
+
+/// The experiment library without the CLI: a smoke experiment trained chunk
+/// by chunk through `dpaudit_experiment` in two shards, merged and
+/// finalized, gives the audit `dpaudit run` gives.
+#[test]
+fn the_library_chunk_by_chunk_equals_dpaudit_run() {
+    use dpaudit_experiment::{merge, ExperimentDir, Finalized, OutDir, Shard};
+    use dpaudit_train::experiment::{ExperimentConfig, Prepared};
+    use dpaudit_train::trainer::Silent;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let cli = dir.path().join("cli");
+    ok(&run(&config, &cli, &[]));
+
+    tch::set_num_threads(1);
+    let experiment = ExperimentConfig::load(&config).unwrap();
+    let prepared = Prepared::new(&experiment, None).unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let path = dir.path().join(format!("lib-{i}"));
+        let out = OutDir::open(&path, "library test").unwrap();
+        let shard = Shard { index: i, count: 2 };
+        let exp_dir = ExperimentDir::claim(out, &prepared, shard).unwrap();
+        let plan = exp_dir.plan().unwrap();
+        assert_eq!(plan.todo.len(), 2);
+        for c in plan.todo {
+            exp_dir.train_chunk(c, &mut Silent).unwrap();
+        }
+        assert!(matches!(
+            exp_dir.finalize().unwrap(),
+            Finalized::Incomplete(_)
+        ));
+        shards.push(path);
+    }
+    let merged_dir = dir.path().join("lib");
+    let merged = merge(&merged_dir, &shards, "library test").unwrap();
+    assert_eq!(merged.copied, CHUNKS);
+    for f in ["scores.csv", "audit.json", "summary.md", "inclusion.csv"] {
+        assert_eq!(read(&merged_dir.join(f)), read(&cli.join(f)), "{f}");
     }
 }

@@ -38,6 +38,18 @@ pub enum AccountingError {
         /// What exceeded which limit.
         what: String,
     },
+    /// The accountant cannot represent an ε as large as the target.
+    #[error(
+        "cannot calibrate to target_epsilon = {target_epsilon} with the {accountant} accountant: {reason}; use --accountant rdp (the `Rdp` accountant in the library) for targets this large"
+    )]
+    CalibrationOutOfRange {
+        /// The requested ε.
+        target_epsilon: f64,
+        /// The accountant's name.
+        accountant: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
     /// Calibration cannot reach the target ε within the allowed noise range.
     #[error(
         "cannot reach target_epsilon = {target_epsilon}: even noise_multiplier = {noise_multiplier} gives epsilon = {epsilon}"

@@ -276,9 +276,17 @@ pub struct Calibration {
     pub evaluations: u32,
 }
 
+/// The PLD accountant works with privacy losses whose exponentials are
+/// float64 numbers, so its ε never exceeds ln(f64::MAX) ≈ 709.78.
+const PLD_EPSILON_LIMIT: f64 = 709.78;
+
 /// The smallest noise multiplier (within `relative_tolerance`) for which DP-SGD with
 /// `sample_rate`, `steps` reaches (`target_epsilon`, `delta`) under `accountant`. Bisection on
 /// the accountant's reported ε (the upper bound for PLD); the bracket is reported.
+/// A σ where the accountant hits a numerical limit counts as too small, so the
+/// answer is conservative there; a PLD target the accountant cannot represent
+/// at all (ε ≥ ln(f64::MAX)) is an error ([`AccountingError::CalibrationOutOfRange`]),
+/// not a σ whose ε is far below it.
 pub fn calibrate_noise_multiplier(
     sample_rate: f64,
     steps: u64,
@@ -302,6 +310,14 @@ pub fn calibrate_noise_multiplier(
             name: "tolerance",
             value: relative_tolerance,
             expected: "a relative tolerance in (0, 0.5)",
+        });
+    }
+    if accountant == Accountant::Pld && target_epsilon >= PLD_EPSILON_LIMIT {
+        return Err(AccountingError::CalibrationOutOfRange {
+            target_epsilon,
+            accountant: accountant.name(),
+            reason: "its epsilon never exceeds ln(largest float64) ≈ 709.78: privacy losses beyond that are not \
+                     representable",
         });
     }
     const MAX_NOISE: f64 = 1e4;

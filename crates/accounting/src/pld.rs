@@ -238,7 +238,9 @@ fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
         return Err(AccountingError::NumericalLimit {
             method: "PLD discretisation",
             what: format!(
-                "{n} grid points for sample_rate = {}, noise_multiplier = {} at discretisation {delta} (limit {MAX_GRID}); use a larger discretisation or noise_multiplier",
+                "{n} grid points for sample_rate = {}, noise_multiplier = {} at discretisation {delta} (limit {MAX_GRID}); use a \
+                 larger noise_multiplier, a coarser discretisation (`PldOptions::discretisation` in the library) or the RDP \
+                 accountant (`--accountant rdp`)",
                 pair.q, pair.sigma
             ),
         });
@@ -419,7 +421,10 @@ pub(crate) fn compose(
     if width > MAX_GRID {
         return Err(AccountingError::NumericalLimit {
             method: "PLD composition",
-            what: format!("window of {width} grid points exceeds the limit of {MAX_GRID}; use a larger discretisation"),
+            what: format!(
+                "window of {width} grid points exceeds the limit of {MAX_GRID}; use a larger noise_multiplier, a coarser \
+                 discretisation (`PldOptions::discretisation` in the library) or the RDP accountant (`--accountant rdp`)"
+            ),
         });
     }
     let size = width.next_power_of_two().max(2);

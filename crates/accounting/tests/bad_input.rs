@@ -71,3 +71,21 @@ fn calibration_and_shuffle_validate_too() {
     let err = shuffle_lower_bound(-1.0, 10, 1, 1e-5).unwrap_err();
     assert_eq!(name_of(err), "noise_multiplier");
 }
+
+/// A target beyond what the PLD accountant can represent (its ε never exceeds
+/// ln(f64::MAX) ≈ 709.78) is an error naming the RDP accountant, not a noise
+/// multiplier whose ε is far below the target.
+#[test]
+fn calibration_to_an_unrepresentable_target_says_so() {
+    let err =
+        calibrate_noise_multiplier(0.01, 100, 1e-5, 800.0, Accountant::Pld, 1e-3).unwrap_err();
+    assert!(
+        matches!(err, AccountingError::CalibrationOutOfRange { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--accountant rdp"), "{err}");
+    // The same target is reachable with RDP, and a large but representable
+    // target with PLD lands within the calibration gap of it.
+    let rdp = calibrate_noise_multiplier(0.01, 100, 1e-5, 800.0, Accountant::Rdp, 1e-3).unwrap();
+    assert!(rdp.epsilon.epsilon <= 800.0 && rdp.epsilon.epsilon > 760.0);
+}

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::metrics::Metrics;
 use crate::scores::{Method, Selection};
 
 /// A lower bound on ε: with probability at least `confidence` (when
@@ -10,7 +11,7 @@ use crate::scores::{Method, Selection};
 /// (ε′, δ)-DP for any ε′ < `epsilon`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EpsilonLowerBound {
-    /// The lower bound on ε (≥ 0).
+    /// The lower bound on ε (finite, ≥ 0).
     pub epsilon: f64,
     /// The confidence level the bound was computed at.
     pub confidence: f64,
@@ -23,8 +24,31 @@ pub struct EpsilonLowerBound {
     /// False for `same-data` selection: the maximum over candidates is not
     /// a valid bound at `confidence` (it is what the papers report).
     pub valid_at_confidence: bool,
+    /// Which observations the reported bound was computed on.
+    pub bounded_on: BoundedOn,
+    /// `multi-split` only: every split's bound (each at level
+    /// `(1 − confidence)/2`), in split order; the reported one is the
+    /// `⌈splits/2⌉`-th largest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_bounds: Option<Vec<f64>>,
+    /// AUC and TPR at low FPR of the scores, on all observations.
+    pub metrics: Metrics,
     /// What produced the number.
     pub evidence: Evidence,
+}
+
+/// The observations a bound was computed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "data", rename_all = "kebab-case")]
+pub enum BoundedOn {
+    /// All observations.
+    All,
+    /// The evaluation half of [`crate::scores::Observations::split`] with
+    /// this seed.
+    EvaluationHalf {
+        /// Seed of the split.
+        seed: u64,
+    },
 }
 
 /// Method-specific evidence behind a bound.
@@ -34,8 +58,20 @@ pub enum Evidence {
     /// Threshold test with Clopper–Pearson upper bounds on both error rates
     /// (eps-delta and GDP methods).
     Threshold(ThresholdEvidence),
-    /// One-run guesses (Steinke et al. 2023).
+    /// One-run guesses (Steinke et al. 2023; Mahloujifar et al. 2024).
     OneRun(OneRunEvidence),
+}
+
+/// Where a `bonferroni` threshold comes from: an order statistic of one
+/// class, at a rank fixed in advance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FamilyRank {
+    /// `non-member`: the threshold is the (rank+1)-th largest non-member
+    /// score (at most `rank` false positives); `member`: just below the
+    /// (rank+1)-th smallest member score (at most `rank` false negatives).
+    pub class: &'static str,
+    /// The rank; the bound on that class's error rate uses it as the count.
+    pub rank: u64,
 }
 
 /// A threshold test "member iff score > threshold" and its error counts,
@@ -56,9 +92,15 @@ pub struct ThresholdEvidence {
     pub fpr_upper: f64,
     /// Clopper–Pearson upper bound on the false-negative rate.
     pub fnr_upper: f64,
-    /// Tail probability of each of the two one-sided upper bounds
-    /// (`(1 − confidence)/2`: union bound over the two rates).
+    /// Tail probability of each one-sided statement.
     pub tail_per_rate: f64,
+    /// Number of one-sided statements joined by the union bound
+    /// (`statements × tail_per_rate = 1 − confidence`): 2 for `split` and
+    /// `same-data`, two per threshold of the family for `bonferroni`.
+    pub statements: u64,
+    /// `bonferroni` only: the rank behind the chosen threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family_rank: Option<FamilyRank>,
     /// GDP method only: the μ lower bound `Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, floored at 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mu_lower: Option<f64>,
@@ -69,7 +111,7 @@ pub struct ThresholdEvidence {
 /// The guesses of a one-run audit and the test that rejected.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OneRunEvidence {
-    /// Randomized canaries in the bounded set (`m` of Thm 3.1).
+    /// Randomized canaries in the bounded set (`m`).
     pub canaries: u64,
     /// Positive guesses (largest scores).
     pub k_plus: u64,
@@ -84,4 +126,10 @@ pub struct OneRunEvidence {
     pub level: f64,
     /// Number of (k+, k−) candidates searched.
     pub candidates: u64,
+    /// f-DP one-run only: the trade-off family whose member was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<&'static str>,
+    /// f-DP one-run with the Gaussian family: the μ lower bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mu_lower: Option<f64>,
 }

@@ -1,8 +1,8 @@
 //! Reading scores from files.
 //!
-//! **CSV.** The first line is a header. It must name a `score` column and a
-//! `member` column (1 = the target/canary was included, 0 = not); other
-//! columns are ignored. Fields are separated by commas; quoted fields are not
+//! **CSV.** The first line is a header (a UTF-8 byte-order mark before it is
+//! skipped). It must name a `score` column and a `member` column (1 = the
+//! target/canary was included, 0 = not); other columns are ignored. Fields are separated by commas; quoted fields are not
 //! supported. Blank lines are skipped. Scores must be finite numbers;
 //! `member` must be `0` or `1` (`0.0`/`1.0` are accepted too). Every error
 //! names the file and the 1-based line.
@@ -11,7 +11,9 @@
 //! Fortran order, format version 1, 2 or 3): column 0 is the score, column 1
 //! the member flag (0.0 or 1.0). E.g. in NumPy:
 //! `np.save("scores.npy", np.column_stack([scores, members]).astype("<f8"))`.
-//! Errors name the byte offset (header) or the row (data).
+//! Errors name the byte offset (header) or the row (data). The size the
+//! header promises is computed with checked arithmetic and compared with the
+//! file before anything is allocated.
 
 use std::path::Path;
 
@@ -57,6 +59,8 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<Observations> {
         line,
         message,
     };
+    // Spreadsheet programs write a byte-order mark before the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text
         .lines()
         .enumerate()
@@ -202,7 +206,16 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
             ),
         ));
     };
-    let need = rows * 2 * 8;
+    let Some(need) = rows.checked_mul(2 * 8) else {
+        return Err(npy_err(
+            header_start,
+            format!(
+                "shape ({rows}, 2) would need {rows} × 16 bytes of data, more than any file can hold; \
+                 the file has {} bytes of data",
+                bytes.len() - data_start
+            ),
+        ));
+    };
     if bytes.len() - data_start != need {
         return Err(npy_err(
             data_start,

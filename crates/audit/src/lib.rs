@@ -1,5 +1,6 @@
 //! Audit statistics: ε lower bounds, valid at a stated confidence, from
-//! membership scores (Clopper–Pearson (ε,δ) region, GDP, one-run, PANORAMIA).
+//! membership scores (Clopper–Pearson (ε,δ) region, GDP, one-run, f-DP
+//! one-run, PANORAMIA).
 //!
 //! This crate never depends on tch (nor on `accounting`: the little GDP
 //! conversion it needs lives in [`normal`]).
@@ -11,25 +12,34 @@
 //! (`score` and `member` columns) or NPY (`(N, 2)` float64).
 //!
 //! # Methods (one entry point each)
-//! | entry point | paper / spec | output |
+//! | entry point | paper | output |
 //! |---|---|---|
-//! | [`region::eps_delta_lower_bound`] | spec 000 §1.3, §2.7 Alg. 5; lecture 004 D.5 | [`bound::EpsilonLowerBound`] |
-//! | [`region::gdp_lower_bound`] | spec 001 §4 (Nasr et al. 2023 App. A); lecture 004 D.5 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
-//! | [`one_run::one_run_lower_bound`] | spec 002 Thm 3.1 + §3 (Steinke et al. 2023) | [`bound::EpsilonLowerBound`] |
-//! | [`panoramia::panoramia`] | spec 003 A.4–A.6 (Kazmi et al.) | [`panoramia::PanoramiaMeasurement`] (not a bound) |
+//! | [`region::eps_delta_lower_bound`] | Annamalai et al. 2024, Eq. (1), Alg. 5 | [`bound::EpsilonLowerBound`] |
+//! | [`region::gdp_lower_bound`] | Cebere et al. 2025, App. A (Lemma 1, Cor. 1) | [`bound::EpsilonLowerBound`] (+ μ⁻) |
+//! | [`one_run::one_run_lower_bound`] | Steinke, Nasr & Jagielski 2023, Thm 3.1 | [`bound::EpsilonLowerBound`] |
+//! | [`one_run_fdp::one_run_fdp_lower_bound`] | Mahloujifar, Melis & Chaudhuri 2024 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
+//! | [`panoramia::panoramia`] | Kazmi et al. 2024 | [`panoramia::PanoramiaMeasurement`] (not a bound) |
+//!
+//! Every bound carries [`metrics::Metrics`] (AUC, TPR at FPR = 10⁻³ and
+//! 10⁻² with Clopper–Pearson intervals, class sizes) and says which
+//! observations it was computed on ([`bound::BoundedOn`]).
 //!
 //! Building blocks: [`special`] (log-space ln Γ, incomplete beta, binomial
 //! tails), [`clopper_pearson`] (one- and two-sided limits, tails to 1e-300),
 //! [`normal`] (Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
-//! [`curves`] (trade-off curves and a hand-written SVG plot), [`plots`]
-//! (score histograms and ε lower-vs-upper bar plots, hand-written SVG).
+//! [`curves`] (trade-off curves, ROC, one-run plots as SVG), [`plots`]
+//! (score histograms and ε lower-vs-upper bar plots, SVG), [`report`] (the
+//! plots of a bound, from the data it was computed on).
 //!
 //! # Selection is explicit
-//! Every bound names its [`scores::Selection`]: `split` (default in the CLI;
-//! choose the threshold / guess counts on a seeded random half, bound on the
-//! other half), `same-data` (the papers' practice; flagged
-//! `valid_at_confidence = false`), `bonferroni` (fixed candidate families
-//! only) or `fixed` (one-run guess counts given in advance).
+//! Every bound names its [`scores::Selection`]: `bonferroni` (all data, a
+//! union bound over a family fixed in advance), `split` (choose on a seeded
+//! random half, bound on the other half), `multi-split` (several halvings,
+//! the median-rank bound at half the level), `fixed` (one-run guess counts
+//! given in advance), or `same-data` (the papers' practice; flagged
+//! `valid_at_confidence = false`). [`policy::default_selection`] picks the
+//! default from the method and the number of observations alone. The
+//! arguments for each policy's validity are in `docs/audit-statistics.md`.
 //!
 //! # Architecture invariants
 //! - Lower bounds ([`bound::EpsilonLowerBound`]) never share a type with
@@ -38,17 +48,23 @@
 //!   limits return the outer end of the final bracket, ε bisections the
 //!   lower end).
 //! - Library code returns [`AuditError`] on bad input; it never panics on it.
+//! - A reported ε is finite: where a conversion would give ∞ (GDP at δ = 0)
+//!   the input is refused with the reason.
 
 pub mod bound;
 pub mod clopper_pearson;
 pub mod curves;
 pub mod error;
 pub mod io;
+pub mod metrics;
 pub mod normal;
 pub mod one_run;
+pub mod one_run_fdp;
 pub mod panoramia;
 pub mod plots;
+pub mod policy;
 pub mod region;
+pub mod report;
 pub mod scores;
 mod sort;
 pub mod special;

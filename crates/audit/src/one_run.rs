@@ -1,34 +1,41 @@
 //! The one-run audit of Steinke, Nasr & Jagielski 2023 ("Privacy Auditing
-//! with One (1) Training Run"), spec 002.
+//! with One (1) Training Run").
 //!
 //! Each of `m` canaries is included independently with probability ½
 //! (`S_i = ±1`). From the canary scores alone the auditor guesses `+1` for
 //! the `k+` largest scores, `−1` for the `k−` smallest and abstains on the
-//! rest (spec 002 Algorithm 1, line 7). With `r = k+ + k−` guesses of which
-//! `v` are correct, Theorem 3.1 bounds the p-value under "(ε, δ)-DP":
+//! rest (their Algorithm 1, line 7). With `r = k+ + k−` guesses of which
+//! `v` are correct, their Theorem 3.1 bounds the p-value under "(ε, δ)-DP":
 //!
 //! `p = P[Bin(r, q) ≥ v] + 2mδ · max_{1≤i≤v} P[v > Bin(r, q) ≥ v − i]/i`,
-//! `q = e^ε/(1 + e^ε)`, capped at 1 (spec 002 §3, the full-version Appendix D
-//! procedure). The lower bound is the largest ε rejected at level
-//! `1 − confidence`, found by the spec's bisection (grow the upper end by 1
-//! until not rejected, then exactly 30 halvings, return the low end).
+//! `q = e^ε/(1 + e^ε)`, capped at 1 (their Eqs. (2)–(3), computed as in the
+//! paper's full version, Appendix D). The lower bound is the largest ε
+//! rejected at level `1 − confidence`, found by bisection (grow the upper
+//! end by 1 until not rejected, then exactly 30 halvings, return the low
+//! end).
 //!
 //! **Input convention.** Each observation is one canary; `member = true`
 //! means `S_i = +1` (included). Higher score means "guess included". Ties
 //! in the ranking are broken by input order, which must therefore not depend
 //! on the inclusion bits (e.g. canary index order).
 //!
-//! **Choosing (k+, k−).** The candidates are a fixed grid of fractions of
-//! `m` (see [`candidate_fractions`]), so the family does not depend on the
-//! data. Policies: `split` (default; choose the best pair on a random half of
-//! the canaries, chosen without looking at inclusion bits, then bound the
-//! other half with the same fractions, `m` = that half's size), `bonferroni`
-//! (all canaries, every candidate at level `(1 − confidence)/K`), `fixed`
-//! (the caller's `k+`, `k−`), or `same-data` (the paper's practice: the best
-//! candidate on all canaries, not valid at the stated confidence).
+//! **Choosing (k+, k−)** ([`select_guesses`], shared with the f-DP one-run
+//! audit of [`crate::one_run_fdp`]). The candidates are a family fixed in
+//! advance: `k+ = k− = f·m`, or one-sided `k+ = f·m, k− = 0` or
+//! `k+ = 0, k− = f·m`, for `f` in [`candidate_fractions`]. Policies:
+//! `bonferroni` (all canaries, every candidate at level `(1 − confidence)/K`),
+//! `split` (choose the best candidate on a random half of the canaries,
+//! chosen without looking at inclusion bits, then bound the other half with
+//! the same fractions, `m` = that half's size), `multi-split` (see
+//! [`crate::policy`]), `fixed` (the caller's `k+`, `k−`), or `same-data` (the
+//! paper's practice, §5: the best candidate on all canaries, not valid at the
+//! stated confidence). The guesses depend on the scores only, never on the
+//! inclusion bits, as the theorem requires.
 
-use crate::bound::{EpsilonLowerBound, Evidence, OneRunEvidence};
+use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, OneRunEvidence};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
+use crate::metrics::{metrics, Metrics};
+use crate::policy::{median_rank_index, split_seeds};
 use crate::scores::{Method, Observations, Selection};
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
 
@@ -63,8 +70,8 @@ fn ln_rr_accuracy(epsilon: f64) -> (f64, f64) {
     (-l, -epsilon - l)
 }
 
-/// The Theorem 3.1 p-value (spec 002 §3 `p_value`), for validated inputs.
-fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
+/// The Theorem 3.1 p-value, for validated inputs.
+pub(crate) fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
     if v == 0 {
         return 1.0;
     }
@@ -119,7 +126,7 @@ fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
 }
 
 /// The Theorem 3.1 p-value bound on `P[≥ v correct of r guesses]` under
-/// "(ε, δ)-DP" with `m` randomized canaries (spec 002 §3).
+/// "(ε, δ)-DP" with `m` randomized canaries (Steinke et al. 2023 Eqs. (2)–(3)).
 pub fn p_value(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> Result<f64> {
     check_counts(m, r, v)?;
     check_delta(delta)?;
@@ -133,9 +140,9 @@ pub fn p_value(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> Result<f64> 
     Ok(p_value_unchecked(m, r, v, epsilon, delta))
 }
 
-/// Largest ε rejected at level `p_conf` (spec 002 §3 `eps_lower_bound`):
-/// bracket [0, 1], grow the top by 1 until not rejected, 30 halvings, return
-/// the low (conservative) end.
+/// Largest ε rejected at level `p_conf`: bracket [0, 1], grow the top by 1
+/// until not rejected, 30 halvings, return the low (conservative) end (the
+/// procedure of Steinke et al. 2023, full version, Appendix D).
 pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> Result<f64> {
     check_counts(m, r, v)?;
     check_delta(delta)?;
@@ -169,17 +176,29 @@ fn epsilon_lower_bound_unchecked(m: u64, r: u64, v: u64, delta: f64, p_conf: f64
     eps_min
 }
 
-/// The fixed grid of guess fractions: `k± = round(f · m)` for
-/// `f ∈ {0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5}`.
+/// The fractions of the candidate guess counts: `f ∈ {0.001, 0.002, 0.005,
+/// 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5}` (`k = round(f·m)`).
 pub fn candidate_fractions() -> &'static [f64] {
     &[
-        0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5,
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5,
     ]
+}
+
+/// The candidate (k+, k−) fraction pairs: symmetric `(f, f)`, and one-sided
+/// `(f, 0)` and `(0, f)`, for `f` in [`candidate_fractions`]. Fixed in
+/// advance; the pairs that round to no guess or to more than `m` guesses are
+/// dropped for a given `m` by [`candidates`].
+pub fn candidate_pairs() -> Vec<(f64, f64)> {
+    let fr = candidate_fractions();
+    let mut out: Vec<(f64, f64)> = fr.iter().map(|&f| (f, f)).collect();
+    out.extend(fr.iter().map(|&f| (f, 0.0)));
+    out.extend(fr.iter().map(|&f| (0.0, f)));
+    out
 }
 
 /// Canaries ranked by score (descending, ties by input order) with prefix
 /// counts of correct guesses.
-struct Ranked {
+pub(crate) struct Ranked {
     /// `plus[k]` = included canaries among the k largest scores.
     plus: Vec<u64>,
     /// `minus[k]` = excluded canaries among the k smallest scores.
@@ -187,7 +206,7 @@ struct Ranked {
 }
 
 impl Ranked {
-    fn new(obs: &Observations) -> Self {
+    pub(crate) fn new(obs: &Observations) -> Self {
         let scores = obs.scores();
         let members = obs.members();
         let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -205,43 +224,62 @@ impl Ranked {
         Self { plus, minus }
     }
 
-    fn m(&self) -> u64 {
+    pub(crate) fn m(&self) -> u64 {
         (self.plus.len() - 1) as u64
     }
 
     /// Correct guesses with `k+` positive and `k−` negative guesses.
-    fn correct(&self, k_plus: u64, k_minus: u64) -> u64 {
+    pub(crate) fn correct(&self, k_plus: u64, k_minus: u64) -> u64 {
         self.plus[k_plus as usize] + self.minus[k_minus as usize]
     }
 }
 
-/// Candidate (k+, k−) pairs for `m` canaries from the fixed fraction grid.
+/// The candidate pairs usable with `m` canaries (at least one guess, at
+/// most `m`).
 fn candidates(m: u64) -> Vec<(f64, f64)> {
-    let fr = candidate_fractions();
-    let mut out = Vec::new();
-    for &a in fr {
-        for &b in fr {
-            let (kp, km) = (round_count(a, m), round_count(b, m));
-            if kp + km >= 1 && kp + km <= m {
-                out.push((a, b));
-            }
-        }
-    }
-    out
+    candidate_pairs()
+        .into_iter()
+        .filter(|&(a, b)| {
+            let r = round_count(a, m) + round_count(b, m);
+            r >= 1 && r <= m
+        })
+        .collect()
 }
 
 fn round_count(fraction: f64, m: u64) -> u64 {
     ((fraction * m as f64).round() as u64).min(m)
 }
 
+/// A statistic of one guess set: `bound(m, r, v, level, floor)` returns the
+/// bound (ε or μ) from `v` correct of `r` guesses on `m` canaries at `level`;
+/// it may return any value ≤ `floor` when the bound is at most `floor` (a
+/// shortcut for searches).
+pub(crate) type GuessBound<'a> = dyn Fn(u64, u64, u64, f64, f64) -> f64 + 'a;
+
+/// The guesses a policy chose and the bound they give.
+#[derive(Debug, Clone)]
+pub(crate) struct GuessOutcome {
+    pub value: f64,
+    pub evidence: OneRunEvidence,
+    pub bounded_on: BoundedOn,
+    /// Multi-split: every split's value.
+    pub split_values: Option<Vec<f64>>,
+    pub metrics: Metrics,
+}
+
 struct Choice {
     k_plus: u64,
     k_minus: u64,
     fractions: (f64, f64),
-    epsilon: f64,
+    value: f64,
 }
 
-fn best_candidate(ranked: &Ranked, delta: f64, level: f64, cands: &[(f64, f64)]) -> Option<Choice> {
+fn best_candidate(
+    ranked: &Ranked,
+    level: f64,
+    cands: &[(f64, f64)],
+    bound: &GuessBound<'_>,
+) -> Option<Choice> {
     let m = ranked.m();
     let mut best: Option<Choice> = None;
     for &(a, b) in cands {
@@ -250,95 +288,18 @@ fn best_candidate(ranked: &Ranked, delta: f64, level: f64, cands: &[(f64, f64)])
             continue;
         }
         let v = ranked.correct(kp, km);
-        let eps = epsilon_lower_bound_unchecked(m, kp + km, v, delta, level);
-        if best.as_ref().is_none_or(|c| eps > c.epsilon) {
+        let floor = best.as_ref().map_or(0.0, |c| c.value);
+        let value = bound(m, kp + km, v, level, floor);
+        if best.as_ref().is_none_or(|c| value > c.value) {
             best = Some(Choice {
                 k_plus: kp,
                 k_minus: km,
                 fractions: (a, b),
-                epsilon: eps,
+                value,
             });
         }
     }
     best
-}
-
-/// The one-run ε lower bound from canary scores (spec 002 Thm 3.1).
-pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
-    check_confidence(cfg.confidence)?;
-    check_delta(cfg.delta)?;
-    let level = 1.0 - cfg.confidence;
-    let finish = |epsilon: f64, ev: OneRunEvidence| EpsilonLowerBound {
-        epsilon,
-        confidence: cfg.confidence,
-        delta: cfg.delta,
-        method: Method::OneRun,
-        selection: cfg.selection,
-        valid_at_confidence: cfg.selection.is_valid(),
-        evidence: Evidence::OneRun(ev),
-    };
-    let no_candidate = || AuditError::InvalidParameter {
-        name: "canaries",
-        value: obs.len().to_string(),
-        expected: "at least one canary to guess on",
-    };
-    match cfg.selection {
-        Selection::Fixed => {
-            let Some((kp, km)) = cfg.fixed_guesses else {
-                return Err(AuditError::InvalidParameter {
-                    name: "fixed_guesses",
-                    value: "none".into(),
-                    expected: "k+ and k− for `fixed` selection",
-                });
-            };
-            let ranked = Ranked::new(obs);
-            let m = ranked.m();
-            if kp + km > m || kp + km == 0 {
-                return Err(AuditError::InvalidParameter {
-                    name: "fixed_guesses",
-                    value: format!("k+ = {kp}, k− = {km} for {m} canaries"),
-                    expected: "1 ≤ k+ + k− ≤ number of canaries",
-                });
-            }
-            let v = ranked.correct(kp, km);
-            let eps = epsilon_lower_bound_unchecked(m, kp + km, v, cfg.delta, level);
-            Ok(finish(eps, evidence(m, kp, km, v, level, 1)))
-        }
-        Selection::SameData | Selection::Bonferroni => {
-            let ranked = Ranked::new(obs);
-            let m = ranked.m();
-            let cands = candidates(m);
-            let level = if cfg.selection == Selection::Bonferroni {
-                level / cands.len().max(1) as f64
-            } else {
-                level
-            };
-            let c = best_candidate(&ranked, cfg.delta, level, &cands).ok_or_else(no_candidate)?;
-            let v = ranked.correct(c.k_plus, c.k_minus);
-            Ok(finish(
-                c.epsilon,
-                evidence(m, c.k_plus, c.k_minus, v, level, cands.len()),
-            ))
-        }
-        Selection::Split { seed } => {
-            // Label-blind split: stratifying on inclusion would break the
-            // independence of the evaluation half's coins.
-            let (select, evaluate) = obs.split(seed);
-            let ranked_a = Ranked::new(&select);
-            let cands = candidates(ranked_a.m());
-            let c = best_candidate(&ranked_a, cfg.delta, level, &cands).ok_or_else(no_candidate)?;
-            let ranked_b = Ranked::new(&evaluate);
-            let m = ranked_b.m();
-            let kp = round_count(c.fractions.0, m);
-            let km = round_count(c.fractions.1, m).min(m - kp);
-            if kp + km == 0 {
-                return Ok(finish(0.0, evidence(m, 0, 0, 0, level, cands.len())));
-            }
-            let v = ranked_b.correct(kp, km);
-            let eps = epsilon_lower_bound_unchecked(m, kp + km, v, cfg.delta, level);
-            Ok(finish(eps, evidence(m, kp, km, v, level, cands.len())))
-        }
-    }
 }
 
 fn evidence(m: u64, kp: u64, km: u64, v: u64, level: f64, candidates: usize) -> OneRunEvidence {
@@ -350,7 +311,166 @@ fn evidence(m: u64, kp: u64, km: u64, v: u64, level: f64, candidates: usize) -> 
         correct: v,
         level,
         candidates: candidates as u64,
+        family: None,
+        mu_lower: None,
     }
+}
+
+/// Split with `seed`: choose the fractions on one half of the canaries,
+/// bound the other half with them at `level`.
+fn split_guesses(
+    obs: &Observations,
+    seed: u64,
+    level: f64,
+    bound: &GuessBound<'_>,
+) -> Result<(f64, OneRunEvidence)> {
+    // Label-blind split: stratifying on inclusion would break the
+    // independence of the evaluation half's coins.
+    let (select, evaluate) = obs.split(seed);
+    let ranked_a = Ranked::new(&select);
+    let cands = candidates(ranked_a.m());
+    let c = best_candidate(&ranked_a, level, &cands, bound).ok_or_else(|| {
+        AuditError::InvalidParameter {
+            name: "canaries",
+            value: format!("{} in the selection half (seed {seed})", select.len()),
+            expected: "at least one canary to guess on in each half of the split",
+        }
+    })?;
+    let ranked_b = Ranked::new(&evaluate);
+    let m = ranked_b.m();
+    let kp = round_count(c.fractions.0, m);
+    let km = round_count(c.fractions.1, m).min(m - kp);
+    if kp + km == 0 {
+        return Ok((0.0, evidence(m, 0, 0, 0, level, cands.len())));
+    }
+    let v = ranked_b.correct(kp, km);
+    let value = bound(m, kp + km, v, level, 0.0);
+    Ok((value, evidence(m, kp, km, v, level, cands.len())))
+}
+
+/// Chooses the guesses per `selection` and bounds them with `bound`.
+pub(crate) fn select_guesses(
+    obs: &Observations,
+    selection: Selection,
+    fixed_guesses: Option<(u64, u64)>,
+    confidence: f64,
+    bound: &GuessBound<'_>,
+) -> Result<GuessOutcome> {
+    let level = 1.0 - confidence;
+    let metrics = metrics(obs, confidence)?;
+    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on| GuessOutcome {
+        value,
+        evidence,
+        bounded_on,
+        split_values: None,
+        metrics: metrics.clone(),
+    };
+    match selection {
+        Selection::Fixed => {
+            let Some((kp, km)) = fixed_guesses else {
+                return Err(AuditError::InvalidParameter {
+                    name: "fixed_guesses",
+                    value: "none".into(),
+                    expected: "k+ and k− for `fixed` selection",
+                });
+            };
+            let ranked = Ranked::new(obs);
+            let m = ranked.m();
+            if kp.saturating_add(km) > m || kp + km == 0 {
+                return Err(AuditError::InvalidParameter {
+                    name: "fixed_guesses",
+                    value: format!("k+ = {kp}, k− = {km} for {m} canaries"),
+                    expected: "1 ≤ k+ + k− ≤ number of canaries",
+                });
+            }
+            let v = ranked.correct(kp, km);
+            let value = bound(m, kp + km, v, level, 0.0);
+            Ok(outcome(
+                value,
+                evidence(m, kp, km, v, level, 1),
+                BoundedOn::All,
+            ))
+        }
+        Selection::SameData | Selection::Bonferroni => {
+            let ranked = Ranked::new(obs);
+            let m = ranked.m();
+            let cands = candidates(m);
+            let level = if selection == Selection::Bonferroni {
+                level / cands.len().max(1) as f64
+            } else {
+                level
+            };
+            let c = best_candidate(&ranked, level, &cands, bound).ok_or_else(|| {
+                AuditError::InvalidParameter {
+                    name: "canaries",
+                    value: obs.len().to_string(),
+                    expected: "at least one canary to guess on",
+                }
+            })?;
+            let v = ranked.correct(c.k_plus, c.k_minus);
+            Ok(outcome(
+                c.value,
+                evidence(m, c.k_plus, c.k_minus, v, level, cands.len()),
+                BoundedOn::All,
+            ))
+        }
+        Selection::Split { seed } => {
+            let (value, ev) = split_guesses(obs, seed, level, bound)?;
+            Ok(outcome(value, ev, BoundedOn::EvaluationHalf { seed }))
+        }
+        Selection::MultiSplit { seed, splits } => {
+            if splits == 0 {
+                return Err(AuditError::InvalidParameter {
+                    name: "splits",
+                    value: "0".into(),
+                    expected: "at least one random halving for `multi-split`",
+                });
+            }
+            let seeds = split_seeds(seed, splits);
+            let all = seeds
+                .iter()
+                .map(|&s| split_guesses(obs, s, level / 2.0, bound))
+                .collect::<Result<Vec<_>>>()?;
+            let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();
+            let i = median_rank_index(&values);
+            Ok(GuessOutcome {
+                value: values[i],
+                evidence: all[i].1.clone(),
+                bounded_on: BoundedOn::EvaluationHalf { seed: seeds[i] },
+                split_values: Some(values),
+                metrics,
+            })
+        }
+    }
+}
+
+/// The one-run ε lower bound from canary scores (Steinke et al. 2023 Thm 3.1).
+pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
+    check_confidence(cfg.confidence)?;
+    check_delta(cfg.delta)?;
+    let delta = cfg.delta;
+    let bound = |m: u64, r: u64, v: u64, level: f64, _floor: f64| {
+        epsilon_lower_bound_unchecked(m, r, v, delta, level)
+    };
+    let out = select_guesses(
+        obs,
+        cfg.selection,
+        cfg.fixed_guesses,
+        cfg.confidence,
+        &bound,
+    )?;
+    Ok(EpsilonLowerBound {
+        epsilon: out.value,
+        confidence: cfg.confidence,
+        delta: cfg.delta,
+        method: Method::OneRun,
+        selection: cfg.selection,
+        valid_at_confidence: cfg.selection.is_valid(),
+        bounded_on: out.bounded_on,
+        split_bounds: out.split_values,
+        metrics: out.metrics,
+        evidence: Evidence::OneRun(out.evidence),
+    })
 }
 
 #[cfg(test)]
@@ -380,7 +500,8 @@ mod tests {
 
     #[test]
     fn closed_form_all_correct() {
-        // Spec 002 §3: v = r, δ = 0 gives ε = logit(p_conf^{1/r}); r = 100 → 3.4930.
+        // Closed form: v = r, δ = 0 leaves p = q^r, so ε = logit(p_conf^{1/r});
+        // r = 100 → 3.4930.
         let eps = epsilon_lower_bound(100, 100, 100, 0.0, 0.05).unwrap();
         let p = 0.05_f64.powf(0.01);
         assert!((eps - (p / (1.0 - p)).ln()).abs() < 1e-8);

@@ -196,9 +196,9 @@ fn one_side(obs: &Observations, cfg: &PanoramiaConfig, per_test: f64) -> Result<
                 members: n_members,
             })
         }
-        Selection::Fixed => Err(AuditError::InvalidParameter {
+        Selection::Fixed | Selection::MultiSplit { .. } => Err(AuditError::InvalidParameter {
             name: "selection",
-            value: "fixed".into(),
+            value: cfg.selection.name().into(),
             expected: "`same-data`, `bonferroni` or `split` for PANORAMIA",
         }),
     }

@@ -1,19 +1,38 @@
 //! Plots for the experiment reports, as hand-written SVG in the look of
-//! [`crate::curves::TradeoffPlot::to_svg`] (no plotting dependency):
+//! [`crate::curves`] (no plotting dependency):
 //!
-//! - [`histogram`] + [`Histogram::to_svg`]: member and non-member score
-//!   distributions on common bins, overlaid. A visual check of the
-//!   distinguishing test behind every bound (the threshold sweep of spec 000
-//!   §2.7 / spec 001 §4 separates exactly these two samples).
+//! - [`histogram_auto`] (bins that follow the data) and [`histogram`] (a
+//!   fixed number of equal-width bins), drawn by [`Histogram::to_svg`]:
+//!   member and non-member score distributions on common bins, overlaid. A
+//!   visual check of the distinguishing test behind every bound (the
+//!   threshold audits separate exactly these two samples).
 //! - [`epsilon_bars_svg`]: empirical ε lower bounds against the accountant's
-//!   ε upper bound, one bar per audit or threat model: the "gap" plots of
-//!   spec 000 (Fig. 1, largest gaps per threat model) and spec 001 (Fig. 6,
-//!   accounting upper bound vs auditing performance). A bound computed with
-//!   `same-data` selection is not valid at its stated confidence (see
-//!   [`crate::scores::Selection`]); its bar is hatched and its label says so.
+//!   ε upper bound, one bar per audit or threat model: the gap plots of
+//!   Annamalai et al. 2024 (Fig. 1) and Cebere et al. 2025 (Fig. 6). A bound
+//!   that is not valid at its stated confidence (see
+//!   [`crate::scores::Selection`]) has a hatched bar, and its label says so.
 //!
 //! Every number printed into the SVG is finite: non-finite inputs are
 //! skipped or shown as `n/a`, never formatted.
+//!
+//! **Bins that follow the data** ([`histogram_auto`]). Membership scores are
+//! often skewed or heavy-tailed (losses, likelihood ratios): equal-width
+//! bins over the full range then put almost all scores in one or two bars.
+//! The bins are equal-width in a display coordinate `u` chosen from the
+//! pooled quantiles (never from the labels):
+//! - `u = ln(score)` when all scores are positive and the 0.5 %–99.5 %
+//!   quantiles span more than a factor 100 (`u = −ln(−score)` for negative
+//!   scores such as −loss), so each order of magnitude gets its share;
+//! - else `u = asinh((score − median)/s)`, `s` half the interquartile
+//!   range, when the 0.5 %–99.5 % range exceeds 10 interquartile ranges (a
+//!   normal sample: 3.8): linear near the median, logarithmic in both tails;
+//! - else `u = score`.
+//!
+//! The bin width is the Freedman–Diaconis rule `2·IQR_u·N^{−1/3}` on the
+//! pooled `u` (Freedman & Diaconis 1981: it minimises the integrated squared
+//! error for smooth densities and, through the IQR, ignores outliers), with
+//! 5 to 100 bins over the 0.1 %–99.9 % quantile range; the scores outside it
+//! are counted in a note instead of stretching the axis.
 
 use std::fmt::Write as _;
 
@@ -37,11 +56,62 @@ const MEMBER_COLOR: &str = "#1f77b4";
 const NONMEMBER_COLOR: &str = "#ff7f0e";
 const UPPER_COLOR: &str = "#d62728";
 
-/// Member and non-member score counts on common equal-width bins.
+/// How [`Histogram`] bins are spaced: equal-width in a display coordinate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BinScale {
+    /// Equal-width bins in score units.
+    Linear,
+    /// Equal-width bins in `ln(score)` (all scores positive).
+    Log,
+    /// Equal-width bins in `−ln(−score)` (all scores negative, e.g. −loss).
+    NegLog,
+    /// Equal-width bins in `u = asinh((score − center)/width)`.
+    Asinh {
+        /// The pooled median.
+        center: f64,
+        /// Half the pooled interquartile range (> 0).
+        width: f64,
+    },
+}
+
+impl BinScale {
+    /// The display coordinate of a score (NaN outside the scale's domain).
+    pub fn forward(&self, x: f64) -> f64 {
+        match *self {
+            BinScale::Linear => x,
+            BinScale::Log => x.ln(),
+            BinScale::NegLog => -(-x).ln(),
+            BinScale::Asinh { center, width } => ((x - center) / width).asinh(),
+        }
+    }
+
+    /// The score of a display coordinate.
+    pub fn inverse(&self, u: f64) -> f64 {
+        match *self {
+            BinScale::Linear => u,
+            BinScale::Log => u.exp(),
+            BinScale::NegLog => -(-u).exp(),
+            BinScale::Asinh { center, width } => center + width * u.sinh(),
+        }
+    }
+
+    /// In words, for the plot.
+    fn describe(&self) -> Option<&'static str> {
+        match self {
+            BinScale::Linear => None,
+            BinScale::Log => Some("bins equal in ln(score)"),
+            BinScale::NegLog => Some("bins equal in ln(−score)"),
+            BinScale::Asinh { .. } => Some("bins equal in asinh(score)"),
+        }
+    }
+}
+
+/// Member and non-member score counts on common bins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
-    /// Bin edges, increasing, `bins + 1` of them. Bin `i` is
+    /// Bin edges in score units, increasing, `bins + 1` of them. Bin `i` is
     /// `[edges[i], edges[i + 1])`; the last bin also holds its right edge.
+    /// The bins are equal-width in [`Histogram::scale`]'s coordinate.
     pub edges: Vec<f64>,
     /// Member counts per bin.
     pub members: Vec<u64>,
@@ -49,6 +119,12 @@ pub struct Histogram {
     pub nonmembers: Vec<u64>,
     /// Scores (of both classes) that were NaN or ±∞ and are in no bin.
     pub skipped_non_finite: u64,
+    /// How the bins are spaced.
+    pub scale: BinScale,
+    /// Finite scores below the first edge (not drawn; [`histogram_auto`] only).
+    pub below: u64,
+    /// Finite scores above the last edge (not drawn; [`histogram_auto`] only).
+    pub above: u64,
 }
 
 /// Bins both score classes on `bins` common equal-width bins spanning the
@@ -69,6 +145,29 @@ pub fn histogram(members: &[f64], nonmembers: &[f64], bins: usize) -> Result<His
             expected: "a bin count from 1 to 10000",
         });
     }
+    let (lo, hi) = finite_range(members, nonmembers)?;
+    let edges: Vec<f64> = if lo == hi {
+        vec![lo - 0.5, lo + 0.5]
+    } else {
+        // Interpolate instead of `lo + i·(hi − lo)/bins`: `hi − lo` can
+        // overflow for scores near ±f64::MAX; this cannot, and the end
+        // edges are exactly `lo` and `hi`. The running max keeps the edges
+        // sorted whatever the rounding.
+        let mut prev = lo;
+        (0..=bins)
+            .map(|i| {
+                let f = i as f64 / bins as f64;
+                let e = (lo * (1.0 - f) + hi * f).max(prev);
+                prev = e;
+                e
+            })
+            .collect()
+    };
+    Ok(count_into(members, nonmembers, edges, BinScale::Linear))
+}
+
+/// Smallest and largest finite score of either class.
+fn finite_range(members: &[f64], nonmembers: &[f64]) -> Result<(f64, f64)> {
     let finite = || {
         members
             .iter()
@@ -89,45 +188,127 @@ pub fn histogram(members: &[f64], nonmembers: &[f64], bins: usize) -> Result<His
             expected: "at least one finite score in either class",
         });
     }
-    let edges: Vec<f64> = if lo == hi {
-        vec![lo - 0.5, lo + 0.5]
-    } else {
-        // Interpolate instead of `lo + i·(hi − lo)/bins`: `hi − lo` can
-        // overflow for scores near ±f64::MAX; this cannot, and the end
-        // edges are exactly `lo` and `hi`. The running max keeps the edges
-        // sorted whatever the rounding.
-        let mut prev = lo;
-        (0..=bins)
-            .map(|i| {
-                let f = i as f64 / bins as f64;
-                let e = (lo * (1.0 - f) + hi * f).max(prev);
-                prev = e;
-                e
-            })
-            .collect()
-    };
+    Ok((lo, hi))
+}
+
+/// Counts both classes on `edges` (finite, non-decreasing, ≥ 2 of them).
+fn count_into(members: &[f64], nonmembers: &[f64], edges: Vec<f64>, scale: BinScale) -> Histogram {
     let n = edges.len() - 1;
+    let (first, last) = (edges[0], edges[n]);
     let inner = &edges[1..n];
+    let (mut below, mut above) = (0_u64, 0_u64);
     // Bin = number of inner edges ≤ v, so a score on an inner edge goes to
     // the bin that edge opens, and `hi` lands in the last bin.
-    let count = |scores: &[f64]| {
+    let mut count = |scores: &[f64]| {
         let mut c = vec![0u64; n];
         for &v in scores.iter().filter(|v| v.is_finite()) {
-            c[inner.partition_point(|&e| e <= v)] += 1;
+            if v < first {
+                below += 1;
+            } else if v > last {
+                above += 1;
+            } else {
+                c[inner.partition_point(|&e| e <= v)] += 1;
+            }
         }
         c
     };
+    let m = count(members);
+    let nm = count(nonmembers);
     let skipped = members
         .iter()
         .chain(nonmembers)
         .filter(|v| !v.is_finite())
         .count() as u64;
-    Ok(Histogram {
-        members: count(members),
-        nonmembers: count(nonmembers),
+    Histogram {
+        members: m,
+        nonmembers: nm,
         edges,
         skipped_non_finite: skipped,
-    })
+        scale,
+        below,
+        above,
+    }
+}
+
+/// Most bins [`histogram_auto`] uses.
+pub const AUTO_MAX_BINS: usize = 100;
+/// Fewest bins [`histogram_auto`] uses (unless all scores are equal).
+pub const AUTO_MIN_BINS: usize = 5;
+
+/// Bins that follow the data (see the module docs): Freedman–Diaconis width
+/// in a linear or `asinh` coordinate chosen from the pooled quantiles, over
+/// the pooled 0.1 %–99.9 % quantile range.
+///
+/// # Errors
+/// [`AuditError::InvalidParameter`] when neither class has a finite score.
+pub fn histogram_auto(members: &[f64], nonmembers: &[f64]) -> Result<Histogram> {
+    let (min, max) = finite_range(members, nonmembers)?;
+    if min == max {
+        return histogram(members, nonmembers, 1);
+    }
+    let mut pooled: Vec<f64> = members
+        .iter()
+        .chain(nonmembers)
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    pooled.sort_unstable_by(f64::total_cmp);
+    let q = |p: f64| {
+        let pos = p * (pooled.len() - 1) as f64;
+        let (i, f) = (pos.floor() as usize, pos.fract());
+        let a = pooled[i];
+        let b = pooled[(i + 1).min(pooled.len() - 1)];
+        // a + f·(b − a) without overflow for scores near ±f64::MAX.
+        a * (1.0 - f) + b * f
+    };
+    let (q25, q50, q75) = (q(0.25), q(0.5), q(0.75));
+    let (q_lo, q_hi) = (q(0.005), q(0.995));
+    let iqr = q75 / 2.0 - q25 / 2.0;
+    let scale = if min > 0.0 && q_hi / q_lo > 100.0 {
+        BinScale::Log
+    } else if max < 0.0 && q_lo / q_hi > 100.0 {
+        BinScale::NegLog
+    } else if iqr > 0.0 && (q_hi / 2.0 - q_lo / 2.0) / iqr > 10.0 {
+        BinScale::Asinh {
+            center: q50,
+            width: iqr,
+        }
+    } else {
+        BinScale::Linear
+    };
+    let (mut lo, mut hi) = (q(0.001), q(0.999));
+    if lo >= hi {
+        (lo, hi) = (min, max);
+    }
+    let (u_lo, u_hi) = (scale.forward(lo), scale.forward(hi));
+    let iqr_u = scale.forward(q75) - scale.forward(q25);
+    let n = pooled.len() as f64;
+    let width = 2.0 * iqr_u * n.powf(-1.0 / 3.0);
+    let span = u_hi - u_lo;
+    let bins = if width > 0.0 && width.is_finite() && span.is_finite() {
+        (span / width).ceil()
+    } else {
+        // Sturges, when the middle half is a single value.
+        n.log2().ceil() + 1.0
+    };
+    let bins = (bins as usize).clamp(AUTO_MIN_BINS, AUTO_MAX_BINS);
+    let mut prev = lo;
+    let edges: Vec<f64> = (0..=bins)
+        .map(|i| {
+            let e = if i == 0 {
+                lo
+            } else if i == bins {
+                hi
+            } else {
+                let f = i as f64 / bins as f64;
+                scale.inverse(u_lo * (1.0 - f) + u_hi * f)
+            };
+            let e = if e.is_finite() { e.max(prev) } else { prev };
+            prev = e;
+            e
+        })
+        .collect();
+    Ok(count_into(members, nonmembers, edges, scale))
 }
 
 /// Vertical grid lines and tick labels of an x axis over `[lo, hi]`.
@@ -147,6 +328,71 @@ fn x_grid(s: &mut String, x: &Scale, lo: f64, hi: f64, bottom: f64, top: f64) {
             x.px(t),
             bottom + 16.0,
             fmt_tick(t, xstep)
+        );
+    }
+}
+
+/// Tick values for a non-linear axis over `[lo, hi]` (score units): 0 and
+/// ±10^k first, then ±2·10^k and ±5·10^k, each kept when the scale maps it
+/// and it is at least 40 pixels from every tick already kept.
+fn scaled_ticks(x: &Scale, scale: BinScale, lo: f64, hi: f64) -> Vec<f64> {
+    let mut kept: Vec<(f64, f64)> = Vec::new();
+    let mut consider = |v: f64| {
+        if v < lo || v > hi || !scale.forward(v).is_finite() {
+            return;
+        }
+        let px = x.px(scale.forward(v));
+        if kept.iter().all(|&(_, p)| (p - px).abs() >= 40.0) {
+            kept.push((v, px));
+        }
+    };
+    consider(0.0);
+    for d in [1.0, 2.0, 5.0] {
+        for k in -12..=15 {
+            let v = d * 10f64.powi(k);
+            consider(v);
+            consider(-v);
+        }
+    }
+    let mut out: Vec<f64> = kept.into_iter().map(|(v, _)| v).collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// A round tick value in few characters: `0`, `20`, `0.5`, `2e-4`, `1e6`.
+fn fmt_round(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 {
+        "0".into()
+    } else if !(1e-2..1e5).contains(&a) {
+        format!("{v:e}")
+    } else {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Grid lines and labels of a non-linear x axis.
+fn scaled_grid(
+    s: &mut String,
+    x: &Scale,
+    scale: BinScale,
+    lo: f64,
+    hi: f64,
+    bottom: f64,
+    top: f64,
+) {
+    for t in scaled_ticks(x, scale, lo, hi) {
+        let px = x.px(scale.forward(t));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{bottom:.1}" x2="{px:.1}" y2="{top:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            bottom + 16.0,
+            fmt_round(t)
         );
     }
 }
@@ -265,12 +511,30 @@ impl Histogram {
         let (top, bottom) = (m + 20.0, m + 20.0 + ph);
         let mut s = String::new();
         open_svg(&mut s, w, h, title);
+        let mut notes: Vec<String> = self
+            .scale
+            .describe()
+            .map(String::from)
+            .into_iter()
+            .collect();
+        if self.below + self.above > 0 {
+            notes.push(format!(
+                "not shown, outside 0.1–99.9 %: {} below, {} above",
+                self.below, self.above
+            ));
+        }
         if self.skipped_non_finite > 0 {
+            notes.push(format!(
+                "non-finite scores not shown: {}",
+                self.skipped_non_finite
+            ));
+        }
+        if !notes.is_empty() {
             let _ = writeln!(
                 s,
-                r##"<text x="{}" y="42" text-anchor="middle" fill="#555">non-finite scores not shown: {}</text>"##,
+                r##"<text x="{}" y="42" text-anchor="middle" fill="#555">{}</text>"##,
                 w / 2.0,
-                self.skipped_non_finite
+                escape(&notes.join("; "))
             );
         }
         let _ = writeln!(
@@ -307,9 +571,21 @@ impl Histogram {
             s.push_str("</svg>\n");
             return s;
         }
+        let scale = self.scale;
+        let (u_lo, u_hi) = (scale.forward(lo), scale.forward(hi));
+        if !(u_lo.is_finite() && u_hi.is_finite() && u_lo < u_hi) {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="middle">no finite scores to show</text>"#,
+                w / 2.0,
+                (top + bottom) / 2.0
+            );
+            s.push_str("</svg>\n");
+            return s;
+        }
         let x = Scale {
-            lo,
-            hi,
+            lo: u_lo,
+            hi: u_hi,
             p0: m,
             p1: w - m,
         };
@@ -327,7 +603,10 @@ impl Histogram {
             p0: bottom,
             p1: top,
         };
-        x_grid(&mut s, &x, lo, hi, bottom, top);
+        match scale {
+            BinScale::Linear => x_grid(&mut s, &x, lo, hi, bottom, top),
+            _ => scaled_grid(&mut s, &x, scale, lo, hi, bottom, top),
+        }
         let (yt, ystep) = ticks(0.0, y_hi, 5);
         for t in yt.into_iter().filter(|t| t.fract() == 0.0) {
             let _ = writeln!(
@@ -350,7 +629,10 @@ impl Histogram {
             (&self.nonmembers, NONMEMBER_COLOR, "bar-nonmembers"),
         ] {
             for &i in bins.iter().filter(|&&i| counts[i] > 0) {
-                let (x0, x1) = (x.px(self.edges[i]), x.px(self.edges[i + 1]));
+                let (x0, x1) = (
+                    x.px(scale.forward(self.edges[i])),
+                    x.px(scale.forward(self.edges[i + 1])),
+                );
                 let y1 = y.px(counts[i] as f64);
                 let _ = writeln!(
                     s,
@@ -636,6 +918,9 @@ mod tests {
             members: vec![1, 0],
             nonmembers: vec![0, 1],
             skipped_non_finite: 0,
+            scale: BinScale::Linear,
+            below: 0,
+            above: 0,
         }));
     }
 
@@ -706,18 +991,27 @@ mod tests {
                 members: vec![],
                 nonmembers: vec![],
                 skipped_non_finite: 0,
+                scale: BinScale::Linear,
+                below: 0,
+                above: 0,
             },
             Histogram {
                 edges: vec![f64::NAN, 1.0, f64::INFINITY],
                 members: vec![1, 2],
                 nonmembers: vec![3],
                 skipped_non_finite: 2,
+                scale: BinScale::Linear,
+                below: 0,
+                above: 0,
             },
             Histogram {
                 edges: vec![0.0, 1.0],
                 members: vec![0],
                 nonmembers: vec![0],
                 skipped_non_finite: 0,
+                scale: BinScale::Linear,
+                below: 0,
+                above: 0,
             },
         ] {
             well_formed(&h_svg(&h));
@@ -822,6 +1116,73 @@ mod tests {
         well_formed(&svg);
         assert!(svg.contains("no ε lower bounds to show"));
         assert!(svg.contains("ε upper (accountant) = 1.000"));
+    }
+
+    #[test]
+    fn auto_bins_follow_heavy_tails() {
+        // Log-normal scores (σ = 2): positive over about five orders of
+        // magnitude, so the bins are equal-width in ln(score); the bulk near
+        // the median gets many bins instead of one, and the few extreme
+        // scores are counted apart.
+        let mut state = 7u64;
+        let mut normal = || {
+            // Box–Muller from a fixed LCG: no RNG crate needed.
+            let mut u = || {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+            };
+            let (a, b) = (u(), u());
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        };
+        let m: Vec<f64> = (0..4000).map(|_| (2.0 * normal() + 0.5).exp()).collect();
+        let n: Vec<f64> = (0..4000).map(|_| (2.0 * normal()).exp()).collect();
+        let h = histogram_auto(&m, &n).unwrap();
+        assert_eq!(h.scale, BinScale::Log);
+        let bins = h.edges.len() - 1;
+        assert!((AUTO_MIN_BINS..=AUTO_MAX_BINS).contains(&bins), "{bins}");
+        // Every score is counted once: in a bin, below or above.
+        let counted: u64 = h.members.iter().chain(&h.nonmembers).sum::<u64>() + h.below + h.above;
+        assert_eq!(counted, 8000);
+        // 0.1 % at each end lie outside (quantiles of 8000 pooled scores).
+        assert!(h.below <= 8 && h.above <= 8, "{} {}", h.below, h.above);
+        // Half of all scores lie below the pooled median e^0.25: with
+        // equal-width linear bins over [min, max] they would all be in the
+        // first bin; here about half of the bins hold them.
+        let median_bin = h.edges.partition_point(|&e| e <= 0.25_f64.exp());
+        assert!(median_bin >= bins / 3, "{median_bin} of {bins}");
+        let svg = h.to_svg("heavy", "score");
+        well_formed(&svg);
+        assert!(svg.contains("ln(score)") && svg.contains("not shown, outside"));
+        // The same scores negated (a −loss score): ln(−score).
+        let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<f64>>();
+        let h = histogram_auto(&neg(&n), &neg(&m)).unwrap();
+        assert_eq!(h.scale, BinScale::NegLog);
+        // Symmetric heavy tails (a Cauchy-like t): asinh.
+        let t: Vec<f64> = m
+            .iter()
+            .zip(&n)
+            .map(|(a, b)| a.ln() / (b.ln().abs() + 0.01))
+            .collect();
+        let h = histogram_auto(&t, &t).unwrap();
+        assert!(matches!(h.scale, BinScale::Asinh { .. }), "{:?}", h.scale);
+        well_formed(&h.to_svg("t", "score"));
+    }
+
+    #[test]
+    fn auto_bins_stay_linear_for_normal_scores() {
+        // 1000 evenly spread scores: uniform, not heavy-tailed. FD width
+        // 2·IQR·N^(−1/3) = 2·(0.5)·1000^(−1/3)·range = 0.1·range → 10 bins.
+        let m: Vec<f64> = (0..500).map(|i| f64::from(i) / 999.0).collect();
+        let n: Vec<f64> = (500..1000).map(|i| f64::from(i) / 999.0).collect();
+        let h = histogram_auto(&m, &n).unwrap();
+        assert_eq!(h.scale, BinScale::Linear);
+        assert_eq!(h.edges.len() - 1, 10);
+        // All equal: one unit bin, as `histogram` does.
+        let h = histogram_auto(&[3.0], &[3.0]).unwrap();
+        assert_eq!(h.edges, vec![2.5, 3.5]);
+        assert!(histogram_auto(&[f64::NAN], &[]).is_err());
     }
 
     #[test]

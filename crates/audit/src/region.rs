@@ -1,45 +1,68 @@
 //! Threshold audits from two score samples: the Clopper–Pearson (ε, δ)
 //! region estimator and the GDP audit.
 //!
-//! - (ε, δ) region: spec 000 §1.3 (Eq. 1) and §2.7 (Algorithm 5,
-//!   "EstimateEps"); lecture 004 D.5. For a threshold with upper confidence
-//!   bounds FPR̄, FNR̄:
+//! - (ε, δ) region: Annamalai, Balle, Hayes & De Cristofaro 2024 ("To
+//!   Shuffle or not to Shuffle"), §3.2 Eq. (1) and App. B Algorithm 5; the
+//!   lecture notes of Karimireddy 2025 (privacy auditing). For a threshold
+//!   with upper confidence bounds FPR̄, FNR̄:
 //!   `ε = max{ln((1 − FPR̄ − δ)/FNR̄), ln((1 − FNR̄ − δ)/FPR̄), 0}`.
-//! - GDP: spec 001 §4 (Lemma 1, Corollary 1, Nasr et al. 2023 App. A);
-//!   lecture 004 D.5: `μ⁻ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, then ε at δ from the
-//!   exact μ-GDP δ(ε) by bisection ([`crate::normal::gdp_epsilon`]).
-//!   μ⁻ is a valid lower bound on the smallest μ for which the mechanism is
-//!   μ-GDP; the ε derived from it is a lower bound on the mechanism's ε(δ)
-//!   only if its trade-off curve is Gaussian-shaped (spec 001 §4 Remark 3:
-//!   the approximation "can underestimate the privacy guarantees" of e.g.
-//!   subsampled mechanisms). The coverage tests check μ⁻ for randomized
-//!   response and both μ⁻ and ε for the Gaussian mechanism.
+//! - GDP: Cebere, Bellet & Papernot 2025, App. A (Lemma 1, Corollary 1):
+//!   `μ⁻ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, then ε at δ from the exact μ-GDP
+//!   δ(ε) by bisection ([`crate::normal::gdp_epsilon`]). μ⁻ is a valid lower
+//!   bound on the smallest μ for which the mechanism is μ-GDP; the ε derived
+//!   from it is a lower bound on the mechanism's ε(δ) only if its trade-off
+//!   curve is Gaussian-shaped (their Remark 3: the approximation "can
+//!   underestimate the privacy guarantees" of e.g. subsampled mechanisms).
+//!   δ must be positive: a μ-GDP curve with μ > 0 has no finite ε at δ = 0.
 //!
-//! Both error-rate bounds are one-sided Clopper–Pearson upper limits at tail
-//! `(1 − confidence)/2` each, so the pair holds jointly with probability at
-//! least `confidence` (union bound); these equal the upper ends of two-sided
-//! intervals at `confidence`, which is how lecture 004 D.5 computes
-//! α⁺ = 0.955082 and β⁺ = 0.0027445.
+//! **Selection** ([`Selection`]; the arguments are in
+//! `docs/audit-statistics.md`):
+//! - `same-data`: the best of all thresholds on all scores, each error rate
+//!   bounded at tail `(1 − confidence)/2`. What the papers do; not valid.
+//! - `split`: the best threshold on a random half, both rates bounded on the
+//!   other half at tail `(1 − confidence)/2` each (a union bound over the two).
+//! - `multi-split`: see [`crate::policy`].
+//! - `bonferroni`: a family of thresholds fixed in advance by the class sizes
+//!   alone: the order statistics of the non-member scores at ranks
+//!   `k ∈ G(n₀)` and of the member scores at ranks `j ∈ G(n₁)`, where `G(n)`
+//!   is the rank grid of [`rank_grid`] (0, 1, 4, 16, 64, … up to n/2).
+//!   At the non-member threshold of rank k the FPR is the survival function
+//!   of the non-member scores at their (k+1)-th largest value, which is
+//!   stochastically smaller than the (k+1)-th smallest of n₀ uniforms, so the
+//!   Clopper–Pearson upper limit for k of n₀ bounds it with the usual tail
+//!   (exactly, and conservatively under ties); the member count below that
+//!   threshold is binomial given the threshold, since the members are
+//!   independent of the non-members. The member-rank thresholds are the
+//!   mirror image. Every one of the `S = 2(|G(n₀)| + |G(n₁)|)` one-sided
+//!   statements is made at tail `(1 − confidence)/S`, so all hold together,
+//!   and the maximum over the family is valid.
 //!
-//! **The sweep.** The rule is "member iff score > τ". Between two
-//! consecutive distinct scores nothing changes, so the candidate thresholds
-//! are the distinct non-member scores (a threshold just below a member run is
-//! always dominated by the one at the preceding non-member value: same FN,
-//! more FP). Both classes are sorted once (O(N log N)). Both statistics
-//! decrease in both error-rate bounds, and the bounds increase in the counts,
-//! so over a contiguous range of candidates the statistic is at most its
-//! value at (smallest FP, smallest FN) of the range. A best-first
-//! branch-and-bound over candidate ranges therefore finds the maximum over
-//! all thresholds (to within 1e-9) while evaluating Clopper–Pearson limits
-//! at only a few hundred candidates, even for 10⁸ scores.
+//! Requirements, for every policy: the member scores are independent and
+//! identically distributed, so are the non-member scores, and the two
+//! classes are independent (e.g. one score per independently trained model).
+//!
+//! **The sweep** (`same-data`, and the selection half of `split`). The rule
+//! is "member iff score > τ". Between two consecutive distinct scores nothing
+//! changes, so the candidate thresholds are the distinct non-member scores (a
+//! threshold just below a member run is always dominated by the one at the
+//! preceding non-member value: same FN, more FP). Both classes are sorted
+//! once (O(N log N)). Both statistics decrease in both error-rate bounds, and
+//! the bounds increase in the counts, so over a contiguous range of
+//! candidates the statistic is at most its value at (smallest FP, smallest
+//! FN) of the range. A best-first branch-and-bound over candidate ranges
+//! therefore finds the maximum over all thresholds (to within 1e-9) while
+//! evaluating Clopper–Pearson limits at only a few hundred candidates, even
+//! for 10⁸ scores.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::bound::{EpsilonLowerBound, Evidence, ThresholdEvidence};
+use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, FamilyRank, ThresholdEvidence};
 use crate::clopper_pearson::upper_unchecked;
 use crate::error::{check_confidence, check_delta, AuditError, Result};
+use crate::metrics::{metrics_sorted, Metrics};
 use crate::normal::{gdp_epsilon, inverse_cdf};
+use crate::policy::{median_rank_index, split_seeds};
 use crate::scores::{Method, Observations, Selection};
 use crate::sort::sort_scores;
 
@@ -50,11 +73,12 @@ pub struct RegionConfig {
     pub confidence: f64,
     /// δ of the (ε, δ) statement, in [0, 1).
     pub delta: f64,
-    /// Threshold selection policy (`split` or `same-data`).
+    /// Threshold selection policy (`split`, `multi-split`, `bonferroni` or
+    /// `same-data`; `fixed` is refused).
     pub selection: Selection,
 }
 
-/// Spec 000 §1.3 Eq. (1): ε from upper bounds on FPR and FNR at δ.
+/// Annamalai et al. 2024 Eq. (1): ε from upper bounds on FPR and FNR at δ.
 /// Returns `max{ln((1 − FPR̄ − δ)/FNR̄), ln((1 − FNR̄ − δ)/FPR̄), 0}`.
 pub fn epsilon_from_error_bounds(fpr_upper: f64, fnr_upper: f64, delta: f64) -> f64 {
     raw_epsilon(fpr_upper, fnr_upper, delta).max(0.0)
@@ -75,8 +99,9 @@ fn raw_epsilon(fpr: f64, fnr: f64, delta: f64) -> f64 {
     branch(1.0 - fpr - delta, fnr).max(branch(1.0 - fnr - delta, fpr))
 }
 
-/// Lecture 004 D.5 / spec 001 §4 Lemma 1: `μ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`
-/// (symmetric in the two rates; may be negative).
+/// Cebere et al. 2025 Lemma 1 (and the GDP slide of Karimireddy 2025):
+/// `μ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)` (symmetric in the two rates; may be
+/// negative).
 pub fn mu_from_error_bounds(fpr_upper: f64, fnr_upper: f64) -> f64 {
     let mu = -inverse_cdf(fpr_upper) - inverse_cdf(fnr_upper);
     if mu.is_nan() {
@@ -249,120 +274,311 @@ fn sweep(sorted: &Sorted, tail: f64, stat: Statistic) -> SweepBest {
     best
 }
 
-fn threshold_evidence(
-    obs: &Observations,
+/// Ratio of consecutive ranks in [`rank_grid`].
+pub const RANK_GRID_RATIO: f64 = 4.0;
+
+/// The ranks of the `bonferroni` threshold family for a class of `n` scores:
+/// 0, 1, then each rank the previous one times [`RANK_GRID_RATIO`] rounded
+/// up (and at least one more), while at most `n/2`: 0, 1, 4, 16, 64, …
+/// It depends on `n` alone. (Of the ratios √2, 2, 4 and 8 in the power study
+/// of `benches/RESULTS.md`, fewer statements outweighed a coarser grid up to
+/// 4, which beat 2 in 78 of 85 cells; 8 gained little more on average and
+/// lost up to 0.18 in ε where the GDP optimum falls between its ranks.)
+pub fn rank_grid(n: u64) -> Vec<u64> {
+    let mut out = vec![0_u64];
+    let mut r = 1_u64;
+    while r <= n / 2 {
+        out.push(r);
+        r = (r + 1).max((r as f64 * RANK_GRID_RATIO).ceil() as u64);
+    }
+    out
+}
+
+/// The largest f64 below `x` (finite `x`), so "score > below(t)" is
+/// "score ≥ t".
+fn below(x: f64) -> f64 {
+    if x == 0.0 {
+        -f64::from_bits(1)
+    } else if x > 0.0 {
+        f64::from_bits(x.to_bits() - 1)
+    } else {
+        f64::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// Counts on `sorted` for "member iff score > threshold", and the evidence.
+#[allow(clippy::too_many_arguments)]
+fn evidence_at(
+    sorted: &Sorted,
     threshold: f64,
+    fpr_upper: f64,
+    fnr_upper: f64,
     tail: f64,
+    statements: u64,
+    family_rank: Option<FamilyRank>,
     candidates: u64,
 ) -> ThresholdEvidence {
-    let (mut fp, mut fnn, mut pos, mut neg) = (0_u64, 0_u64, 0_u64, 0_u64);
-    for (&s, &m) in obs.scores().iter().zip(obs.members()) {
-        if m {
-            pos += 1;
-            if s <= threshold {
-                fnn += 1;
-            }
-        } else {
-            neg += 1;
-            if s > threshold {
-                fp += 1;
-            }
-        }
-    }
-    let ln_tail = tail.ln();
+    let (fp, fnn) = sorted.counts(threshold);
     ThresholdEvidence {
         threshold,
         false_positives: fp,
-        nonmembers: neg,
+        nonmembers: sorted.nonmembers.len() as u64,
         false_negatives: fnn,
-        members: pos,
-        fpr_upper: upper_unchecked(fp, neg, ln_tail),
-        fnr_upper: upper_unchecked(fnn, pos, ln_tail),
+        members: sorted.members.len() as u64,
+        fpr_upper,
+        fnr_upper,
         tail_per_rate: tail,
+        statements,
+        family_rank,
         mu_lower: None,
         candidates,
     }
 }
 
-/// Chooses the threshold (per the selection policy) and returns the evidence
-/// on the bounding data.
-fn select_and_count(
+/// Evidence at `threshold` with pointwise Clopper–Pearson bounds at `tail`.
+fn pointwise_evidence(
+    sorted: &Sorted,
+    threshold: f64,
+    tail: f64,
+    candidates: u64,
+) -> ThresholdEvidence {
+    let (fp, fnn) = sorted.counts(threshold);
+    let ln_tail = tail.ln();
+    let (n0, n1) = (sorted.nonmembers.len() as u64, sorted.members.len() as u64);
+    evidence_at(
+        sorted,
+        threshold,
+        upper_unchecked(fp, n0, ln_tail),
+        upper_unchecked(fnn, n1, ln_tail),
+        tail,
+        2,
+        None,
+        candidates,
+    )
+}
+
+/// The `bonferroni` family on all data: the best threshold of the rank
+/// family, every statement at tail `(1 − confidence)/S`.
+fn bonferroni_best(sorted: &Sorted, confidence: f64, stat: Statistic) -> ThresholdEvidence {
+    let (n0, n1) = (sorted.nonmembers.len() as u64, sorted.members.len() as u64);
+    let (g0, g1) = (rank_grid(n0), rank_grid(n1));
+    let statements = 2 * (g0.len() + g1.len()) as u64;
+    let tail = (1.0 - confidence) / statements as f64;
+    let ln_tail = tail.ln();
+    let mut best: Option<(f64, ThresholdEvidence)> = None;
+    let mut consider = |ev: ThresholdEvidence| {
+        let v = stat.eval(ev.fpr_upper, ev.fnr_upper);
+        if best.as_ref().is_none_or(|(b, _)| v > *b) {
+            best = Some((v, ev));
+        }
+    };
+    let candidates = (g0.len() + g1.len()) as u64;
+    for &k in &g0 {
+        // The (k+1)-th largest non-member: at most k false positives.
+        let threshold = sorted.nonmembers[(n0 - 1 - k) as usize];
+        let (_, fnn) = sorted.counts(threshold);
+        consider(evidence_at(
+            sorted,
+            threshold,
+            upper_unchecked(k, n0, ln_tail),
+            upper_unchecked(fnn, n1, ln_tail),
+            tail,
+            statements,
+            Some(FamilyRank {
+                class: "non-member",
+                rank: k,
+            }),
+            candidates,
+        ));
+    }
+    for &j in &g1 {
+        // Just below the (j+1)-th smallest member: at most j false negatives.
+        let threshold = below(sorted.members[j as usize]);
+        let (fp, _) = sorted.counts(threshold);
+        consider(evidence_at(
+            sorted,
+            threshold,
+            upper_unchecked(fp, n0, ln_tail),
+            upper_unchecked(j, n1, ln_tail),
+            tail,
+            statements,
+            Some(FamilyRank {
+                class: "member",
+                rank: j,
+            }),
+            candidates,
+        ));
+    }
+    // g0 always holds rank 0, so there is at least one candidate.
+    best.map(|(_, ev)| ev)
+        .unwrap_or_else(|| pointwise_evidence(sorted, sorted.nonmembers[n0 as usize - 1], tail, 0))
+}
+
+/// Split with `seed`: choose on one half, bound the other at `confidence`.
+fn split_evidence(
     obs: &Observations,
-    cfg: &RegionConfig,
+    seed: u64,
+    confidence: f64,
     stat: Statistic,
 ) -> Result<ThresholdEvidence> {
+    let tail = (1.0 - confidence) / 2.0;
+    let (select, evaluate) = obs.split(seed);
+    select.check_both_classes(&format!(
+        " in the selection half of the split (seed {seed})"
+    ))?;
+    evaluate.check_both_classes(&format!(
+        " in the evaluation half of the split (seed {seed})"
+    ))?;
+    let (pos, neg) = select.classes();
+    let best = sweep(&Sorted::new(pos, neg), tail, stat);
+    let (pos, neg) = evaluate.classes();
+    Ok(pointwise_evidence(
+        &Sorted::new(pos, neg),
+        best.threshold,
+        tail,
+        best.candidates,
+    ))
+}
+
+/// What a threshold audit found, before the method turns it into ε.
+struct Found {
+    evidence: ThresholdEvidence,
+    bounded_on: BoundedOn,
+    /// Multi-split: the statistic of every split (for the caller to convert).
+    split_evidence: Option<Vec<ThresholdEvidence>>,
+    metrics: Metrics,
+}
+
+/// Chooses the threshold (per the selection policy) and returns the evidence
+/// on the bounding data.
+fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> Result<Found> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
-    let tail = (1.0 - cfg.confidence) / 2.0;
+    let (pos, neg) = obs.classes();
+    let all = Sorted::new(pos, neg);
+    let metrics = metrics_sorted(&all.members, &all.nonmembers, cfg.confidence);
+    let found = |evidence, bounded_on| Found {
+        evidence,
+        bounded_on,
+        split_evidence: None,
+        metrics: metrics.clone(),
+    };
     match cfg.selection {
         Selection::SameData => {
-            let (pos, neg) = obs.classes();
-            let best = sweep(&Sorted::new(pos, neg), tail, stat);
-            Ok(threshold_evidence(
-                obs,
-                best.threshold,
-                tail,
-                best.candidates,
+            let tail = (1.0 - cfg.confidence) / 2.0;
+            let best = sweep(&all, tail, stat);
+            Ok(found(
+                pointwise_evidence(&all, best.threshold, tail, best.candidates),
+                BoundedOn::All,
             ))
         }
-        Selection::Split { seed } => {
-            let (select, evaluate) = obs.split(seed);
-            select.check_both_classes(&format!(
-                " in the selection half of the split (seed {seed})"
-            ))?;
-            evaluate.check_both_classes(&format!(
-                " in the evaluation half of the split (seed {seed})"
-            ))?;
-            let (pos, neg) = select.classes();
-            let best = sweep(&Sorted::new(pos, neg), tail, stat);
-            Ok(threshold_evidence(
-                &evaluate,
-                best.threshold,
-                tail,
-                best.candidates,
-            ))
+        Selection::Bonferroni => Ok(found(
+            bonferroni_best(&all, cfg.confidence, stat),
+            BoundedOn::All,
+        )),
+        Selection::Split { seed } => Ok(found(
+            split_evidence(obs, seed, cfg.confidence, stat)?,
+            BoundedOn::EvaluationHalf { seed },
+        )),
+        Selection::MultiSplit { seed, splits } => {
+            if splits == 0 {
+                return Err(AuditError::InvalidParameter {
+                    name: "splits",
+                    value: "0".into(),
+                    expected: "at least one random halving for `multi-split`",
+                });
+            }
+            let half_level = 1.0 - (1.0 - cfg.confidence) / 2.0;
+            let seeds = split_seeds(seed, splits);
+            let evidence = seeds
+                .iter()
+                .map(|&s| split_evidence(obs, s, half_level, stat))
+                .collect::<Result<Vec<_>>>()?;
+            let values: Vec<f64> = evidence
+                .iter()
+                .map(|e| stat.eval(e.fpr_upper, e.fnr_upper))
+                .collect();
+            let i = median_rank_index(&values);
+            Ok(Found {
+                evidence: evidence[i].clone(),
+                bounded_on: BoundedOn::EvaluationHalf { seed: seeds[i] },
+                split_evidence: Some(evidence),
+                metrics,
+            })
         }
-        Selection::Bonferroni | Selection::Fixed => Err(AuditError::InvalidParameter {
+        Selection::Fixed => Err(AuditError::InvalidParameter {
             name: "selection",
             value: cfg.selection.name().into(),
-            expected: "`split` or `same-data` for threshold audits (the candidate thresholds \
-                       depend on the data, so a fixed Bonferroni factor does not apply)",
+            expected: "`bonferroni`, `split`, `multi-split` or `same-data` for threshold \
+                       audits (`fixed` is for one-run guess counts)",
         }),
     }
 }
 
-/// The (ε, δ)-region lower bound of spec 000 Algorithm 5 (Clopper–Pearson
-/// upper bounds on both error rates, maximized over thresholds).
-pub fn eps_delta_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
-    let ev = select_and_count(obs, cfg, Statistic::EpsDelta { delta: cfg.delta })?;
-    let epsilon = epsilon_from_error_bounds(ev.fpr_upper, ev.fnr_upper, cfg.delta);
-    Ok(EpsilonLowerBound {
+fn finish(
+    cfg: &RegionConfig,
+    method: Method,
+    epsilon: f64,
+    found: Found,
+    split_bounds: Option<Vec<f64>>,
+) -> EpsilonLowerBound {
+    EpsilonLowerBound {
         epsilon,
         confidence: cfg.confidence,
         delta: cfg.delta,
-        method: Method::EpsDelta,
+        method,
         selection: cfg.selection,
         valid_at_confidence: cfg.selection.is_valid(),
-        evidence: Evidence::Threshold(ev),
-    })
+        bounded_on: found.bounded_on,
+        split_bounds,
+        metrics: found.metrics,
+        evidence: Evidence::Threshold(found.evidence),
+    }
 }
 
-/// The GDP audit of spec 001 §4 / lecture 004 D.5: a μ lower bound from the
-/// error-rate upper bounds, then ε at δ for μ-GDP.
+/// The (ε, δ)-region lower bound of Annamalai et al. 2024 Algorithm 5
+/// (Clopper–Pearson upper bounds on both error rates, maximized over
+/// thresholds as the selection policy allows).
+pub fn eps_delta_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
+    let mut found = select_and_count(obs, cfg, Statistic::EpsDelta { delta: cfg.delta })?;
+    let eps =
+        |e: &ThresholdEvidence| epsilon_from_error_bounds(e.fpr_upper, e.fnr_upper, cfg.delta);
+    let epsilon = eps(&found.evidence);
+    let split_bounds = found
+        .split_evidence
+        .take()
+        .map(|all| all.iter().map(eps).collect());
+    Ok(finish(cfg, Method::EpsDelta, epsilon, found, split_bounds))
+}
+
+/// The GDP audit of Cebere et al. 2025 App. A: a μ lower bound from the
+/// error-rate upper bounds, then ε at δ for μ-GDP. Needs δ > 0.
 pub fn gdp_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
-    let mut ev = select_and_count(obs, cfg, Statistic::Gdp)?;
-    let mu = mu_from_error_bounds(ev.fpr_upper, ev.fnr_upper).max(0.0);
-    ev.mu_lower = Some(mu);
-    let epsilon = gdp_epsilon(mu, cfg.delta);
-    Ok(EpsilonLowerBound {
-        epsilon,
-        confidence: cfg.confidence,
-        delta: cfg.delta,
-        method: Method::Gdp,
-        selection: cfg.selection,
-        valid_at_confidence: cfg.selection.is_valid(),
-        evidence: Evidence::Threshold(ev),
-    })
+    check_gdp_delta(cfg.delta)?;
+    let mut found = select_and_count(obs, cfg, Statistic::Gdp)?;
+    let mu = |e: &ThresholdEvidence| mu_from_error_bounds(e.fpr_upper, e.fnr_upper).max(0.0);
+    let m = mu(&found.evidence);
+    found.evidence.mu_lower = Some(m);
+    let epsilon = gdp_epsilon(m, cfg.delta);
+    let split_bounds = found
+        .split_evidence
+        .take()
+        .map(|all| all.iter().map(|e| gdp_epsilon(mu(e), cfg.delta)).collect());
+    Ok(finish(cfg, Method::Gdp, epsilon, found, split_bounds))
+}
+
+/// δ > 0 for the methods that convert a μ-GDP bound to ε at δ.
+pub(crate) fn check_gdp_delta(delta: f64) -> Result<()> {
+    check_delta(delta)?;
+    if delta == 0.0 {
+        return Err(AuditError::InvalidParameter {
+            name: "delta",
+            value: "0".into(),
+            expected: "δ > 0 for a GDP-derived ε: a μ-GDP mechanism with μ > 0 is not (ε, 0)-DP \
+                       for any finite ε (use eps-delta, or one-run, for δ = 0)",
+        });
+    }
+    Ok(())
 }
 
 /// One point of an empirical trade-off curve.
@@ -380,20 +596,49 @@ pub struct ErrorPoint {
     pub fnr_upper: f64,
 }
 
-/// Empirical (FPR, FNR) points at up to `max_points` thresholds spread
-/// evenly over the sorted non-member scores, with their upper bounds.
+/// Empirical (FPR, FNR) points at about `max_points` thresholds, with their
+/// Clopper–Pearson upper bounds at tail `(1 − confidence)/2` (the pointwise
+/// bounds of `split`); see [`error_points`].
 pub fn empirical_points(
     obs: &Observations,
     confidence: f64,
     max_points: usize,
 ) -> Result<Vec<ErrorPoint>> {
     check_confidence(confidence)?;
+    error_points(obs, (1.0 - confidence) / 2.0, max_points)
+}
+
+/// Empirical (FPR, FNR) points with upper bounds at `tail` each. The
+/// thresholds are non-member scores whose false-positive counts are spread
+/// evenly on a linear and on a logarithmic scale (half of `max_points`
+/// each), so both a linear trade-off plot and a log–log ROC plot are
+/// resolved down to one false positive; the first point is the threshold
+/// −∞ (everything called member).
+pub fn error_points(obs: &Observations, tail: f64, max_points: usize) -> Result<Vec<ErrorPoint>> {
+    if !(tail.is_finite() && tail > 0.0 && tail < 1.0) {
+        return Err(AuditError::InvalidParameter {
+            name: "tail",
+            value: tail.to_string(),
+            expected: "a tail probability strictly between 0 and 1",
+        });
+    }
     let (pos, neg) = obs.classes();
     let sorted = Sorted::new(pos, neg);
     let (n_pos, n_neg) = (sorted.members.len() as u64, sorted.nonmembers.len() as u64);
-    let ln_tail = ((1.0 - confidence) / 2.0).ln();
-    let count = max_points.clamp(2, sorted.nonmembers.len().max(2));
-    let mut out = Vec::with_capacity(count + 1);
+    let ln_tail = tail.ln();
+    let half = (max_points / 2).max(2);
+    let last = n_neg - 1;
+    // False-positive counts k ∈ [0, n₀ − 1]; the threshold of count k is the
+    // (k+1)-th largest non-member score.
+    let mut ks: Vec<u64> = (0..half as u64)
+        .map(|i| i * last / (half as u64 - 1))
+        .collect();
+    let top = (last.max(1) as f64).ln();
+    ks.extend((0..half).map(|i| (top * i as f64 / (half - 1) as f64).exp().round() as u64 - 1));
+    ks.push(0);
+    ks.sort_unstable();
+    ks.dedup();
+    let mut out = Vec::with_capacity(ks.len() + 1);
     let mut push = |t: f64| {
         let (fp, fnn) = sorted.counts(t);
         out.push(ErrorPoint {
@@ -405,10 +650,8 @@ pub fn empirical_points(
         });
     };
     push(f64::NEG_INFINITY);
-    let last = sorted.nonmembers.len() - 1;
-    for i in 0..count {
-        let idx = (i * last) / (count - 1).max(1);
-        push(sorted.nonmembers[idx]);
+    for &k in ks.iter().rev() {
+        push(sorted.nonmembers[(last - k.min(last)) as usize]);
     }
     out.dedup_by(|a, b| a.threshold == b.threshold);
     Ok(out)
@@ -420,9 +663,11 @@ mod tests {
 
     #[test]
     fn lecture_epsilon_and_mu() {
-        // Spec 003/004 D.6 (lecture 004 D.5): α⁺ = 0.95509, β⁺ = 0.00274,
-        // δ = 1e-5 → ε_lb = 2.7965 and μ⁻ = 1.0810. Here α⁺ is the miss
-        // rate (FNR) and β⁺ the FPR.
+        // Karimireddy 2025 (lecture notes, privacy auditing): α⁺ = 0.95509
+        // and β⁺ = 0.00274 (rounded), δ = 1e-5; Eq. (1) of Annamalai et al.
+        // gives ln((1 − 1e-5 − 0.95509)/0.00274) = 2.7965 and Lemma 1 of
+        // Cebere et al. μ⁻ = 1.0810 (both by hand from the rounded rates).
+        // Here α⁺ is the miss rate (FNR) and β⁺ the FPR.
         let eps = epsilon_from_error_bounds(0.00274, 0.95509, 1e-5);
         assert!((eps - 2.7965).abs() < 5e-5, "{eps}");
         let mu = mu_from_error_bounds(0.00274, 0.95509);
@@ -433,8 +678,9 @@ mod tests {
 
     #[test]
     fn lecture_counts_end_to_end() {
-        // Lecture 004 D.5: 100k runs per side, TP = 4922, FP = 174, two-sided
-        // CP at p = 1e-10 gives α⁺ = 0.955082 and β⁺ = 0.0027445.
+        // Karimireddy 2025: 100k runs per side, TP = 4922, FP = 174,
+        // Clopper–Pearson at p = 1e-10 gives α⁺ ≤ 0.95509 and β⁺ = 0.00274;
+        // unrounded (two-sided, 5e-11 per tail): 0.955082 and 0.0027445.
         let n = 100_000_usize;
         let mut scores = Vec::with_capacity(2 * n);
         let mut members = Vec::with_capacity(2 * n);
@@ -475,6 +721,53 @@ mod tests {
         // μ⁻ from the unrounded bounds is within rounding of the lecture's 1.081.
         assert!((gev.mu_lower.unwrap() - 1.081).abs() < 1e-3);
         assert!(!b.valid_at_confidence);
+    }
+
+    #[test]
+    fn rank_grid_depends_on_the_class_size_only() {
+        assert_eq!(rank_grid(200), vec![0, 1, 4, 16, 64]);
+        assert_eq!(rank_grid(1), vec![0]);
+        assert_eq!(rank_grid(3), vec![0, 1]);
+        assert_eq!(rank_grid(8), vec![0, 1, 4]);
+    }
+
+    #[test]
+    fn bonferroni_bounds_by_the_rank_not_the_tied_count() {
+        // Non-members: 14 at 5.0, 14 at 1.0, 172 at 0.0; members: 100 at 2.0
+        // and 100 below everything (−1.0), so only the non-member ranks help.
+        // Ranks 0, 1 and 4 give the threshold 5.0 (no true positive); rank 16
+        // gives the tied value 1.0, the 17th largest non-member, with 14
+        // non-members above it. Its FPR is bounded as if 16 were: only the
+        // statement of rank 16 is in the union.
+        let neg = [[5.0; 14].as_slice(), &[1.0; 14], &[0.0; 172]].concat();
+        let pos = [[2.0; 100], [-1.0; 100]].concat();
+        let obs = Observations::from_classes(&pos, &neg).unwrap();
+        let cfg = RegionConfig {
+            confidence: 0.95,
+            delta: 0.0,
+            selection: Selection::Bonferroni,
+        };
+        let b = eps_delta_lower_bound(&obs, &cfg).unwrap();
+        let Evidence::Threshold(ev) = &b.evidence else {
+            panic!("threshold evidence")
+        };
+        // Ranks {0, 1, 4, 16, 64} per class of 200: 20 statements.
+        assert_eq!(ev.statements, 20);
+        assert_eq!(
+            ev.family_rank,
+            Some(FamilyRank {
+                class: "non-member",
+                rank: 16
+            })
+        );
+        assert_eq!(
+            (ev.threshold, ev.false_positives, ev.false_negatives),
+            (1.0, 14, 100)
+        );
+        let ln_tail = ((1.0 - 0.95) / 20.0_f64).ln();
+        assert_eq!(ev.fpr_upper, upper_unchecked(16, 200, ln_tail));
+        assert!(ev.fpr_upper > upper_unchecked(14, 200, ln_tail));
+        assert!(b.epsilon > 0.0);
     }
 
     #[test]
@@ -529,7 +822,21 @@ mod tests {
         cfg.confidence = 1.5;
         assert!(eps_delta_lower_bound(&obs, &cfg).is_err());
         cfg.confidence = 0.95;
-        cfg.selection = Selection::Bonferroni;
+        cfg.selection = Selection::Fixed;
         assert!(gdp_lower_bound(&obs, &cfg).is_err());
+        // GDP needs δ > 0: no finite ε at δ = 0.
+        cfg.selection = Selection::Bonferroni;
+        cfg.delta = 0.0;
+        match gdp_lower_bound(&obs, &cfg) {
+            Err(AuditError::InvalidParameter {
+                name: "delta",
+                expected,
+                ..
+            }) => {
+                assert!(expected.contains("δ > 0"), "{expected}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(eps_delta_lower_bound(&obs, &cfg).is_ok());
     }
 }

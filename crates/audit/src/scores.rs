@@ -144,22 +144,40 @@ pub(crate) fn split_bits(n: usize, seed: u64) -> Vec<bool> {
 }
 
 /// How the threshold (or the guess counts) is chosen. Named in every output.
+///
+/// Which policies are valid, and why, is written out in
+/// `docs/audit-statistics.md`; [`crate::policy::default_selection`] picks
+/// one from the method and the number of observations alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "policy", rename_all = "kebab-case")]
 pub enum Selection {
     /// Choose on a random half (see [`Observations::split`]), bound on the
-    /// other half. Valid at the stated confidence. The default.
+    /// other half. Valid at the stated confidence.
     Split {
         /// Seed of the split; fix it before looking at the scores.
         seed: u64,
     },
-    /// Choose and bound on the same data, as the papers do (spec 000 §2.7,
-    /// 001 §4, 002 §2, 003 A.5). The maximum over candidates is **not** a
-    /// valid bound at the stated confidence.
+    /// `splits` independent random halvings, each bounded as [`Selection::Split`]
+    /// at level `(1 − confidence)/2`; the reported bound is the
+    /// `⌈splits/2⌉`-th largest of them. Valid for any dependence between the
+    /// splits (Meinshausen, Meier & Bühlmann 2009, p-value aggregation with
+    /// γ = ½: at least half of the splits must reject).
+    MultiSplit {
+        /// Seed from which the splits' seeds are derived.
+        seed: u64,
+        /// Number of random halvings.
+        splits: u32,
+    },
+    /// Choose and bound on the same data, as the papers do (Annamalai et
+    /// al. 2024 §3.2; Cebere et al. 2025 App. A; Steinke et al. 2023 §5).
+    /// The maximum over candidates is **not** a valid bound at the stated
+    /// confidence.
     SameData,
-    /// Choose on the same data but test every candidate at level
-    /// `(1 − confidence)/K` for `K` candidates (union bound). Valid; only for
-    /// methods with a fixed candidate family (one-run, PANORAMIA).
+    /// Choose on all the data, with a union bound over a family declared in
+    /// advance. Threshold audits: every error-rate bound holds simultaneously
+    /// over all thresholds, via a grid of count levels fixed by the class
+    /// sizes (see [`crate::band`]). One-run audits: every (k+, k−) candidate
+    /// of the fixed grid is tested at level `(1 − confidence)/K`. Valid.
     Bonferroni,
     /// No search: the guess counts were fixed before looking at the data
     /// (one-run only). Valid.
@@ -167,10 +185,11 @@ pub enum Selection {
 }
 
 impl Selection {
-    /// Short name: `split`, `same-data` or `bonferroni`.
+    /// Short name: `split`, `multi-split`, `same-data`, `bonferroni` or `fixed`.
     pub fn name(&self) -> &'static str {
         match self {
             Selection::Split { .. } => "split",
+            Selection::MultiSplit { .. } => "multi-split",
             Selection::SameData => "same-data",
             Selection::Bonferroni => "bonferroni",
             Selection::Fixed => "fixed",
@@ -189,13 +208,18 @@ impl fmt::Display for Selection {
             Selection::Split { seed } => {
                 write!(f, "split (seed {seed}: chosen on one random half, bounded on the other)")
             }
+            Selection::MultiSplit { seed, splits } => write!(
+                f,
+                "multi-split (seed {seed}: {splits} random halvings, each at half the level; the median-rank bound)"
+            ),
             Selection::SameData => write!(
                 f,
                 "same-data (chosen and bounded on the same scores: NOT valid at the stated confidence)"
             ),
-            Selection::Bonferroni => {
-                write!(f, "bonferroni (same scores, every candidate tested at level/K)")
-            }
+            Selection::Bonferroni => write!(
+                f,
+                "bonferroni (all scores; a union bound over a family fixed in advance)"
+            ),
             Selection::Fixed => write!(f, "fixed (guess counts fixed in advance, no search)"),
         }
     }
@@ -205,13 +229,16 @@ impl fmt::Display for Selection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// Clopper–Pearson (ε,δ) region (spec 000 §1.3, §2.7 Alg. 5; lecture 004 D.5).
+    /// Clopper–Pearson (ε,δ) region (Annamalai et al. 2024, Eq. (1) and
+    /// Algorithm 5).
     EpsDelta,
-    /// GDP audit (spec 001 §4; lecture 004 D.5).
+    /// GDP audit (Cebere et al. 2025, App. A, Lemma 1 and Corollary 1).
     Gdp,
-    /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1; spec 002).
+    /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
     OneRun,
-    /// PANORAMIA measurement (Kazmi et al.; spec 003 A.4–A.6).
+    /// f-DP one-run audit (Mahloujifar, Melis & Chaudhuri 2024).
+    OneRunFdp,
+    /// PANORAMIA measurement (Kazmi et al. 2024).
     Panoramia,
 }
 
@@ -222,6 +249,7 @@ impl Method {
             Method::EpsDelta => "eps-delta",
             Method::Gdp => "gdp",
             Method::OneRun => "one-run",
+            Method::OneRunFdp => "one-run-fdp",
             Method::Panoramia => "panoramia",
         }
     }

@@ -1,6 +1,7 @@
 //! Bad input gives clear errors that say where (file and line) and what was
-//! expected (issue 4 "Done when": NaN/inf scores, one class empty, member
-//! values other than 0/1, δ ≥ 1, malformed CSV lines).
+//! expected: NaN/inf scores, one class empty, member values other than 0/1,
+//! δ ≥ 1, malformed CSV lines, NPY headers whose shape overflows; and a
+//! byte-order mark before a CSV header is accepted.
 
 use std::path::Path;
 
@@ -129,4 +130,54 @@ fn npy_round_trip_and_errors() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("expected 48"), "{msg}");
+}
+
+/// An NPY v1 file with the header `dict` (padded as NumPy does) and `data`.
+fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = dict.to_string();
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn npy_shape_that_overflows_is_a_clear_error() {
+    // (2⁶⁰ + 4) rows × 16 bytes = 2⁶⁴ + 64 bytes: the product wraps to 64 in
+    // unchecked 64-bit arithmetic, so give the file exactly 64 data bytes.
+    let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846980, 2), }";
+    let bytes = npy_with_header(dict, &[0_u8; 64]);
+    let msg = parse_npy(Path::new("big.npy"), &bytes)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("big.npy")
+            && msg.contains("1152921504606846980")
+            && msg.contains("more than any file can hold")
+            && msg.contains("64 bytes of data"),
+        "{msg}"
+    );
+    // A shape that does not even fit a 64-bit count.
+    let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999, 2), }";
+    let msg = parse_npy(Path::new("big.npy"), &npy_with_header(dict, &[]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("cannot parse shape"), "{msg}");
+}
+
+#[test]
+fn csv_with_a_byte_order_mark_is_read() {
+    let obs = parse_csv(Path::new("s.csv"), "\u{feff}score,member\n2.0,1\n1.0,0\n").unwrap();
+    assert_eq!(obs.scores(), &[2.0, 1.0]);
+    assert_eq!(obs.members(), &[true, false]);
+    // Only before the header: elsewhere it is a stray character, reported.
+    let msg = csv_error("score,member\n\u{feff}2.0,1\n1.0,0\n");
+    assert!(
+        msg.contains("s.csv:2") && msg.contains("not a number"),
+        "{msg}"
+    );
 }

@@ -30,7 +30,8 @@ fn gaussian(n: usize, mu: f64, seed: u64) -> Observations {
 
 #[test]
 fn gdp_audit_is_tight_on_the_gaussian_mechanism() {
-    // μ = 1: true ε(1e-5) = 4.3772 (spec 003/004 D.6).
+    // μ = 1: true ε(1e-5) = 4.3772 from the μ-GDP δ(ε) of Cebere et al. 2025
+    // Corollary 1 (Steinke et al. 2023 §6 print it as 4.38).
     let obs = gaussian(200_000, 1.0, 1);
     let truth = gdp_epsilon(1.0, 1e-5);
     for selection in [Selection::Split { seed: 1 }, Selection::SameData] {
@@ -99,11 +100,16 @@ fn empirical_points_bracket_the_true_curve() {
     );
     let plot = TradeoffPlot {
         title: "Gaussian μ = 1".into(),
+        subtitle: String::new(),
+        warning: None,
         curves: vec![
             eps_delta_curve(4.3772, 1e-5, 100, "claimed"),
             gdp_curve(1.0, 100, "1-GDP"),
         ],
         points,
+        chosen: None,
+        members: 20_000,
+        nonmembers: 20_000,
     };
     let json = serde_json::to_string(&plot).unwrap();
     assert!(json.contains("\"fpr_upper\"") && json.contains("\"label\":\"1-GDP\""));

@@ -48,7 +48,32 @@ enum Command {
     Bgm(cmd::bgm::Args),
 }
 
+/// Output to a closed pipe (`dpaudit … | head -1`) ends the program quietly
+/// with status 0. The standard library ignores SIGPIPE, so a write to a
+/// closed pipe fails with `BrokenPipe`, and `println!` panics on that; this
+/// hook turns exactly that panic into a quiet exit and leaves every other
+/// panic to the default hook.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        // std's message: "failed printing to stdout: Broken pipe (os error 32)".
+        if message.starts_with("failed printing to stdout")
+            && message.to_ascii_lowercase().contains("broken pipe")
+        {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> anyhow::Result<()> {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),

@@ -262,6 +262,27 @@ impl TrainConfig {
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(invalid("delta", self.delta, "in (0, 1)"));
         }
+        if let Some(n) = self.data.train_size {
+            if n < 2 {
+                return Err(invalid(
+                    "data.train_size",
+                    n,
+                    "at least 2 records (a classifier needs records of two classes)",
+                ));
+            }
+        }
+        if let Some(classes) = &self.data.classes {
+            let mut distinct = classes.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() < 2 {
+                return Err(invalid(
+                    "data.classes",
+                    format!("{classes:?}"),
+                    "at least two distinct classes: training on one class teaches nothing",
+                ));
+            }
+        }
         let refuse_batch = |norm: NormChoice, model: &str| -> Result<()> {
             if norm == NormChoice::Batch {
                 return Err(TrainError::Unsupported {

@@ -67,6 +67,18 @@ pub enum TrainError {
         /// What does not match.
         reason: String,
     },
+    /// A run that cannot fit in memory, refused before it allocates.
+    #[error("{what} needs {needs}, but only {available} of memory are available; reduce {fields}")]
+    InsufficientMemory {
+        /// The run.
+        what: String,
+        /// The estimate, with its parts.
+        needs: String,
+        /// What the system has.
+        available: String,
+        /// The settings that drive the estimate.
+        fields: String,
+    },
     /// libtorch reported an error.
     #[error("libtorch error in {context}: {source}")]
     Torch {

@@ -37,22 +37,31 @@ use crate::trainer::{
 pub enum MethodChoice {
     /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
     EpsDelta,
-    /// GDP audit over runs (one canary per run; spec 001 §4).
+    /// GDP audit over runs (one canary per run; Cebere et al. 2025, App. A).
     Gdp,
-    /// One-run audit over the canaries of each run (spec 002).
+    /// One-run audit over the canaries of each run (Steinke, Nasr &
+    /// Jagielski 2023).
     OneRun,
+    /// f-DP one-run audit over the canaries of each run, Gaussian trade-off
+    /// family (Mahloujifar, Melis & Chaudhuri 2024).
+    OneRunFdp,
 }
 
 /// Threshold / guess selection policy, as in `dpaudit estimate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SelectionChoice {
-    /// Choose on a random half, bound on the other (valid; the default).
+    /// The default for each method and number of observations (valid; the
+    /// default): `dpaudit_audit::policy::default_selection`.
     #[default]
+    Auto,
+    /// Choose on a random half, bound on the other (valid).
     Split,
+    /// Several random halvings at half the level; the median-rank bound (valid).
+    MultiSplit,
     /// Choose and bound on the same scores, as the papers do (NOT valid).
     SameData,
-    /// Union bound over the candidates (one-run only).
+    /// All scores, a union bound over a family fixed in advance (valid).
     Bonferroni,
 }
 
@@ -159,6 +168,9 @@ impl ExperimentConfig {
             }
         }
         let m = self.canary.count;
+        if m == 0 {
+            return Err(invalid("canary.count", 0, "at least 1"));
+        }
         for method in &a.methods {
             match method {
                 MethodChoice::EpsDelta | MethodChoice::Gdp if m != 1 => {
@@ -166,29 +178,24 @@ impl ExperimentConfig {
                         "audit.methods",
                         format!("{method:?}"),
                         format!(
-                            "`one_run` for {m} canaries per run: the threshold methods treat runs as independent \
+                            "`one_run` or `one_run_fdp` for {m} canaries per run: the threshold methods treat runs as independent \
                              observations and need canary.count = 1"
                         ),
                     ))
                 }
-                MethodChoice::OneRun if m < 2 => {
+                MethodChoice::OneRun | MethodChoice::OneRunFdp if m < 2 => {
                     return Err(invalid(
                         "audit.methods",
-                        "one_run",
+                        if *method == MethodChoice::OneRun {
+                            "one_run"
+                        } else {
+                            "one_run_fdp"
+                        },
                         "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
                     ))
                 }
                 _ => {}
             }
-        }
-        if a.selection == SelectionChoice::Bonferroni
-            && a.methods.iter().any(|m| *m != MethodChoice::OneRun)
-        {
-            return Err(invalid(
-                "audit.selection",
-                "bonferroni",
-                "split or same_data for eps_delta/gdp (bonferroni needs a fixed candidate family: one_run)",
-            ));
         }
         let lr_scores = a
             .scores
@@ -421,11 +428,34 @@ impl Prepared {
         config.canary.validate(config.steps(), &sampler)?;
         let seed = RunSeed(config.train.seed);
         let classes = train.num_classes() as i64;
-        let num_parameters = {
-            let mut init = Init::new(0, 1, Device::Cpu);
-            build_model(&config.train.model, train.shape(), classes, &mut init)?.num_parameters()
-                as usize
+        let num_parameters =
+            crate::preflight::parameters_per_replica(&config.train, train.shape(), classes)?
+                as usize;
+        let gradient_canaries = if config.canary.kind.is_gradient() {
+            config.canary.count as u64
+        } else {
+            0
         };
+        let estimate = crate::preflight::training(
+            &config.train,
+            train.shape(),
+            classes,
+            train.len(),
+            sampler.expected_batch_size(),
+            config.chunk_size() as usize,
+        )?
+        .with(
+            format!("{gradient_canaries} gradient canaries"),
+            gradient_canaries
+                .saturating_mul(num_parameters as u64)
+                .saturating_mul(4),
+        );
+        crate::preflight::check(
+            "one chunk of the experiment",
+            "`train.model` (its widths), `train.replicas` (runs per chunk), the batch size, \
+             `train.data.train_size` or `canary.count`",
+            &estimate,
+        )?;
         let max_grad_norm = config.train.dp.max_grad_norm;
         let canaries = if config.canary.kind.is_gradient() {
             if config.canary.kind == CanaryKind::Dirac && config.canary.count > num_parameters {

@@ -28,6 +28,7 @@ pub mod layers;
 pub mod models;
 pub mod noise;
 pub mod philox;
+pub mod preflight;
 pub mod runtime;
 mod scalar;
 pub mod testing;

@@ -227,6 +227,25 @@ pub fn prepare_data(config: &TrainConfig) -> Result<(Dataset, Dataset)> {
             .downsample(n, &mut split_rng)
             .map_err(data_err("data.train_size"))?;
     }
+    let mut present: Vec<i64> = train.labels().to_vec();
+    present.sort_unstable();
+    present.dedup();
+    if present.len() < 2 {
+        let field = if config.data.train_size.is_some() {
+            "data.train_size"
+        } else {
+            "data.classes"
+        };
+        return Err(invalid(
+            field,
+            format!(
+                "{} training records of {} class(es)",
+                train.len(),
+                present.len()
+            ),
+            "training records of at least two classes",
+        ));
+    }
     if config.data.normalize {
         let norm = Normalization::fit(&train).map_err(data_err("data.normalize"))?;
         norm.apply(&mut train).map_err(data_err("data.normalize"))?;
@@ -405,6 +424,19 @@ pub fn train(
         (None, None) => unreachable!("validated"),
     };
     let classes = train_data.num_classes() as i64;
+    let estimate = crate::preflight::training(
+        config,
+        train_data.shape(),
+        classes,
+        train_data.len(),
+        sampler.expected_batch_size(),
+        config.replicas,
+    )?;
+    crate::preflight::check(
+        "training",
+        "`model` (its widths), `replicas`, the batch size or `data.train_size`",
+        &estimate,
+    )?;
     let runs: Vec<u64> = (0..config.replicas as u64).collect();
     let mut init = Init::for_runs(randomness.stream(Stream::Init), &runs, device);
     let model = build_model(&config.model, train_data.shape(), classes, &mut init)?;

@@ -128,3 +128,69 @@ fn a_nan_loss_stops_the_run_naming_the_step() {
         0.0
     );
 }
+
+/// The preflight refuses on its lower bound of the memory a run needs.
+#[test]
+fn preflight_refuses_what_cannot_fit_with_the_estimate() {
+    use dpaudit_train::preflight;
+    let c = TrainConfig::from_toml(
+        &GOOD.replace("kind = \"lenet5\"", "kind = \"mlp\"\nhidden = [100000000]"),
+        "t.toml",
+    )
+    .unwrap();
+    // 784 → 10⁸ → 2: 784·10⁸ + 10⁸ + 2·10⁸ + 2 parameters.
+    assert_eq!(
+        preflight::parameters_per_replica(&c, &[1, 28, 28], 2).unwrap(),
+        78_700_000_002
+    );
+    let est = preflight::training(&c, &[1, 28, 28], 2, 12_000, 120.0, 1).unwrap();
+    // Four float32 copies of the parameters dominate.
+    assert_eq!(est.parts[0].1, 78_700_000_002 * 16);
+    let e = preflight::check_against("training", "`model`", &est, Some(24 << 30)).unwrap_err();
+    assert!(matches!(e, TrainError::InsufficientMemory { .. }), "{e}");
+    assert!(
+        e.to_string().contains("1172.") && e.to_string().contains("`model`"),
+        "{e}"
+    );
+    preflight::check_against("training", "`model`", &est, None).unwrap();
+}
+
+/// Parameter counts without allocation equal those of a built model.
+#[test]
+fn parameter_counts_without_allocating_match_built_models() {
+    use dpaudit_train::preflight;
+    for (kind, shape) in [
+        ("kind = \"lenet5\"", vec![1usize, 28, 28]),
+        ("kind = \"mlp\"\nhidden = [7, 5]", vec![1, 28, 28]),
+        ("kind = \"convnet\"", vec![3, 32, 32]),
+        (
+            "kind = \"wrn\"\ndepth = 16\nwidth = 4\nnorm = \"group\"",
+            vec![3, 32, 32],
+        ),
+    ] {
+        let text = GOOD.replace("kind = \"lenet5\"", kind);
+        let text = if shape[0] == 3 {
+            text.replace("\"fmnist\"", "\"cifar10\"")
+        } else {
+            text
+        };
+        let c = TrainConfig::from_toml(&text, "t.toml").unwrap();
+        let mut init = Init::new(0, 1, Device::Cpu);
+        let built = dpaudit_train::trainer::build_model(&c.model, &shape, 10, &mut init).unwrap();
+        assert_eq!(
+            preflight::parameters_per_replica(&c, &shape, 10).unwrap(),
+            built.num_parameters() as u64,
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn one_class_and_empty_training_sets_are_refused_naming_the_field() {
+    let e = err(&GOOD.replace("classes = [0, 1]", "classes = [3]"));
+    assert!(e.contains("data.classes") && e.contains("two"), "{e}");
+    let e = err(&GOOD.replace("classes = [0, 1]", "classes = [3, 3]"));
+    assert!(e.contains("data.classes"), "{e}");
+    let e = err(&GOOD.replace("classes = [0, 1]", "classes = [0, 1]\ntrain_size = 0"));
+    assert!(e.contains("data.train_size"), "{e}");
+}

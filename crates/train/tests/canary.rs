@@ -1117,6 +1117,15 @@ fn more_dirac_canaries_than_parameters_is_refused() {
 }
 
 #[test]
+fn zero_canaries_are_refused_naming_canary_count() {
+    let e = refused(&text(SMALL, &GOOD_CANARY.replace("count = 1", "count = 0")));
+    assert!(
+        e.contains("canary.count") && e.contains("at least 1"),
+        "{e}"
+    );
+}
+
+#[test]
 fn every_larger_than_steps_is_refused() {
     let e = refused(&text(
         SMALL,

@@ -26,7 +26,6 @@
 //! Every setting is validated (sampler parameters included) before any
 //! simulation starts. `audit.json` and `summary.md` are written atomically.
 
-use super::out::write_atomic;
 use anyhow::Context;
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant,
@@ -39,7 +38,9 @@ use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_data::seed::Mode;
+use dpaudit_experiment::outdir::write_atomic;
 use dpaudit_train::bgm::TensorBgmSimulator;
+use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -559,6 +560,23 @@ fn prepare(setting: Setting) -> anyhow::Result<Prepared> {
     } else {
         (vec![s.steps], 0)
     };
+    // The scores of both hypotheses are held in memory (as scores, then as
+    // the sorted observations of the bound): refuse what cannot fit before
+    // simulating anything.
+    let per_run = 2 * 8 * 3u64;
+    let estimate = MemoryEstimate {
+        parts: vec![(
+            format!(
+                "{} evaluation and {} selection runs per hypothesis × 48 bytes",
+                s.runs,
+                guess_runs * guesses.len()
+            ),
+            (s.runs as u64)
+                .saturating_add((guess_runs as u64).saturating_mul(guesses.len() as u64))
+                .saturating_mul(per_run),
+        )],
+    };
+    preflight::check("the simulation", "`runs` (or `guess_runs`)", &estimate)?;
     Ok(Prepared {
         setting,
         noise_multiplier,

@@ -1,5 +1,5 @@
 //! `dpaudit counts FILE.toml`: the ε lower bound of an audit given only its
-//! error counts at a threshold fixed in advance (lecture 004 §D.5: a
+//! error counts at a threshold fixed in advance (Karimireddy 2025, lecture notes on privacy auditing: a
 //! threshold chosen on separate validation runs, then counted on fresh runs).
 //!
 //! ```toml
@@ -16,8 +16,10 @@
 //!
 //! Both error rates get a one-sided Clopper–Pearson upper bound at tail
 //! `(1 − confidence)/2` (a union bound over the two, which equals the
-//! lecture's two-sided intervals); then ε from spec 000 §1.3 Eq. (1) and μ⁻
-//! from lecture 004 D.5 (GDP, ε at δ via Corollary 1 of spec 001 §4).
+//! lecture's two-sided intervals); then ε from Eq. (1) of Annamalai et al.
+//! 2024 and μ⁻ from Lemma 1 of Cebere et al. 2025 (ε at δ of μ⁻-GDP via
+//! their Corollary 1, reported only for δ > 0: at δ = 0 a μ-GDP mechanism
+//! with μ > 0 has no finite ε).
 
 use std::path::PathBuf;
 
@@ -78,8 +80,10 @@ pub struct CountsBound {
     pub epsilon: f64,
     /// μ lower bound (GDP).
     pub mu_lower: f64,
-    /// ε at δ of μ⁻-GDP (a lower bound when the mechanism is Gaussian-shaped).
-    pub gdp_epsilon: f64,
+    /// ε at δ of μ⁻-GDP (a lower bound when the mechanism is Gaussian-shaped);
+    /// absent for δ = 0, where μ⁻ > 0 gives no finite ε.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gdp_epsilon: Option<f64>,
     /// Whether the claim (if any) is refuted.
     pub claim_refuted: Option<bool>,
 }
@@ -114,10 +118,12 @@ pub fn bound(f: &CountsFile) -> anyhow::Result<CountsBound> {
         tail_per_rate: tail,
         epsilon,
         mu_lower,
-        gdp_epsilon: if mu_lower > 0.0 {
-            gdp_epsilon(mu_lower, f.delta)
+        gdp_epsilon: if mu_lower <= 0.0 {
+            Some(0.0)
+        } else if f.delta > 0.0 {
+            Some(gdp_epsilon(mu_lower, f.delta))
         } else {
-            0.0
+            None
         },
         claim_refuted: f.claimed_epsilon.map(|c| epsilon > c),
     })
@@ -139,10 +145,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.fnr_upper, b.fpr_upper, b.tail_per_rate, f.confidence
     );
     println!("ε ≥ {:.4} at δ = {:e}", b.epsilon, f.delta);
-    println!(
-        "μ ≥ {:.4} (GDP), i.e. ε ≥ {:.4} at δ if the mechanism is Gaussian-shaped",
-        b.mu_lower, b.gdp_epsilon
-    );
+    match b.gdp_epsilon {
+        Some(e) => println!(
+            "μ ≥ {:.4} (GDP), i.e. ε ≥ {e:.4} at δ if the mechanism is Gaussian-shaped",
+            b.mu_lower
+        ),
+        None => println!(
+            "μ ≥ {:.4} (GDP); at δ = 0 a μ-GDP mechanism with μ > 0 has no finite ε",
+            b.mu_lower
+        ),
+    }
     if let (Some(c), Some(r)) = (f.claimed_epsilon, b.claim_refuted) {
         println!(
             "claimed ε = {c}: {}",
@@ -162,9 +174,12 @@ mod tests {
 
     #[test]
     fn reproduces_the_lecture_audit_from_its_counts() {
-        // Lecture 004 D.5 / spec D.6: TP 4922 and FP 174 of 100,000 runs each,
-        // two-sided CP at p = 1e-10 → α⁺ = 0.955082, β⁺ = 0.0027445,
-        // ε_lb = 2.7965 (from the rounded 0.95509 / 0.00274), μ⁻ = 1.0810.
+        // Karimireddy 2025 (lecture notes, privacy auditing): TP 4922 and FP
+        // 174 of 100,000 runs each, Clopper–Pearson at p = 1e-10 gives
+        // α⁺ ≤ 0.95509, β⁺ = 0.00274 (rounded). Unrounded (two-sided, 5e-11
+        // per tail): 0.9550818 and 0.0027445, from which Eq. (1) gives
+        // ε = ln((1 − 1e-5 − 0.9550818)/0.0027445) = 2.7950 and Lemma 1
+        // μ⁻ = 1.0806; the lecture's rounded rates give 2.7965 and 1.0810.
         let f: CountsFile = toml::from_str(include_str!(
             "../../../../experiments/seed004-lecture-counts.toml"
         ))
@@ -172,9 +187,33 @@ mod tests {
         let b = bound(&f).unwrap();
         assert!((b.fnr_upper - 0.955082).abs() < 1e-6, "{}", b.fnr_upper);
         assert!((b.fpr_upper - 0.0027445).abs() < 1e-7, "{}", b.fpr_upper);
-        assert!((b.epsilon - 2.7965).abs() < 2e-3, "{}", b.epsilon);
-        assert!((b.mu_lower - 1.0810).abs() < 1e-3, "{}", b.mu_lower);
+        let expected = ((1.0 - 1e-5 - b.fnr_upper) / b.fpr_upper).ln();
+        assert!((b.epsilon - expected).abs() < 1e-12);
+        assert!((b.epsilon - 2.7950).abs() < 5e-5, "{}", b.epsilon);
+        assert!((b.mu_lower - 1.0806).abs() < 5e-5, "{}", b.mu_lower);
         assert_eq!(b.claim_refuted, Some(true));
+    }
+
+    #[test]
+    fn delta_zero_has_no_finite_gdp_epsilon() {
+        let f = CountsFile {
+            claimed_epsilon: None,
+            delta: 0.0,
+            confidence: 0.95,
+            members: Class {
+                runs: 1000,
+                detected: 600,
+            },
+            nonmembers: Class {
+                runs: 1000,
+                detected: 10,
+            },
+        };
+        let b = bound(&f).unwrap();
+        assert!(b.mu_lower > 0.0 && b.epsilon.is_finite());
+        assert_eq!(b.gdp_epsilon, None);
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(!json.contains("gdp_epsilon"), "{json}");
     }
 
     #[test]

@@ -81,6 +81,8 @@ insertion = "every"
 [audit]
 scores = ["dirac"]
 methods = ["gdp", "eps_delta"]
+# Pinned, so the README's real output stays what it says (the default is `auto`).
+selection = "split"
 "#;
 
 /// The demo's training run: LeNet-5 on Fashion-MNIST T-shirt/top vs Trouser
@@ -140,7 +142,7 @@ struct CanaryAudit {
     epsilon_upper: f64,
     upper_assumption: String,
     test_accuracy_mean: f64,
-    lower_bounds: Vec<super::run::LowerBoundEntry>,
+    lower_bounds: Vec<dpaudit_experiment::report::LowerBoundEntry>,
     seconds: f64,
 }
 

@@ -5,48 +5,83 @@
 //! columns ignored), or NPY: a little-endian float64 array of shape (N, 2),
 //! column 0 = score, column 1 = member. Higher score means "member".
 //!
-//! For `--method one-run` each row is one canary and `member` is its
-//! inclusion coin (1 = S_i = +1); the canaries are the rows, so `m` = number
-//! of rows. For `--method panoramia`, `--scores` holds the MIA scores and
-//! `--baseline-scores` the baseline classifier's scores on the same audit set.
+//! For `--method one-run` and `one-run-fdp` each row is one canary and
+//! `member` is its inclusion coin (1 = S_i = +1); the canaries are the rows,
+//! so `m` = number of rows. For `--method panoramia`, `--scores` holds the
+//! MIA scores and `--baseline-scores` the baseline classifier's scores on the
+//! same audit set.
+//!
+//! Every bound is printed with what it assumes, the metrics of the scores
+//! (AUC, TPR at FPR = 10⁻³ and 10⁻² with Clopper–Pearson intervals), the
+//! observations it was computed on and the selection policy; `--selection
+//! auto` (the default) picks the policy from the method and the number of
+//! rows (`dpaudit_audit::policy::default_selection`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::curves::{eps_delta_curve, gdp_curve, TradeoffPlot};
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
-use dpaudit_audit::region::{
-    empirical_points, eps_delta_lower_bound, gdp_lower_bound, RegionConfig,
-};
-use dpaudit_audit::scores::{Observations, Selection};
+use dpaudit_audit::plots::histogram_auto;
+use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
+use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::report::{describe_bounded_on, one_run_plot, tradeoff_plot};
+use dpaudit_audit::scores::{Method, Observations, Selection};
 
 /// Statistical method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MethodArg {
-    /// Clopper–Pearson (ε,δ) region over thresholds (spec 000 Alg. 5).
+    /// Clopper–Pearson (ε,δ) region over thresholds (Annamalai et al. 2024, Alg. 5).
     EpsDelta,
-    /// GDP audit: μ lower bound, then ε at δ (spec 001 §4, lecture 004).
+    /// GDP audit: μ lower bound, then ε at δ (Cebere et al. 2025, App. A).
     Gdp,
-    /// One-run audit from canary scores (Steinke et al. 2023 Thm 3.1).
+    /// One-run audit from canary scores (Steinke, Nasr & Jagielski 2023, Thm 3.1).
     OneRun,
-    /// PANORAMIA's ε̃ (a measurement, not a lower bound; spec 003).
+    /// f-DP one-run audit from canary scores (Mahloujifar, Melis & Chaudhuri 2024).
+    OneRunFdp,
+    /// PANORAMIA's ε̃ (a measurement, not a lower bound; Kazmi et al. 2024).
     Panoramia,
+}
+
+impl MethodArg {
+    fn method(self) -> Method {
+        match self {
+            MethodArg::EpsDelta => Method::EpsDelta,
+            MethodArg::Gdp => Method::Gdp,
+            MethodArg::OneRun => Method::OneRun,
+            MethodArg::OneRunFdp => Method::OneRunFdp,
+            MethodArg::Panoramia => Method::Panoramia,
+        }
+    }
 }
 
 /// Threshold / guess-count selection policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SelectionArg {
+    /// The default for the method and the number of rows (valid): bonferroni or split.
+    Auto,
+    /// All data, a union bound over a family fixed in advance (valid).
+    Bonferroni,
     /// Choose on a random half (seeded by --seed), bound on the other half (valid).
     Split,
+    /// --splits random halvings at half the level each; the median-rank bound (valid).
+    MultiSplit,
     /// Choose and bound on the same data, as the papers do (NOT valid at the stated confidence).
     SameData,
-    /// Same data, every candidate tested at level/K (valid; one-run and panoramia).
-    Bonferroni,
     /// One-run with --k-plus/--k-minus fixed in advance (valid).
     Fixed,
+}
+
+/// Trade-off family of the f-DP one-run audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FamilyArg {
+    /// μ-GDP curves: a μ lower bound, and ε at δ assuming a Gaussian-shaped trade-off.
+    Gaussian,
+    /// (ε, δ)-DP curves: an ε lower bound for any mechanism.
+    EpsDelta,
 }
 
 /// Arguments of `dpaudit estimate`.
@@ -61,18 +96,24 @@ pub struct Args {
     /// PANORAMIA only: baseline classifier scores on the same audit set (same format).
     #[arg(long)]
     pub baseline_scores: Option<PathBuf>,
-    /// δ of the (ε, δ) statement; required by eps-delta, gdp and one-run (e.g. 1e-5).
+    /// δ of the (ε, δ) statement; required by all but panoramia (e.g. 1e-5; > 0 for gdp).
     #[arg(long)]
     pub delta: Option<f64>,
     /// Confidence of the bound.
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
     /// How the threshold (or one-run's k+, k−) is chosen.
-    #[arg(long, value_enum, default_value = "split")]
+    #[arg(long, value_enum, default_value = "auto")]
     pub selection: SelectionArg,
-    /// Seed of the random split used by `--selection split`; fix it before looking at the scores.
+    /// Seed of the random split(s) of `split` and `multi-split`; fix it before looking at the scores.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Number of random halvings of `--selection multi-split`.
+    #[arg(long, default_value_t = DEFAULT_SPLITS)]
+    pub splits: u32,
+    /// one-run-fdp: the trade-off family tested.
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub family: FamilyArg,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
     #[arg(long)]
     pub k_plus: Option<u64>,
@@ -85,16 +126,23 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Write the trade-off plot (SVG) here.
+    /// Write the plot (SVG) here: the trade-off plot of a threshold method
+    /// (with FILE-roc.svg beside it) or the one-run plot; FILE-hist.svg holds
+    /// the score histogram.
     #[arg(long)]
     pub plot: Option<PathBuf>,
 }
 
-fn selection(args: &Args) -> Selection {
+fn selection(args: &Args, n: usize) -> Selection {
     match args.selection {
-        SelectionArg::Split => Selection::Split { seed: args.seed },
-        SelectionArg::SameData => Selection::SameData,
+        SelectionArg::Auto => default_selection(args.method.method(), n, args.seed),
         SelectionArg::Bonferroni => Selection::Bonferroni,
+        SelectionArg::Split => Selection::Split { seed: args.seed },
+        SelectionArg::MultiSplit => Selection::MultiSplit {
+            seed: args.seed,
+            splits: args.splits,
+        },
+        SelectionArg::SameData => Selection::SameData,
         SelectionArg::Fixed => Selection::Fixed,
     }
 }
@@ -103,17 +151,62 @@ fn require_delta(args: &Args) -> anyhow::Result<f64> {
     args.delta.with_context(|| {
         format!(
             "--delta is required for --method {} (the δ of the guarantee being audited, e.g. 1e-5)",
-            method_name(args.method)
+            args.method.method().name()
         )
     })
 }
 
-fn method_name(m: MethodArg) -> &'static str {
-    match m {
-        MethodArg::EpsDelta => "eps-delta",
-        MethodArg::Gdp => "gdp",
-        MethodArg::OneRun => "one-run",
-        MethodArg::Panoramia => "panoramia",
+/// What a method's bound assumes, in words (printed and in the JSON).
+pub fn assumptions(method: Method, family: Option<TradeoffFamily>) -> Vec<&'static str> {
+    const RUNS: &str = "each score comes from an independent run: the member scores are i.i.d., \
+                        the non-member scores are i.i.d., and the two classes are independent";
+    const CANARIES: &str = "the rows are the canaries of one run, each included independently \
+                            with probability 1/2 (member = included), in an order that does not \
+                            depend on the inclusion bits (ties are broken by row order)";
+    const GUESSES: &str =
+        "the guesses are a function of the scores only, never of the inclusion bits";
+    const HIGHER: &str = "a higher score means \"member\"";
+    match (method, family) {
+        (Method::EpsDelta, _) => vec![
+            RUNS,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim",
+        ],
+        (Method::Gdp, _) => vec![
+            RUNS,
+            HIGHER,
+            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP",
+            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
+             curve is Gaussian-shaped (e.g. Gaussian noise without subsampling or shuffling); for \
+             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2025, Remark 3)",
+            "δ > 0",
+        ],
+        (Method::OneRun, _) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim; with δ > 0 it \
+             weakens as the number of canaries grows (the 2mδ term of Steinke et al. 2023, Thm 3.1)",
+        ],
+        (Method::OneRunFdp, Some(TradeoffFamily::EpsDelta)) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim \
+             (family eps-delta)",
+        ],
+        (Method::OneRunFdp, _) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP (family gaussian)",
+            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
+             curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
+            "δ > 0",
+        ],
+        (Method::Panoramia, _) => vec![
+            "epsilon_tilde is a measurement relative to a baseline classifier, not a lower bound on ε",
+        ],
     }
 }
 
@@ -121,46 +214,55 @@ fn method_name(m: MethodArg) -> &'static str {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let obs = read_scores(&args.scores)
         .with_context(|| format!("reading scores from {}", args.scores.display()))?;
-    let sel = selection(&args);
+    let sel = selection(&args, obs.len());
     if args.selection != SelectionArg::Fixed && (args.k_plus.is_some() || args.k_minus.is_some()) {
-        bail!("--k-plus/--k-minus are only used with --selection fixed (and --method one-run)");
+        bail!("--k-plus/--k-minus are only used with --selection fixed (and --method one-run or one-run-fdp)");
     }
-    match args.method {
+    let fixed_guesses = match (args.selection, args.k_plus, args.k_minus) {
+        (SelectionArg::Fixed, Some(kp), Some(km)) => Some((kp, km)),
+        (SelectionArg::Fixed, _, _) => {
+            bail!("--selection fixed needs both --k-plus and --k-minus")
+        }
+        _ => None,
+    };
+    let family = match args.family {
+        FamilyArg::Gaussian => TradeoffFamily::Gaussian,
+        FamilyArg::EpsDelta => TradeoffFamily::EpsDelta,
+    };
+    let bound = match args.method {
         MethodArg::EpsDelta | MethodArg::Gdp => {
-            let delta = require_delta(&args)?;
             let cfg = RegionConfig {
                 confidence: args.confidence,
-                delta,
+                delta: require_delta(&args)?,
                 selection: sel,
             };
-            let bound = if args.method == MethodArg::EpsDelta {
+            if args.method == MethodArg::EpsDelta {
                 eps_delta_lower_bound(&obs, &cfg)
             } else {
                 gdp_lower_bound(&obs, &cfg)
             }
-            .with_context(|| format!("estimating ε from {}", args.scores.display()))?;
-            let plot = build_plot(&args, &obs, &bound)?;
-            report_bound(&args, &bound, plot)
+            .with_context(|| format!("estimating ε from {}", args.scores.display()))?
         }
         MethodArg::OneRun => {
-            let delta = require_delta(&args)?;
-            let fixed_guesses = match (args.selection, args.k_plus, args.k_minus) {
-                (SelectionArg::Fixed, Some(kp), Some(km)) => Some((kp, km)),
-                (SelectionArg::Fixed, _, _) => {
-                    bail!("--selection fixed needs both --k-plus and --k-minus")
-                }
-                _ => None,
-            };
             let cfg = OneRunConfig {
                 confidence: args.confidence,
-                delta,
+                delta: require_delta(&args)?,
                 selection: sel,
                 fixed_guesses,
             };
-            let bound = one_run_lower_bound(&obs, &cfg)
-                .with_context(|| format!("one-run audit of {}", args.scores.display()))?;
-            let plot = build_plot(&args, &obs, &bound)?;
-            report_bound(&args, &bound, plot)
+            one_run_lower_bound(&obs, &cfg)
+                .with_context(|| format!("one-run audit of {}", args.scores.display()))?
+        }
+        MethodArg::OneRunFdp => {
+            let cfg = OneRunFdpConfig {
+                confidence: args.confidence,
+                delta: require_delta(&args)?,
+                family,
+                selection: sel,
+                fixed_guesses,
+            };
+            one_run_fdp_lower_bound(&obs, &cfg)
+                .with_context(|| format!("f-DP one-run audit of {}", args.scores.display()))?
         }
         MethodArg::Panoramia => {
             let path = args
@@ -174,82 +276,106 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 selection: sel,
             };
             let m = panoramia(&baseline, &obs, &cfg).context("PANORAMIA measurement")?;
-            report_panoramia(&args, &m)
+            return report_panoramia(&args, &m);
         }
+    };
+    if !bound.epsilon.is_finite() {
+        // Never happens for valid input; never print a non-number as the bound.
+        bail!(
+            "the bound is not a finite number ({}); please report this input",
+            bound.epsilon
+        );
     }
+    let family = (args.method == MethodArg::OneRunFdp).then_some(family);
+    let plots = write_plots(&args, &obs, &bound)?;
+    report_bound(&args, &bound, &assumptions(bound.method, family), &plots)
 }
 
-fn build_plot(
+/// `FILE.svg` → `FILE-suffix.svg`, beside it.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plot".into());
+    path.with_file_name(format!("{stem}-{suffix}.svg"))
+}
+
+fn write_file(path: &Path, svg: &str) -> anyhow::Result<()> {
+    std::fs::write(path, svg).with_context(|| format!("writing plot to {}", path.display()))
+}
+
+/// Writes the plots for `--plot`; returns their paths.
+fn write_plots(
     args: &Args,
     obs: &Observations,
     bound: &EpsilonLowerBound,
-) -> anyhow::Result<Option<TradeoffPlot>> {
-    if args.plot.is_none() {
-        return Ok(None);
-    }
-    let points =
-        empirical_points(obs, bound.confidence, 200).context("computing trade-off points")?;
-    let mut curves = vec![eps_delta_curve(
-        bound.epsilon,
-        bound.delta,
-        200,
-        &format!("({:.3}, {:e})-DP: lower bound", bound.epsilon, bound.delta),
-    )];
-    if let Evidence::Threshold(ev) = &bound.evidence {
-        if let Some(mu) = ev.mu_lower {
-            curves.push(gdp_curve(mu, 200, &format!("{mu:.3}-GDP: lower bound")));
+) -> anyhow::Result<Vec<PathBuf>> {
+    let Some(path) = &args.plot else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    match &bound.evidence {
+        Evidence::Threshold(_) => {
+            let plot = tradeoff_plot(obs, bound, args.claimed_epsilon, None)
+                .context("building the trade-off plot")?;
+            write_file(path, &plot.to_svg())?;
+            let roc = sibling(path, "roc");
+            write_file(&roc, &plot.to_roc_svg())?;
+            written.extend([path.clone(), roc]);
+        }
+        Evidence::OneRun(_) => {
+            let plot = one_run_plot(obs, bound, None).context("building the one-run plot")?;
+            write_file(path, &plot.to_svg())?;
+            written.push(path.clone());
         }
     }
-    if let Some(claimed) = args.claimed_epsilon {
-        curves.push(eps_delta_curve(
-            claimed,
-            bound.delta,
-            200,
-            &format!("({claimed}, {:e})-DP: claimed", bound.delta),
-        ));
-    }
-    Ok(Some(TradeoffPlot {
-        title: format!(
-            "{} audit, {} selection, confidence {}",
-            bound.method.name(),
-            bound.selection.name(),
-            bound.confidence
+    let (members, nonmembers) = obs.classes();
+    let hist = histogram_auto(&members, &nonmembers).context("binning the scores")?;
+    let hist_path = sibling(path, "hist");
+    write_file(
+        &hist_path,
+        &hist.to_svg(
+            &format!("scores of {}", args.scores.display()),
+            "score (higher = member)",
         ),
-        curves,
-        points,
-    }))
-}
-
-fn write_plot(args: &Args, plot: &Option<TradeoffPlot>) -> anyhow::Result<()> {
-    if let (Some(path), Some(plot)) = (&args.plot, plot) {
-        std::fs::write(path, plot.to_svg())
-            .with_context(|| format!("writing plot to {}", path.display()))?;
-    }
-    Ok(())
+    )?;
+    written.push(hist_path);
+    Ok(written)
 }
 
 fn report_bound(
     args: &Args,
     bound: &EpsilonLowerBound,
-    plot: Option<TradeoffPlot>,
+    assumptions: &[&str],
+    plots: &[PathBuf],
 ) -> anyhow::Result<()> {
-    write_plot(args, &plot)?;
+    let default_note = (args.selection == SelectionArg::Auto).then(|| {
+        format!(
+            "default for {} with {} rows",
+            bound.method.name(),
+            bound.metrics.members + bound.metrics.nonmembers
+        )
+    });
     if args.json {
         let mut v = serde_json::to_value(bound).context("serializing the bound")?;
         v["selection"] = serde_json::Value::from(bound.selection.name());
-        if let Selection::Split { seed } = bound.selection {
+        v["selection_detail"] = serde_json::to_value(bound.selection)?;
+        if let Some(note) = &default_note {
+            v["selection_chosen_by"] = serde_json::Value::from(note.as_str());
+        }
+        if let Selection::Split { seed } | Selection::MultiSplit { seed, .. } = bound.selection {
             v["seed"] = serde_json::Value::from(seed);
         }
         v["bound"] = serde_json::Value::from("lower");
-        if args.plot.is_some() {
-            v["tradeoff"] =
-                serde_json::to_value(&plot).context("serializing the trade-off data")?;
+        v["assumptions"] = serde_json::to_value(assumptions)?;
+        if !plots.is_empty() {
+            v["plots"] = serde_json::to_value(plots)?;
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     let validity = if bound.valid_at_confidence {
-        "valid at this confidence"
+        "valid at this confidence, under the assumptions below"
     } else {
         "NOT a valid bound at this confidence: same-data selection (papers' practice)"
     };
@@ -259,13 +385,27 @@ fn report_bound(
         bound.epsilon, bound.delta
     );
     println!("confidence: {}  ({validity})", bound.confidence);
-    println!("selection:  {}", bound.selection);
+    match &default_note {
+        Some(note) => println!("selection:  {}  [{note}]", bound.selection),
+        None => println!("selection:  {}", bound.selection),
+    }
+    if let Some(all) = &bound.split_bounds {
+        let list: Vec<String> = all.iter().map(|e| format!("{e:.4}")).collect();
+        println!("splits:     {}", list.join(", "));
+    }
+    println!("bounded on: {}", describe_bounded_on(bound));
     match &bound.evidence {
         Evidence::Threshold(ev) => {
             println!(
                 "threshold:  member iff score > {}  ({} candidate thresholds searched)",
                 ev.threshold, ev.candidates
             );
+            if let Some(rank) = ev.family_rank {
+                println!(
+                    "family:     rank {} of the {} scores (fixed in advance); {} one-sided statements",
+                    rank.rank, rank.class, ev.statements
+                );
+            }
             println!(
                 "counts:     FP {} of {} non-members (FPR <= {:.6}), FN {} of {} members (FNR <= {:.6}); each bound at tail {:.3e}",
                 ev.false_positives, ev.nonmembers, ev.fpr_upper, ev.false_negatives, ev.members, ev.fnr_upper, ev.tail_per_rate
@@ -279,10 +419,49 @@ fn report_bound(
                 "guesses:    k+ = {}, k- = {} (r = {}) on m = {} canaries; {} correct; tested at level {:.3e} ({} candidates)",
                 ev.k_plus, ev.k_minus, ev.guesses, ev.canaries, ev.correct, ev.level, ev.candidates
             );
+            if let Some(family) = ev.family {
+                println!("family:     {family}");
+            }
+            if let Some(mu) = ev.mu_lower {
+                println!("mu:         >= {mu:.4}  (GDP lower bound)");
+            }
         }
     }
-    if let Some(path) = &args.plot {
-        println!("plot:       {}", path.display());
+    let m = &bound.metrics;
+    let rates: Vec<String> = m
+        .tpr_at_fpr
+        .iter()
+        .map(|t| {
+            format!(
+                "TPR at FPR {:e}: {:.4} [{:.4}, {:.4}]{}",
+                t.target_fpr,
+                t.tpr,
+                t.tpr_interval.lower,
+                t.tpr_interval.upper,
+                if t.resolvable {
+                    String::new()
+                } else {
+                    format!(
+                        " (fewer than {:.0} non-members: at FPR 0)",
+                        1.0 / t.target_fpr
+                    )
+                }
+            )
+        })
+        .collect();
+    println!(
+        "metrics:    n = {} members + {} non-members (all rows); AUC {:.4}; {} ({} intervals)",
+        m.members,
+        m.nonmembers,
+        m.auc,
+        rates.join("; "),
+        m.interval_confidence
+    );
+    for (i, a) in assumptions.iter().enumerate() {
+        println!("{} {a}", if i == 0 { "assumes:   " } else { "           " });
+    }
+    for p in plots {
+        println!("plot:       {}", p.display());
     }
     Ok(())
 }
@@ -299,6 +478,7 @@ fn report_panoramia(args: &Args, m: &PanoramiaMeasurement) -> anyhow::Result<()>
         );
         v["method"] = serde_json::Value::from("panoramia");
         v["selection"] = serde_json::Value::from(m.selection.name());
+        v["assumptions"] = serde_json::to_value(assumptions(Method::Panoramia, None))?;
         if let Selection::Split { seed } = m.selection {
             v["seed"] = serde_json::Value::from(seed);
         }

@@ -8,7 +8,6 @@ pub mod data;
 pub mod demo;
 pub mod doctor;
 pub mod estimate;
-pub mod out;
 pub mod run;
 pub mod selftest;
 pub mod train;

@@ -31,7 +31,8 @@ use serde::Serialize;
 use dpaudit_train::experiment::ExperimentConfig;
 use dpaudit_train::Fault;
 
-use super::run::{run_in_memory, AuditReport};
+use super::run::run_in_memory;
+use dpaudit_experiment::report::AuditReport;
 
 /// Confidence of every bound the self-test decides on.
 const CONFIDENCE: f64 = 0.99;
@@ -102,6 +103,7 @@ learning_rate = 0.1
 scores = {scores}
 methods = ["eps_delta", "gdp"]
 confidence = {CONFIDENCE}
+selection = "split"
 "#
     )
 }

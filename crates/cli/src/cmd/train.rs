@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use dpaudit_data::seed::{Mode, Randomness};
+use dpaudit_experiment::OutDir;
 use dpaudit_train::checkpoint;
 use dpaudit_train::config::{DeviceChoice, TrainConfig};
 use dpaudit_train::trainer::{self, Observer};
@@ -150,7 +151,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Mode::Secure
     };
     let randomness = Randomness::new(mode, config.seed)?;
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Locked, and known to be writable, before anything is computed.
+    let dir = OutDir::open(&out_dir, &std::env::args().collect::<Vec<_>>().join(" "))?;
     let mut observer = Bar(bar);
     let start = std::time::Instant::now();
     let outcome = trainer::train(&config, &randomness, &mut observer).context("training")?;
@@ -180,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seconds,
     };
     let json = serde_json::to_string_pretty(&out)?;
-    std::fs::write(out_dir.join("result.json"), &json).context("writing result.json")?;
+    dir.write("result.json", json.as_bytes())?;
     if args.json {
         println!("{json}");
         return Ok(());

@@ -1,0 +1,188 @@
+//! The membership-inference metrics reported beside every bound: the area
+//! under the ROC curve and the true-positive rate at fixed low false-positive
+//! rates, with Clopper–Pearson intervals (the convention of Carlini et al.
+//! 2022, "Membership Inference Attacks From First Principles", §III-C: TPR
+//! at FPR = 10⁻³ and 10⁻², ROC curves on log–log axes).
+//!
+//! These describe the scores; they are not ε bounds.
+//!
+//! **TPR at FPR = f.** With `n₀` non-member scores, the threshold is the
+//! `(k+1)`-th largest non-member score, `k = ⌊f·n₀⌋`, and the rule is
+//! "member iff score > threshold", so at most `k` non-members are called
+//! members. The threshold depends on the non-member scores only, so the
+//! number of members above it is binomial given the threshold, and its
+//! two-sided Clopper–Pearson interval is exact. The realised FPR is reported
+//! with its own interval. When `n₀ < 1/f` no false positive is allowed
+//! (`k = 0`) and the entry says `resolvable: false`: the data cannot show an
+//! FPR as small as `f`.
+
+use serde::Serialize;
+
+use crate::clopper_pearson::{lower_unchecked, upper_unchecked, Interval};
+use crate::error::{check_confidence, Result};
+use crate::scores::Observations;
+use crate::sort::sort_scores;
+
+/// The FPRs at which the TPR is reported.
+pub const LOW_FPRS: [f64; 2] = [1e-3, 1e-2];
+
+/// Metrics of a set of scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Number of member scores.
+    pub members: u64,
+    /// Number of non-member scores.
+    pub nonmembers: u64,
+    /// Area under the ROC curve (ties count ½): the probability that a
+    /// random member outscores a random non-member.
+    pub auc: f64,
+    /// Confidence of every interval below (two-sided).
+    pub interval_confidence: f64,
+    /// TPR at each of [`LOW_FPRS`].
+    pub tpr_at_fpr: Vec<TprAtFpr>,
+}
+
+/// The TPR of the threshold test at one target FPR.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TprAtFpr {
+    /// The target false-positive rate.
+    pub target_fpr: f64,
+    /// Whether there are enough non-members to allow one false positive at
+    /// this FPR (`n₀ ≥ 1/target`).
+    pub resolvable: bool,
+    /// Predict "member" iff `score > threshold`.
+    pub threshold: f64,
+    /// Non-members above the threshold.
+    pub false_positives: u64,
+    /// Realised FPR `false_positives / n₀`.
+    pub fpr: f64,
+    /// Clopper–Pearson interval of the FPR.
+    pub fpr_interval: Interval,
+    /// Members above the threshold.
+    pub true_positives: u64,
+    /// `true_positives / n₁`.
+    pub tpr: f64,
+    /// Clopper–Pearson interval of the TPR.
+    pub tpr_interval: Interval,
+}
+
+/// Metrics of `obs` with intervals at `confidence` (two-sided).
+pub fn metrics(obs: &Observations, confidence: f64) -> Result<Metrics> {
+    check_confidence(confidence)?;
+    let (pos, neg) = obs.classes();
+    Ok(metrics_sorted(
+        &sort_scores(pos),
+        &sort_scores(neg),
+        confidence,
+    ))
+}
+
+/// [`metrics`] for both classes sorted ascending (each non-empty).
+pub(crate) fn metrics_sorted(pos: &[f64], neg: &[f64], confidence: f64) -> Metrics {
+    let (n1, n0) = (pos.len() as u64, neg.len() as u64);
+    let ln_tail = ((1.0 - confidence) / 2.0).ln();
+    let interval = |k: u64, n: u64| Interval {
+        lower: lower_unchecked(k, n, ln_tail),
+        upper: upper_unchecked(k, n, ln_tail),
+    };
+    let tpr_at_fpr = LOW_FPRS
+        .iter()
+        .map(|&target| {
+            let k = ((target * n0 as f64).floor() as u64).min(n0 - 1);
+            let threshold = neg[(n0 - 1 - k) as usize];
+            let fp = n0 - neg.partition_point(|&x| x <= threshold) as u64;
+            let tp = n1 - pos.partition_point(|&x| x <= threshold) as u64;
+            TprAtFpr {
+                target_fpr: target,
+                resolvable: k >= 1,
+                threshold,
+                false_positives: fp,
+                fpr: fp as f64 / n0 as f64,
+                fpr_interval: interval(fp, n0),
+                true_positives: tp,
+                tpr: tp as f64 / n1 as f64,
+                tpr_interval: interval(tp, n1),
+            }
+        })
+        .collect();
+    Metrics {
+        members: n1,
+        nonmembers: n0,
+        auc: auc_sorted(pos, neg),
+        interval_confidence: confidence,
+        tpr_at_fpr,
+    }
+}
+
+/// Mann–Whitney AUC of sorted classes: P[member > non-member] + ½ P[tie].
+fn auc_sorted(pos: &[f64], neg: &[f64]) -> f64 {
+    let (mut below, mut upto) = (0_usize, 0_usize);
+    let mut twice_wins: u128 = 0;
+    for &y in pos {
+        while below < neg.len() && neg[below] < y {
+            below += 1;
+        }
+        upto = upto.max(below);
+        while upto < neg.len() && neg[upto] <= y {
+            upto += 1;
+        }
+        // below: non-members strictly under y; upto − below: ties.
+        twice_wins += 2 * below as u128 + (upto - below) as u128;
+    }
+    twice_wins as f64 / (2.0 * pos.len() as f64 * neg.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auc_counts_ties_as_half() {
+        // Members {1, 2, 3}, non-members {0, 2}: pairs (m > n) = 1>0, 2>0,
+        // 3>0, 3>2 = 4, ties 2=2 = 1 → (4 + ½)/6 = 0.75.
+        let obs = Observations::from_classes(&[3.0, 1.0, 2.0], &[2.0, 0.0]).unwrap();
+        let m = metrics(&obs, 0.95).unwrap();
+        assert!((m.auc - 0.75).abs() < 1e-15, "{}", m.auc);
+        // Perfect separation and its reverse.
+        let obs = Observations::from_classes(&[5.0, 6.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(metrics(&obs, 0.95).unwrap().auc, 1.0);
+        let obs = Observations::from_classes(&[1.0], &[2.0, 3.0]).unwrap();
+        assert_eq!(metrics(&obs, 0.95).unwrap().auc, 0.0);
+    }
+
+    #[test]
+    fn tpr_at_fpr_hand_computed() {
+        // 2000 non-members 0..2000, members 1990.5 + i for i in 0..10 and
+        // 0.5 for 10 more. FPR 1e-3: k = 2, threshold = 3rd largest
+        // non-member = 1997: FP = 2 (1998, 1999), TP = members > 1997 =
+        // 1997.5..1999.5 → 3 of 20.
+        let neg: Vec<f64> = (0..2000).map(f64::from).collect();
+        let mut pos: Vec<f64> = (0..10).map(|i| 1990.5 + f64::from(i)).collect();
+        pos.extend(std::iter::repeat_n(0.5, 10));
+        let obs = Observations::from_classes(&pos, &neg).unwrap();
+        let m = metrics(&obs, 0.95).unwrap();
+        let t = &m.tpr_at_fpr[0];
+        assert_eq!(
+            (t.threshold, t.false_positives, t.true_positives),
+            (1997.0, 2, 3)
+        );
+        assert!(t.resolvable);
+        assert!((t.tpr - 0.15).abs() < 1e-15);
+        assert!(t.tpr_interval.lower < 0.15 && 0.15 < t.tpr_interval.upper);
+        assert!(t.fpr_interval.lower < 1e-3 && 1e-3 < t.fpr_interval.upper);
+        // FPR 1e-2: k = 20, threshold = 1979 → FP 20, TP 10.
+        let t = &m.tpr_at_fpr[1];
+        assert_eq!(
+            (t.threshold, t.false_positives, t.true_positives),
+            (1979.0, 20, 10)
+        );
+        // Few non-members: 1e-3 is not resolvable, the threshold is the max.
+        let obs = Observations::from_classes(&[10.0], &[1.0, 2.0]).unwrap();
+        let t = &metrics(&obs, 0.95).unwrap().tpr_at_fpr[0];
+        assert!(!t.resolvable);
+        assert_eq!(
+            (t.threshold, t.false_positives, t.true_positives),
+            (2.0, 0, 1)
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! Mechanisms of known privacy for the coverage tests, and the coverage
+//! assertion.
+//!
+//! - Randomized response at ε₀: pure ε₀-DP. As a GDP mechanism it is μ-GDP
+//!   with μ = −2Φ⁻¹(1/(1 + e^{ε₀})), the Gaussian curve through the corner
+//!   of its trade-off curve (Dong, Roth & Su 2019, the ε-DP/GDP relation).
+//! - Laplace with shift ε₀ and scale 1: pure ε₀-DP; its smallest μ is
+//!   `sup_t Φ⁻¹(1 − α(t)) − Φ⁻¹(β(t))` over thresholds t (likelihood-ratio
+//!   tests are thresholds; Cebere et al. 2025 Lemma 1 at every t).
+//! - Gaussian with shift μ and unit noise: μ-GDP, ε at δ from the exact
+//!   conversion (Cebere et al. 2025 Corollary 1).
+
+#![allow(dead_code)]
+
+use dpaudit_audit::normal::inverse_cdf;
+use dpaudit_audit::scores::Observations;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+/// Simulated audits per case: `fast` by default, ten times more with
+/// `DPAUDIT_SLOW_TESTS=1`.
+pub fn trials(fast: usize) -> usize {
+    if std::env::var("DPAUDIT_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        10 * fast
+    } else {
+        fast
+    }
+}
+
+/// Asserts `violations / trials ≤ beta + 3·sqrt(beta(1−beta)/trials)`.
+pub fn assert_coverage(violations: usize, trials: usize, beta: f64, what: &str) {
+    let rate = violations as f64 / trials as f64;
+    let limit = beta + 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
+    println!("{what}: P[bound > truth] = {rate:.4} (limit {limit:.4})");
+    assert!(
+        rate <= limit,
+        "{what}: P[bound > truth] = {rate} > {limit} ({violations}/{trials})"
+    );
+}
+
+/// A mechanism on one bit: its output is a score, higher for "member".
+#[derive(Debug, Clone, Copy)]
+pub enum Mechanism {
+    /// Randomized response at ε₀: score 1 or 0.
+    Rr(f64),
+    /// Laplace(scale 1) shifted by ε₀ for members.
+    Laplace(f64),
+    /// N(0, 1) shifted by μ for members.
+    Gaussian(f64),
+}
+
+/// Laplace(0, 1) by inversion; u = −½ (probability 2⁻⁵³) is redrawn.
+fn laplace(rng: &mut ChaCha8Rng) -> f64 {
+    loop {
+        let u: f64 = rng.gen::<f64>() - 0.5;
+        if u > -0.5 {
+            return -u.signum() * (1.0 - 2.0 * u.abs()).ln();
+        }
+    }
+}
+
+fn laplace_cdf(x: f64) -> f64 {
+    if x < 0.0 {
+        0.5 * x.exp()
+    } else {
+        1.0 - 0.5 * (-x).exp()
+    }
+}
+
+impl Mechanism {
+    /// One score of a member (`member`) or a non-member.
+    pub fn score(self, rng: &mut ChaCha8Rng, member: bool) -> f64 {
+        match self {
+            Mechanism::Rr(eps) => {
+                let truthful = rng.gen::<f64>() < 1.0 / (1.0 + (-eps).exp());
+                if member == truthful {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Mechanism::Laplace(eps) => laplace(rng) + if member { eps } else { 0.0 },
+            Mechanism::Gaussian(mu) => {
+                let z: f64 = rng.sample(StandardNormal);
+                z + if member { mu } else { 0.0 }
+            }
+        }
+    }
+
+    /// The smallest μ for which the mechanism is μ-GDP.
+    pub fn mu(self) -> f64 {
+        match self {
+            Mechanism::Rr(eps) => -2.0 * inverse_cdf(1.0 / (1.0 + eps.exp())),
+            Mechanism::Gaussian(mu) => mu,
+            Mechanism::Laplace(eps) => {
+                // Thresholds on a fine grid: the sup over the grid is ≤ the
+                // true sup, which only makes the test stricter.
+                (0..=40_000)
+                    .map(|i| -20.0 + i as f64 * 1e-3)
+                    .map(|t| {
+                        let alpha = 1.0 - laplace_cdf(t);
+                        let beta = laplace_cdf(t - eps);
+                        inverse_cdf(1.0 - alpha) - inverse_cdf(beta)
+                    })
+                    .filter(|v| v.is_finite())
+                    .fold(0.0, f64::max)
+            }
+        }
+    }
+
+    /// Name for messages.
+    pub fn name(self) -> String {
+        match self {
+            Mechanism::Rr(e) => format!("randomized response ε₀ = {e}"),
+            Mechanism::Laplace(e) => format!("Laplace ε₀ = {e}"),
+            Mechanism::Gaussian(m) => format!("Gaussian μ = {m}"),
+        }
+    }
+}
+
+/// `n` member and `n` non-member scores, interleaved.
+pub fn runs(rng: &mut ChaCha8Rng, mech: Mechanism, n: usize) -> Observations {
+    let mut scores = Vec::with_capacity(2 * n);
+    let mut members = Vec::with_capacity(2 * n);
+    for i in 0..2 * n {
+        let m = i % 2 == 0;
+        scores.push(mech.score(rng, m));
+        members.push(m);
+    }
+    Observations::new(scores, members).unwrap()
+}
+
+/// `m` canaries of one run, each included with probability ½; the score of
+/// canary i is the mechanism applied to its inclusion bit.
+pub fn canaries(rng: &mut ChaCha8Rng, mech: Mechanism, m: usize) -> Observations {
+    loop {
+        let mut scores = Vec::with_capacity(m);
+        let mut members = Vec::with_capacity(m);
+        for _ in 0..m {
+            let inc: bool = rng.gen();
+            scores.push(mech.score(rng, inc));
+            members.push(inc);
+        }
+        // Both classes empty has probability 2^{1−m}; redraw if it happens.
+        if let Ok(obs) = Observations::new(scores, members) {
+            return obs;
+        }
+    }
+}
+
+/// A fresh generator.
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}

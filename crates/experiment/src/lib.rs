@@ -1,0 +1,26 @@
+//! Experiments: audits as many training runs, resumable, shardable and
+//! mergeable, in an out-dir that defends itself, and as Slurm job arrays.
+//!
+//! - [`outdir`]: the exclusive lock, atomic and checksummed writes, the
+//!   format version.
+//! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
+//!   scheduler's variables).
+//! - [`slurm`]: the array and merge scripts, and their submission.
+//! - [`book`]: the score rows of chunk files and `scores.csv`.
+//! - [`report`]: the statistics of a finished experiment (`audit.json`,
+//!   `summary.md`, plots).
+//! - [`runner`]: an experiment bound to its out-dir: claim, resume,
+//!   finalize, merge; and in memory.
+
+pub mod book;
+pub mod error;
+pub mod outdir;
+pub mod report;
+pub mod runner;
+pub mod shard;
+pub mod slurm;
+
+pub use error::{ExperimentError, Result};
+pub use outdir::{Checked, OutDir, FORMAT_VERSION};
+pub use runner::{merge, run_in_memory, ExperimentDir, Finalized, Manifest, Merged, Plan};
+pub use shard::Shard;

@@ -1,0 +1,566 @@
+//! An experiment in an out-dir: claimed, resumed, sharded, merged and
+//! finalized, chunk by chunk.
+//!
+//! The out-dir, in the order files appear:
+//!
+//! - `config.json` ([`Manifest`]): the format version, the experiment, its
+//!   fingerprint, the shard that wrote it, the claimed ε and the canaries;
+//! - `inclusion.csv`: every canary's ±1 inclusion bit, written before any
+//!   training (the secret of the audit, fixed in advance), and checked
+//!   against the experiment's bits whenever the out-dir is reopened or
+//!   merged, and against the scores when they are finalized;
+//! - `chunks/chunk-NNNNNN.csv`: the scores of one chunk of runs, checksummed,
+//!   written atomically when the chunk finishes. A killed run loses at most
+//!   the chunk in progress. Reopening verifies every chunk: a damaged one
+//!   (edited, truncated) is named, set aside and retrained;
+//! - when every chunk is there: `scores.csv`, `audit.json`, `summary.md` and
+//!   `plots/*.svg`.
+//!
+//! Chunk `c` is a pure function of the experiment and `c`, so resumed,
+//! sharded and single runs give the same scores on the same kind of device.
+//! The fingerprint covers what the scores depend on — `runs`, `train`,
+//! `canary` — and not the name or the `[audit]` settings, which may change
+//! between finalizations without retraining anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use dpaudit_data::seed::RunSeed;
+use dpaudit_train::canary::inclusion_bits;
+use dpaudit_train::engine::Fault;
+use dpaudit_train::experiment::{ExperimentConfig, Prepared};
+use dpaudit_train::trainer::Observer;
+
+use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
+use crate::error::{ExperimentError, Result};
+use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
+use crate::report::{analyse, summary_markdown, write_plots, AuditReport, Claim};
+use crate::shard::Shard;
+
+/// The manifest's file name.
+pub const CONFIG_FILE: &str = "config.json";
+/// The inclusion bits' file name.
+pub const INCLUSION_FILE: &str = "inclusion.csv";
+
+/// The file of chunk `c`, relative to the out-dir.
+pub fn chunk_file(c: u64) -> PathBuf {
+    Path::new("chunks").join(format!("chunk-{c:06}.csv"))
+}
+
+/// `config.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the dpaudit that created the out-dir.
+    pub format_version: u32,
+    /// That dpaudit's version.
+    pub dpaudit_version: String,
+    /// [`fingerprint`] of the experiment.
+    pub fingerprint: String,
+    /// The shard whose chunks this out-dir was created for.
+    pub shard: Shard,
+    /// The experiment.
+    pub experiment: ExperimentConfig,
+    /// The accountant's ε for one canary.
+    pub claimed_epsilon: f64,
+    /// What the accountant assumed.
+    pub claimed_assumption: String,
+    /// False when the accounting does not match the sampler.
+    pub claimed_valid_for_sampler: bool,
+    /// Parameters per model.
+    pub num_parameters: usize,
+    /// Dirac canaries' coordinates.
+    pub dirac_coordinates: Vec<usize>,
+    /// Input canaries' labels as inserted.
+    pub input_canary_labels: Vec<i64>,
+    /// Input canaries' true labels.
+    pub input_canary_true_labels: Vec<i64>,
+}
+
+impl Manifest {
+    fn of(prepared: &Prepared, shard: Shard) -> Result<Self> {
+        let config = &prepared.config;
+        Ok(Self {
+            format_version: FORMAT_VERSION,
+            dpaudit_version: env!("CARGO_PKG_VERSION").into(),
+            fingerprint: fingerprint(config)?,
+            shard,
+            experiment: config.clone(),
+            claimed_epsilon: prepared.claimed.bound.epsilon,
+            claimed_assumption: prepared.claimed.assumption.clone(),
+            claimed_valid_for_sampler: prepared.claimed.valid_for_sampler,
+            num_parameters: prepared.num_parameters,
+            dirac_coordinates: prepared.canaries.coordinates.clone(),
+            input_canary_labels: prepared
+                .canaries
+                .records
+                .as_ref()
+                .map(|r| r.labels().to_vec())
+                .unwrap_or_default(),
+            input_canary_true_labels: prepared.canaries.true_labels.clone(),
+        })
+    }
+
+    fn claim(&self) -> Claim<'_> {
+        Claim {
+            epsilon: self.claimed_epsilon,
+            assumption: &self.claimed_assumption,
+            valid_for_sampler: self.claimed_valid_for_sampler,
+        }
+    }
+
+    /// Read and check `dir/config.json`: JSON, a manifest, of this format.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ExperimentError::Io {
+            path: path.clone(),
+            action: "reading",
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
+                path: path.clone(),
+                reason: format!("not JSON ({e})"),
+            })?;
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(FORMAT_VERSION)) {
+            return Err(ExperimentError::Inconsistent {
+                path,
+                reason: format!(
+                    "written by out-dir format {} (dpaudit {}); this dpaudit reads and writes format {FORMAT_VERSION}, \
+                     whose scores differ: results of two formats cannot be mixed, so use a new --out-dir",
+                    version.map_or("1".to_string(), |v| v.to_string()),
+                    value
+                        .get("dpaudit_version")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("unknown")
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| ExperimentError::Inconsistent {
+            path,
+            reason: format!("not a dpaudit manifest: {e}"),
+        })
+    }
+}
+
+/// What the scores depend on — `runs`, `train`, `canary` — hashed (SHA-256
+/// of their JSON, the first 16 hex digits).
+pub fn fingerprint(config: &ExperimentConfig) -> Result<String> {
+    let json =
+        serde_json::to_string(&(&config.runs, &config.train, &config.canary)).map_err(|e| {
+            ExperimentError::Inconsistent {
+                path: PathBuf::from(CONFIG_FILE),
+                reason: format!("serialising the experiment: {e}"),
+            }
+        })?;
+    Ok(hex::encode(&Sha256::digest(json.as_bytes())[..8]))
+}
+
+/// `inclusion.csv` of an experiment: every canary's bit as ±1.
+pub fn inclusion_csv(config: &ExperimentConfig) -> String {
+    let seed = RunSeed(config.train.seed);
+    let mut inc = String::from("run,canary,included\n");
+    for run in 0..config.runs {
+        for (j, b) in inclusion_bits(seed, run, config.canary.count)
+            .into_iter()
+            .enumerate()
+        {
+            inc.push_str(&format!("{run},{j},{}\n", if b { 1 } else { -1 }));
+        }
+    }
+    inc
+}
+
+/// Create or check the manifest and the inclusion bits of `out`.
+fn claim(out: &OutDir, manifest: &Manifest) -> Result<()> {
+    let path = out.path(CONFIG_FILE);
+    if path.exists() {
+        let mine = Manifest::read(out.root())?;
+        if mine.fingerprint != manifest.fingerprint {
+            return Err(ExperimentError::Inconsistent {
+                path,
+                reason: format!(
+                    "belongs to a different experiment (fingerprint {} vs {}); use another --out-dir",
+                    mine.fingerprint, manifest.fingerprint
+                ),
+            });
+        }
+        check_inclusion(out, &manifest.experiment)?;
+        if mine.experiment != manifest.experiment {
+            // Same training, new name or [audit] settings: record them.
+            let updated = Manifest {
+                experiment: manifest.experiment.clone(),
+                ..mine
+            };
+            write_manifest(out, &updated)?;
+        }
+        return Ok(());
+    }
+    // The bits first: fixed before any training.
+    out.write(
+        INCLUSION_FILE,
+        inclusion_csv(&manifest.experiment).as_bytes(),
+    )?;
+    write_manifest(out, manifest)
+}
+
+fn write_manifest(out: &OutDir, manifest: &Manifest) -> Result<()> {
+    let json =
+        serde_json::to_string_pretty(manifest).map_err(|e| ExperimentError::Inconsistent {
+            path: out.path(CONFIG_FILE),
+            reason: format!("serialising: {e}"),
+        })?;
+    out.write(CONFIG_FILE, json.as_bytes())
+}
+
+/// `inclusion.csv` must equal the experiment's bits, recomputed (a stronger
+/// check than a checksum: it also catches a file of another experiment).
+fn check_inclusion(out: &OutDir, config: &ExperimentConfig) -> Result<()> {
+    check_inclusion_of(out.root(), config)
+}
+
+/// The state of one chunk in an out-dir.
+fn read_chunk(dir: &Path, c: u64, config: &ExperimentConfig) -> Result<ChunkState> {
+    let path = dir.join(chunk_file(c));
+    Ok(match read_checked(&path)? {
+        Checked::Missing => ChunkState::Missing,
+        Checked::Damaged(why) => ChunkState::Damaged(why),
+        Checked::Intact(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|_| ExperimentError::Inconsistent {
+                path: path.clone(),
+                reason: "not UTF-8 text".into(),
+            })?;
+            ChunkState::Intact(rows_from_csv(&path, &text, &config.audit.scores)?)
+        }
+    })
+}
+
+enum ChunkState {
+    Missing,
+    Damaged(String),
+    Intact(Vec<ScoreRow>),
+}
+
+/// What an out-dir holds of the chunks a shard owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Chunks on disk and intact.
+    pub done: Vec<u64>,
+    /// Chunks to train, in order (missing or damaged).
+    pub todo: Vec<u64>,
+    /// Damaged chunks (set aside and retrained), with what is wrong.
+    pub damaged: Vec<(u64, String)>,
+}
+
+/// How finalizing ended.
+#[derive(Debug)]
+pub enum Finalized {
+    /// Every chunk was there: the files are written.
+    Complete(Box<AuditReport>),
+    /// These chunks are not in the out-dir (other shards own them).
+    Incomplete(Vec<u64>),
+}
+
+/// An experiment bound to its locked out-dir.
+#[derive(Debug)]
+pub struct ExperimentDir<'a> {
+    out: OutDir,
+    prepared: &'a Prepared,
+    manifest: Manifest,
+    shard: Shard,
+}
+
+impl<'a> ExperimentDir<'a> {
+    /// Bind `prepared` to the locked out-dir `out` (take the lock with
+    /// [`OutDir::open`] before preparing, so that an unwritable out-dir fails
+    /// before anything is computed): create or check its manifest and
+    /// inclusion bits.
+    pub fn claim(out: OutDir, prepared: &'a Prepared, shard: Shard) -> Result<Self> {
+        let manifest = Manifest::of(prepared, shard)?;
+        claim(&out, &manifest)?;
+        Ok(Self {
+            out,
+            prepared,
+            manifest,
+            shard,
+        })
+    }
+
+    /// The locked out-dir.
+    pub fn out_dir(&self) -> &OutDir {
+        &self.out
+    }
+
+    /// Which of this shard's chunks are done and which to train. Damaged
+    /// chunk files are renamed to `*.damaged` (kept for inspection) so that
+    /// they are retrained.
+    pub fn plan(&self) -> Result<Plan> {
+        let config = &self.prepared.config;
+        let mut plan = Plan {
+            done: Vec::new(),
+            todo: Vec::new(),
+            damaged: Vec::new(),
+        };
+        for c in (0..config.chunks()).filter(|&c| self.shard.owns(c)) {
+            match read_chunk(self.out.root(), c, config)? {
+                ChunkState::Intact(_) => plan.done.push(c),
+                ChunkState::Missing => plan.todo.push(c),
+                ChunkState::Damaged(why) => {
+                    let path = self.out.path(chunk_file(c));
+                    let aside = path.with_extension("csv.damaged");
+                    std::fs::rename(&path, &aside).map_err(|source| ExperimentError::Io {
+                        path: path.clone(),
+                        action: "setting a damaged chunk aside",
+                        source,
+                    })?;
+                    plan.damaged.push((c, why));
+                    plan.todo.push(c);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Train chunk `c` and write its scores; returns the runs trained.
+    pub fn train_chunk(&self, c: u64, observer: &mut dyn Observer) -> Result<u64> {
+        let scores = self.prepared.run_chunk(c, observer)?;
+        let rows = rows_of(&scores);
+        let kinds = &self.prepared.config.audit.scores;
+        self.out
+            .write_checked(chunk_file(c), rows_to_csv(kinds, &rows).as_bytes())?;
+        Ok(scores.bits.len() as u64)
+    }
+
+    /// If every chunk is in the out-dir, write the results.
+    pub fn finalize(&self) -> Result<Finalized> {
+        finalize(&self.out, &self.prepared.config, self.manifest.claim())
+    }
+}
+
+/// Read every chunk of `out` and, when all are there, write `scores.csv`,
+/// `audit.json`, `summary.md` and the plots.
+fn finalize(out: &OutDir, config: &ExperimentConfig, claim: Claim<'_>) -> Result<Finalized> {
+    let mut rows = Vec::new();
+    let mut missing = Vec::new();
+    for c in 0..config.chunks() {
+        match read_chunk(out.root(), c, config)? {
+            ChunkState::Intact(r) => rows.extend(r),
+            ChunkState::Missing => missing.push(c),
+            ChunkState::Damaged(why) => {
+                return Err(ExperimentError::Inconsistent {
+                    path: out.path(chunk_file(c)),
+                    reason: format!(
+                        "damaged: {why}; run the experiment on this out-dir again to retrain this chunk"
+                    ),
+                })
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Ok(Finalized::Incomplete(missing));
+    }
+    rows.sort_by_key(|r| (r.run, r.canary));
+    let expected = config.runs as usize * config.canary.count;
+    let seed = RunSeed(config.train.seed);
+    let mut bits = Vec::with_capacity(expected);
+    for run in 0..config.runs {
+        for (j, b) in inclusion_bits(seed, run, config.canary.count)
+            .into_iter()
+            .enumerate()
+        {
+            bits.push((run, j, b));
+        }
+    }
+    let consistent = rows.len() == expected
+        && rows
+            .iter()
+            .zip(&bits)
+            .all(|(r, &(run, j, b))| r.run == run && r.canary == j && r.member == b);
+    if !consistent {
+        return Err(ExperimentError::Inconsistent {
+            path: out.path("chunks"),
+            reason: format!(
+                "the chunks hold {} scores whose runs, canaries or inclusion bits do not match the experiment's {expected} \
+                 (runs × canaries): a chunk was written by another experiment",
+                rows.len()
+            ),
+        });
+    }
+    out.write(
+        "scores.csv",
+        rows_to_csv(&config.audit.scores, &rows).as_bytes(),
+    )?;
+    let report = analyse(config, claim, &rows)?;
+    let json =
+        serde_json::to_string_pretty(&report).map_err(|e| ExperimentError::Inconsistent {
+            path: out.path("audit.json"),
+            reason: format!("serialising: {e}"),
+        })?;
+    out.write("audit.json", json.as_bytes())?;
+    out.write("summary.md", summary_markdown(&report).as_bytes())?;
+    write_plots(out, config, &report, &rows)?;
+    Ok(Finalized::Complete(Box::new(report)))
+}
+
+/// What [`merge`] did.
+#[derive(Debug)]
+pub struct Merged {
+    /// Chunk files copied into the out-dir.
+    pub copied: usize,
+    /// The report.
+    pub report: Box<AuditReport>,
+}
+
+/// Copy the verified chunks of shard out-dirs into `out_dir` and finalize it.
+/// Every shard must be of the same experiment and format; a shard given
+/// twice is refused as a duplicate; chunks still missing are named with the
+/// shards that own them.
+pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged> {
+    if shards.is_empty() {
+        return Err(crate::error::invalid(
+            "shards",
+            "none",
+            "at least one shard out-dir",
+        ));
+    }
+    let out = OutDir::open(out_dir, command)?;
+    let mut manifests: Vec<(PathBuf, Manifest)> = Vec::new();
+    for s in shards {
+        let m = Manifest::read(s)?;
+        if let Some((first, m0)) = manifests.first() {
+            if m.fingerprint != m0.fingerprint {
+                return Err(ExperimentError::Inconsistent {
+                    path: s.join(CONFIG_FILE),
+                    reason: format!(
+                        "a different experiment than {} (fingerprint {} vs {})",
+                        first.display(),
+                        m.fingerprint,
+                        m0.fingerprint
+                    ),
+                });
+            }
+        }
+        let canonical = s.canonicalize().unwrap_or_else(|_| s.clone());
+        if let Some((other, _)) = manifests.iter().find(|(p, o)| {
+            p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
+                || (o.shard == m.shard && m.shard != Shard::ALL)
+        }) {
+            return Err(ExperimentError::Inconsistent {
+                path: s.join(CONFIG_FILE),
+                reason: format!(
+                    "duplicate: shard {} is given twice ({} and {}); give each shard's out-dir once",
+                    m.shard,
+                    other.display(),
+                    s.display()
+                ),
+            });
+        }
+        check_inclusion_of(s, &m.experiment)?;
+        manifests.push((s.clone(), m));
+    }
+    let manifest = Manifest {
+        shard: Shard::ALL,
+        ..manifests[0].1.clone()
+    };
+    claim(&out, &manifest)?;
+    let config = &manifest.experiment;
+    let mut copied = 0;
+    for (dir, _) in &manifests {
+        for c in 0..config.chunks() {
+            let rows = match read_chunk(dir, c, config)? {
+                ChunkState::Missing => continue,
+                ChunkState::Damaged(why) => {
+                    return Err(ExperimentError::Inconsistent {
+                        path: dir.join(chunk_file(c)),
+                        reason: format!(
+                            "damaged: {why}; run that shard again to retrain it, then merge"
+                        ),
+                    })
+                }
+                ChunkState::Intact(rows) => rows,
+            };
+            match read_chunk(out.root(), c, config)? {
+                ChunkState::Intact(existing) if existing != rows => {
+                    return Err(ExperimentError::Inconsistent {
+                        path: dir.join(chunk_file(c)),
+                        reason: format!(
+                            "chunk {c} differs from the one in {}: the shards were not trained from the same experiment",
+                            out_dir.display()
+                        ),
+                    })
+                }
+                ChunkState::Intact(_) => {}
+                ChunkState::Missing | ChunkState::Damaged(_) => {
+                    out.write_checked(chunk_file(c), rows_to_csv(&config.audit.scores, &rows).as_bytes())?;
+                    copied += 1;
+                }
+            }
+        }
+    }
+    match finalize(&out, config, manifest.claim())? {
+        Finalized::Complete(report) => Ok(Merged { copied, report }),
+        Finalized::Incomplete(missing) => {
+            let counts: BTreeMap<u64, ()> =
+                manifests.iter().map(|(_, m)| (m.shard.count, ())).collect();
+            let owners: Vec<String> = counts
+                .keys()
+                .flat_map(|&n| {
+                    let mut idx: Vec<u64> = missing.iter().map(|c| c % n).collect();
+                    idx.sort_unstable();
+                    idx.dedup();
+                    idx.into_iter().map(move |i| format!("{i}/{n}"))
+                })
+                .collect();
+            Err(ExperimentError::Inconsistent {
+                path: out_dir.to_path_buf(),
+                reason: format!(
+                    "merged {copied} chunk(s), but {} chunk(s) are missing: {missing:?}, owned by shard(s) {}; run them and \
+                     merge again",
+                    missing.len(),
+                    owners.join(", ")
+                ),
+            })
+        }
+    }
+}
+
+/// `dir/inclusion.csv` must equal the experiment's bits.
+fn check_inclusion_of(dir: &Path, config: &ExperimentConfig) -> Result<()> {
+    let path = dir.join(INCLUSION_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) if bytes == inclusion_csv(config).as_bytes() => Ok(()),
+        Ok(_) => Err(ExperimentError::Inconsistent {
+            path,
+            reason: "the inclusion bits differ from this experiment's: the file was edited or belongs to another \
+                     experiment; the audit's secret bits cannot be trusted, use a new --out-dir"
+                .into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ExperimentError::Inconsistent {
+            path,
+            reason: "missing, but config.json exists: the out-dir is incomplete; use a new --out-dir".into(),
+        }),
+        Err(source) => Err(ExperimentError::Io {
+            path,
+            action: "reading",
+            source,
+        }),
+    }
+}
+
+/// An experiment trained in memory, chunk by chunk (no files): for
+/// `selftest`, `demo` and library users.
+pub fn run_in_memory(
+    config: &ExperimentConfig,
+    fault: Option<Fault>,
+    observer: &mut dyn Observer,
+) -> Result<AuditReport> {
+    let prepared = Prepared::new(config, fault)?;
+    let mut rows = Vec::new();
+    for c in 0..config.chunks() {
+        rows.extend(rows_of(&prepared.run_chunk(c, observer)?));
+    }
+    analyse(config, (&prepared.claimed).into(), &rows)
+}

@@ -1,0 +1,191 @@
+//! The randomness a run owns: secure runs cannot be reproduced from anything
+//! they write, replayable runs reproduce exactly, and concurrent runs in one
+//! process do not disturb each other.
+
+// Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+
+use dpaudit_data::seed::{Mode, Randomness};
+use dpaudit_train::checkpoint;
+use dpaudit_train::config::TrainConfig;
+use dpaudit_train::experiment::{ExperimentConfig, Prepared};
+use dpaudit_train::trainer::{train, Silent};
+use dpaudit_train::Model;
+use tch::Tensor;
+
+/// A small MLP on 300 synthetic Purchase-100 records, Poisson sampling.
+fn config(seed: u64) -> TrainConfig {
+    let text = format!(
+        r#"
+seed = {seed}
+steps = 3
+delta = 1e-5
+[model]
+kind = "mlp"
+hidden = [8]
+[data]
+dataset = "purchase100"
+train_size = 300
+[sampler]
+kind = "poisson"
+sample_rate = 0.05
+[dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.5
+"#
+    );
+    TrainConfig::from_toml(&text, "randomness test").unwrap()
+}
+
+fn parameters(model: &dyn Model) -> Vec<Tensor> {
+    model
+        .named_parameters()
+        .into_iter()
+        .map(|(_, t)| t.detach().copy())
+        .collect()
+}
+
+fn same(a: &[Tensor], b: &[Tensor]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.equal(y))
+}
+
+fn trained(config: &TrainConfig, randomness: &Randomness) -> Vec<Tensor> {
+    parameters(
+        train(config, randomness, &mut Silent)
+            .unwrap()
+            .model
+            .as_ref(),
+    )
+}
+
+#[test]
+fn replayable_runs_repeat_and_secure_runs_do_not() {
+    let cfg = config(4);
+    let r1 = trained(&cfg, &Randomness::replayable(4));
+    let r2 = trained(&cfg, &Randomness::replayable(4));
+    assert!(same(&r1, &r2), "two replayable runs of one config differ");
+    let s1 = trained(&cfg, &Randomness::secure(4).unwrap());
+    let s2 = trained(&cfg, &Randomness::secure(4).unwrap());
+    assert!(!same(&s1, &s2), "two secure runs gave the same model");
+    assert!(!same(&s1, &r1));
+}
+
+/// Every decimal integer in the bytes of `path` that fits in a u64.
+fn integers_in(path: &Path) -> Vec<u64> {
+    let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse::<u64>().ok())
+        .collect()
+}
+
+/// Whoever holds everything a secure run writes (its checkpoint with the full
+/// config in its metadata) and tries every number in it as the seed of a
+/// replay, including the config's own seed, does not get the run's model:
+/// the sampling and noise were keyed by entropy that was never written.
+#[test]
+fn nothing_a_secure_run_writes_determines_its_noise() {
+    let cfg = config(123_456_789);
+    let out = train(&cfg, &Randomness::secure(cfg.seed).unwrap(), &mut Silent).unwrap();
+    assert_eq!(out.mode, Mode::Secure);
+    let dir = tempfile::tempdir().unwrap();
+    let files = checkpoint::save(
+        out.model.as_ref(),
+        &dir.path().join("model.safetensors"),
+        &out.checkpoint_meta(&cfg),
+    )
+    .unwrap();
+    let secure = parameters(out.model.as_ref());
+    let mut candidates: Vec<u64> = files.iter().flat_map(|f| integers_in(f)).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    assert!(
+        candidates.contains(&cfg.seed),
+        "the seed is in the metadata"
+    );
+    assert!(candidates.len() >= 5, "{candidates:?}");
+    for seed in candidates {
+        let mut replay = cfg.clone();
+        replay.seed = seed;
+        let replayed = trained(&replay, &Randomness::replayable(seed));
+        assert!(
+            !same(&secure, &replayed),
+            "seed {seed} reproduced the secure run"
+        );
+    }
+}
+
+/// A small Dirac-canary experiment on the synthetic Purchase-100 stand-in.
+fn experiment(seed: u64, replicas: usize) -> ExperimentConfig {
+    let text = format!(
+        r#"
+runs = 12
+[train]
+seed = {seed}
+replicas = {replicas}
+steps = 3
+delta = 1e-5
+[train.model]
+kind = "mlp"
+hidden = [8]
+[train.data]
+dataset = "purchase100"
+train_size = 200
+normalize = false
+[train.sampler]
+kind = "shuffle"
+batch_size = 20
+last_batch = "drop"
+[train.dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.5
+[canary]
+kind = "dirac"
+count = 1
+insertion = "every"
+[audit]
+scores = ["dirac", "iterates"]
+methods = ["eps_delta"]
+"#
+    );
+    ExperimentConfig::from_toml(&text, "randomness test").unwrap()
+}
+
+/// `scores[kind][run]` of all runs of an experiment, chunk by chunk.
+fn all_scores(p: &Prepared) -> Vec<Vec<f64>> {
+    let mut out: Vec<Vec<f64>> = vec![Vec::new(); p.config.audit.scores.len()];
+    for chunk in 0..p.config.chunks() {
+        let c = p.run_chunk(chunk, &mut Silent).unwrap();
+        for (k, per_kind) in c.scores.iter().enumerate() {
+            out[k].extend(per_kind.iter().map(|canaries| canaries[0]));
+        }
+    }
+    out
+}
+
+#[test]
+fn two_experiments_on_two_threads_score_as_each_does_alone() {
+    let scores = |seed, replicas| {
+        let p = Prepared::new(&experiment(seed, replicas), None).unwrap();
+        all_scores(&p)
+    };
+    let alone = (scores(21, 4), scores(22, 6));
+    let together = std::thread::scope(|s| {
+        let ta = s.spawn(|| scores(21, 4));
+        let tb = s.spawn(|| scores(22, 6));
+        (ta.join().unwrap(), tb.join().unwrap())
+    });
+    assert_eq!(alone, together);
+    assert_ne!(alone.0, alone.1);
+}
+
+#[test]
+fn an_experiments_scores_do_not_depend_on_its_replica_stack() {
+    let by = |replicas| all_scores(&Prepared::new(&experiment(23, replicas), None).unwrap());
+    let twelve = by(12);
+    assert_eq!(by(3), twelve);
+    assert_eq!(by(5), twelve);
+}
