@@ -46,6 +46,8 @@ enum Command {
     Selftest(cmd::selftest::Args),
     /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
     Bgm(cmd::bgm::Args),
+    /// Write (and with --submit, submit) an audit as a Slurm job array plus a merge job.
+    Slurm(cmd::slurm::Args),
 }
 
 /// Output to a closed pipe (`dpaudit … | head -1`) ends the program quietly
@@ -90,5 +92,6 @@ fn main() -> anyhow::Result<()> {
         Command::Selftest(a) => cmd::selftest::run(a),
         Command::Merge(a) => cmd::run::run_merge(a),
         Command::Compare(a) => cmd::run::run_compare(a),
+        Command::Slurm(a) => cmd::slurm::run(a),
     }
 }

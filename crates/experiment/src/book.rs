@@ -158,9 +158,13 @@ mod tests {
         let text = rows_to_csv(&kinds, &rows);
         let back = rows_from_csv(Path::new("x.csv"), &text, &kinds).unwrap();
         assert_eq!(back, rows);
-        let e = rows_from_csv(Path::new("x.csv"), &text.replace(",1,", ",2,"), &kinds)
-            .unwrap_err()
-            .to_string();
+        let e = rows_from_csv(
+            Path::new("x.csv"),
+            &text.replace("3,1,1,", "3,1,2,"),
+            &kinds,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("x.csv") && e.contains("line 2") && e.contains("member"),
             "{e}"

@@ -85,6 +85,8 @@ pub struct AuditReport {
     pub lower_bounds: Vec<LowerBoundEntry>,
     /// Mean test accuracy over runs.
     pub test_accuracy_mean: f64,
+    /// The training data.
+    pub data: DataInfo,
     /// Things a reader must know.
     pub notes: Vec<String>,
     /// Experiments are replayable: every draw follows from the seed.
@@ -150,6 +152,26 @@ fn observations(rows: &[ScoreRow], k: usize) -> Result<Observations> {
     })
 }
 
+/// Where the training data came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct DataInfo {
+    /// The source in words (a directory of real files, or the synthetic
+    /// stand-in and its seed).
+    pub source: String,
+    /// True when the records are a synthetic stand-in, not the real dataset.
+    pub synthetic: bool,
+}
+
+impl DataInfo {
+    /// The data of a prepared experiment.
+    pub fn of(source: &dpaudit_data::Source) -> Self {
+        Self {
+            source: source.to_string(),
+            synthetic: source.is_synthetic(),
+        }
+    }
+}
+
 /// The claimed guarantee an audit is compared with: from the accountant
 /// ([`ClaimedBound`]) when training, from `config.json` when merging.
 #[derive(Debug, Clone, Copy)]
@@ -176,6 +198,7 @@ impl<'a> From<&'a ClaimedBound> for Claim<'a> {
 pub fn analyse(
     config: &ExperimentConfig,
     claim: Claim<'_>,
+    data: &DataInfo,
     rows: &[ScoreRow],
 ) -> Result<AuditReport> {
     let Claim {
@@ -325,6 +348,12 @@ pub fn analyse(
                 .into()
         });
     }
+    if data.synthetic {
+        notes.push(format!(
+            "the models were trained on a synthetic stand-in ({}), not on real data",
+            data.source
+        ));
+    }
     if !upper_valid {
         notes.push(format!(
             "the claimed ε is not a valid upper bound for this sampler: {upper_assumption}"
@@ -348,6 +377,7 @@ pub fn analyse(
         upper_valid_for_sampler: upper_valid,
         lower_bounds,
         test_accuracy_mean: acc.iter().sum::<f64>() / acc.len().max(1) as f64,
+        data: data.clone(),
         notes,
         randomness: Mode::Replayable,
         randomness_meaning: Mode::Replayable.describe().to_string(),
@@ -389,9 +419,9 @@ pub fn summary_markdown(report: &AuditReport) -> String {
         }
     );
     s.push_str(&format!(
-        "- runs: {}, canaries per run: {} ({})\n- claimed ε (accountant, δ = {:e}): **{:.4}** — {}\n- mean test accuracy: {:.4}\n- randomness: {}\n\n",
+        "- runs: {}, canaries per run: {} ({})\n- claimed ε (accountant, δ = {:e}): **{:.4}** — {}\n- mean test accuracy: {:.4}\n- data: {}\n- randomness: {}\n\n",
         report.runs, report.canaries_per_run, report.canary, report.delta, report.epsilon_upper, report.upper_assumption,
-        report.test_accuracy_mean, report.randomness_meaning
+        report.test_accuracy_mean, report.data.source, report.randomness_meaning
     ));
     s.push_str("| score | threat model | method | selection | ε lower bound | confidence | valid | above claimed ε | n (members + non-members) | AUC | TPR at FPR 10⁻³ | TPR at FPR 10⁻² |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");

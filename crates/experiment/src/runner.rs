@@ -37,7 +37,7 @@ use dpaudit_train::trainer::Observer;
 use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
 use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
-use crate::report::{analyse, summary_markdown, write_plots, AuditReport, Claim};
+use crate::report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
 use crate::shard::Shard;
 
 /// The manifest's file name.
@@ -77,6 +77,8 @@ pub struct Manifest {
     pub input_canary_labels: Vec<i64>,
     /// Input canaries' true labels.
     pub input_canary_true_labels: Vec<i64>,
+    /// Where the training data came from.
+    pub data: DataInfo,
 }
 
 impl Manifest {
@@ -100,6 +102,7 @@ impl Manifest {
                 .map(|r| r.labels().to_vec())
                 .unwrap_or_default(),
             input_canary_true_labels: prepared.canaries.true_labels.clone(),
+            data: DataInfo::of(prepared.train.source()),
         })
     }
 
@@ -336,13 +339,23 @@ impl<'a> ExperimentDir<'a> {
 
     /// If every chunk is in the out-dir, write the results.
     pub fn finalize(&self) -> Result<Finalized> {
-        finalize(&self.out, &self.prepared.config, self.manifest.claim())
+        finalize(
+            &self.out,
+            &self.prepared.config,
+            self.manifest.claim(),
+            &self.manifest.data,
+        )
     }
 }
 
 /// Read every chunk of `out` and, when all are there, write `scores.csv`,
 /// `audit.json`, `summary.md` and the plots.
-fn finalize(out: &OutDir, config: &ExperimentConfig, claim: Claim<'_>) -> Result<Finalized> {
+fn finalize(
+    out: &OutDir,
+    config: &ExperimentConfig,
+    claim: Claim<'_>,
+    data: &DataInfo,
+) -> Result<Finalized> {
     let mut rows = Vec::new();
     let mut missing = Vec::new();
     for c in 0..config.chunks() {
@@ -393,7 +406,7 @@ fn finalize(out: &OutDir, config: &ExperimentConfig, claim: Claim<'_>) -> Result
         "scores.csv",
         rows_to_csv(&config.audit.scores, &rows).as_bytes(),
     )?;
-    let report = analyse(config, claim, &rows)?;
+    let report = analyse(config, claim, data, &rows)?;
     let json =
         serde_json::to_string_pretty(&report).map_err(|e| ExperimentError::Inconsistent {
             path: out.path("audit.json"),
@@ -500,7 +513,7 @@ pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged
             }
         }
     }
-    match finalize(&out, config, manifest.claim())? {
+    match finalize(&out, config, manifest.claim(), &manifest.data)? {
         Finalized::Complete(report) => Ok(Merged { copied, report }),
         Finalized::Incomplete(missing) => {
             let counts: BTreeMap<u64, ()> =
@@ -562,5 +575,10 @@ pub fn run_in_memory(
     for c in 0..config.chunks() {
         rows.extend(rows_of(&prepared.run_chunk(c, observer)?));
     }
-    analyse(config, (&prepared.claimed).into(), &rows)
+    analyse(
+        config,
+        (&prepared.claimed).into(),
+        &DataInfo::of(prepared.train.source()),
+        &rows,
+    )
 }

@@ -59,8 +59,11 @@ pub struct TrainOutcome {
     pub train_records: usize,
     /// Records in the test split.
     pub test_records: usize,
-    /// Where the data came from (real files or the synthetic stand-in).
+    /// Where the data came from (real files, or the synthetic stand-in with
+    /// its seed), in words.
     pub data_source: String,
+    /// True when the records are a synthetic stand-in, not the real dataset.
+    pub synthetic_data: bool,
     /// Secure or replayable randomness.
     pub mode: Mode,
     /// One record's shape.
@@ -473,7 +476,8 @@ pub fn train(
         privacy,
         train_records: train_data.len(),
         test_records: test_data.len(),
-        data_source: train_data.source().label(),
+        data_source: train_data.source().to_string(),
+        synthetic_data: train_data.source().is_synthetic(),
         mode: randomness.mode(),
         sample_shape: train_data.shape().to_vec(),
         classes,

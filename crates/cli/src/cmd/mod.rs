@@ -10,4 +10,5 @@ pub mod doctor;
 pub mod estimate;
 pub mod run;
 pub mod selftest;
+pub mod slurm;
 pub mod train;

@@ -71,6 +71,7 @@ fn progress(quiet: bool, steps: u64) -> ProgressBar {
 
 fn print_report(report: &AuditReport) {
     println!("randomness: {}", report.randomness_meaning);
+    println!("data: {}", report.data.source);
     println!(
         "claimed ε = {:.4} (δ = {:e}; {})",
         report.epsilon_upper, report.delta, report.upper_assumption
