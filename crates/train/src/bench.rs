@@ -88,16 +88,13 @@ pub struct BenchRow {
     pub ratio: f64,
 }
 
-fn build(spec: &BenchSpec, device: Device) -> (Box<dyn Model>, i64) {
+fn build(spec: &BenchSpec, device: Device) -> Result<Box<dyn Model>> {
     let mut init = Init::new(0, spec.replicas, device);
-    match spec.model {
-        BenchModel::Wrn16x4 => (
-            Box::new(WideResNet::new(&mut init, 16, 4, 10, 16, [3, 32, 32])),
-            10,
-        ),
-        BenchModel::LeNet5 => (Box::new(LeNet5::new(&mut init, 10)), 10),
-        BenchModel::Mlp => (Box::new(Mlp::new(&mut init, &[600, 256, 100])), 100),
-    }
+    Ok(match spec.model {
+        BenchModel::Wrn16x4 => Box::new(WideResNet::new(&mut init, 16, 4, 10, 16, [3, 32, 32])?),
+        BenchModel::LeNet5 => Box::new(LeNet5::new(&mut init, 10)?),
+        BenchModel::Mlp => Box::new(Mlp::new(&mut init, &[600, 256, 100])?),
+    })
 }
 
 fn sync(device: Device) {
@@ -127,8 +124,8 @@ fn time(
 /// Measure one row: `warmup` untimed then `iters` timed steps of each kind,
 /// non-private first, on the same random batch.
 pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> Result<BenchRow> {
-    let (model, _) = build(&spec, device);
-    let (inputs, targets) = crate::testing::random_batch(model.as_ref(), spec.batch, 0);
+    let model = build(&spec, device)?;
+    let (inputs, targets) = crate::testing::random_batch(model.as_ref(), spec.batch, 0)?;
     let to = |t: Tensor| {
         t.f_to_device(device)
             .map_err(TrainError::torch("uploading the bench batch"))

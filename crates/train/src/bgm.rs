@@ -53,6 +53,7 @@ use tch::{Device, Kind, TchError, Tensor};
 
 use crate::error::{Result, TrainError};
 use crate::philox::Philox;
+use crate::scalar::{full, int, number, WithNumber};
 
 /// Default chunk budget on the CPU, in float64 elements of the `[runs, E, W]`
 /// tensor (8 MiB): large enough to amortise per-call overhead, small enough
@@ -170,14 +171,14 @@ impl Scorer {
         let rows = if let LikelihoodRatio::Poisson { .. } = self.lr {
             if self.log_1mq == f64::NEG_INFINITY {
                 // q = 1: every step holds the target; the Gaussian ratio per step.
-                o.f_mul_scalar(self.a)?
-                    .f_add_scalar(self.c)?
+                o.mul_f64(self.a)?
+                    .add_f64(self.c)?
                     .f_sum_dim_intlist(-1, false, Kind::Double)?
             } else {
                 // Σ_t log((1−q) + q·exp(a·o + c)) = k·log(1−q) + Σ_t softplus(e_t),
                 // e_t = a·o + c + log q − log(1−q); softplus(e) = max(e, 0) + log1p(exp(−|e|)).
                 let shift = self.c + self.log_q - self.log_1mq;
-                let mut e = o.f_mul_scalar(self.a)?.f_add_scalar(shift)?;
+                let mut e = o.mul_f64(self.a)?.add_f64(shift)?;
                 let positive = e.f_relu()?.f_sum_dim_intlist(-1, false, Kind::Double)?;
                 let _ = e.f_abs_()?;
                 let _ = e.f_neg_()?;
@@ -185,7 +186,7 @@ impl Scorer {
                 let _ = e.f_log1p_()?;
                 e.f_sum_dim_intlist(-1, false, Kind::Double)?
                     .f_add(&positive)?
-                    .f_add_scalar(k as f64 * self.log_1mq)?
+                    .add_f64(k as f64 * self.log_1mq)?
             }
         } else {
             // d = o − o_max is the one chunk-sized allocation; the exps are
@@ -194,14 +195,14 @@ impl Scorer {
             let mut d = o.f_sub(&o_max)?;
             let o_max = o_max.f_squeeze_dim(-1)?;
             let log_sum_exp_in_place = |x: &mut Tensor, slope: f64| -> Result<Tensor, TchError> {
-                let _ = x.f_mul_scalar_(slope)?;
+                let _ = x.mul_f64_(slope)?;
                 let _ = x.f_exp_()?;
                 x.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()
             };
             match self.lr {
                 LikelihoodRatio::Natural => o_max
-                    .f_mul_scalar(self.a)?
-                    .f_add_scalar(self.c)?
+                    .mul_f64(self.a)?
+                    .add_f64(self.c)?
                     .f_add(&log_sum_exp_in_place(&mut d, self.a)?)?,
                 LikelihoodRatio::PartiallyInformed | LikelihoodRatio::WorstCase { .. } => {
                     // a = 2a′: the numerator's terms are the squares of the
@@ -210,19 +211,19 @@ impl Scorer {
                     let _ = d.f_square_()?;
                     let num = d.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()?;
                     o_max
-                        .f_mul_scalar(self.a - self.a_den)?
-                        .f_add_scalar(self.c - self.c_den)?
+                        .mul_f64(self.a - self.a_den)?
+                        .add_f64(self.c - self.c_den)?
                         .f_add(&num)?
                         .f_sub(&den)?
                 }
                 _ => {
-                    let mut d_num = d.f_mul_scalar(self.a)?;
+                    let mut d_num = d.mul_f64(self.a)?;
                     let num = log_sum_exp_in_place(&mut d_num, 1.0)?;
                     drop(d_num);
                     let den = log_sum_exp_in_place(&mut d, self.a_den)?;
                     o_max
-                        .f_mul_scalar(self.a - self.a_den)?
-                        .f_add_scalar(self.c - self.c_den)?
+                        .mul_f64(self.a - self.a_den)?
+                        .add_f64(self.c - self.c_den)?
                         .f_add(&num)?
                         .f_sub(&den)?
                 }
@@ -496,13 +497,13 @@ impl TensorBgmSimulator {
             // Binomial(S − 1, q) other specials and Binomial(n − S, q) fillers.
             let q = 1.0 / t as f64;
             let mut o = rng.normal(&[r, e, k], tag(Purpose::Noise))?;
-            let _ = o.f_mul_scalar_(sigma)?;
+            let _ = o.mul_f64_(sigma)?;
             if target != 0.0 {
                 let hit = rng
                     .uniform(&[r, e, k], tag(Purpose::TargetHit))?
-                    .f_lt(q)?
+                    .lt_f64(q)?
                     .f_to_kind(Kind::Double)?;
-                let _ = o.f_add_(&hit.f_mul_scalar(target)?)?;
+                let _ = o.f_add_(&hit.mul_f64(target)?)?;
             }
             if self.specials > 1 {
                 let trials = (self.specials - 1) as u64;
@@ -512,7 +513,7 @@ impl TensorBgmSimulator {
             if f != 0.0 {
                 let trials = (self.records - self.specials) as u64;
                 let fillers = rng.binomial(trials, q, &[r, e, k], tag(Purpose::Fillers))?;
-                let _ = o.f_add_(&fillers.f_mul_scalar(f)?)?;
+                let _ = o.f_add_(&fillers.mul_f64(f)?)?;
             }
             return Ok(o);
         }
@@ -521,13 +522,13 @@ impl TensorBgmSimulator {
         // to the overflow column W − 1 (= k when k < T; never hit when k = T).
         let w = self.width() as i64;
         let mut o = rng.normal(&[r, e, w], tag(Purpose::Noise))?;
-        let _ = o.f_mul_scalar_(sigma)?;
-        let _ = o.f_add_scalar_(b as f64 * f)?;
+        let _ = o.mul_f64_(sigma)?;
+        let _ = o.add_f64_(b as f64 * f)?;
         let target_shift = target - f;
         let other_shift = 1.0 - f;
         let add_at = |o: &mut Tensor, batch: &Tensor, shift: f64| -> Result<(), TchError> {
-            let batch = batch.f_clamp_max(w - 1)?;
-            let src = Tensor::f_full([r, e, 1], shift, opts)?;
+            let batch = batch.f_clamp_max_tensor(&int(w - 1)?)?;
+            let src = full(&[r, e, 1], &number(shift, Kind::Double)?, opts)?;
             let _ = o.f_scatter_add_(2, &batch, &src)?;
             Ok(())
         };
@@ -557,13 +558,13 @@ impl TensorBgmSimulator {
                     let (_, positions) = keys.f_topk(s, 2, true, true)?;
                     drop(keys);
                     let batches = positions
-                        .f_floor_divide_scalar(b as i64)?
-                        .f_clamp_max(w - 1)?;
+                        .f_floor_divide(&int(b as i64)?)?
+                        .f_clamp_max_tensor(&int(w - 1)?)?;
                     let mut counts = Tensor::f_zeros([r, e, w], opts)?;
                     let _ =
                         counts.f_scatter_add_(2, &batches, &Tensor::f_ones([r, e, s], opts)?)?;
                     // Integer counts: exact whatever the order of the atomic adds.
-                    let _ = o.f_add_(&counts.f_mul_scalar(other_shift)?)?;
+                    let _ = o.f_add_(&counts.mul_f64(other_shift)?)?;
                     add_at(
                         &mut o,
                         &batches.f_narrow(2, 0, 1)?,
@@ -578,6 +579,7 @@ impl TensorBgmSimulator {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)] // tests may panic
 mod tests {
     use super::*;
     use dpaudit_attacks::LikelihoodRatio;

@@ -33,16 +33,17 @@
 use rand::seq::index::sample;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use tch::{Device, Kind, Tensor};
+use tch::{Device, Kind, TchError, Tensor};
 
 use dpaudit_data::dataset::Dataset;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
 
 use crate::engine::{forward_backward, per_sample_cross_entropy, Batch, Override, SlotOverride};
-use crate::error::{invalid, Result, TrainError};
+use crate::error::{invalid, torch, Result};
 use crate::layers::Tape;
 use crate::models::Model;
+use crate::scalar::WithNumber;
 
 /// What kind of canary is inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -393,10 +394,7 @@ impl Canaries {
                 for (j, &d) in coords.iter().enumerate() {
                     host[j * p + d] = norm as f32;
                 }
-                let g = Tensor::from_slice(&host)
-                    .reshape([m as i64, p as i64])
-                    .to_device(device);
-                (g, coords)
+                (upload_rows(&host, m, p, device)?, coords)
             }
             CanaryKind::RandomDirection => {
                 let mut rng = seed.stream(Stream::Canary).child(0).rng();
@@ -413,10 +411,7 @@ impl Canaries {
                         *v = (*v as f64 * k) as f32;
                     }
                 }
-                let g = Tensor::from_slice(&host)
-                    .reshape([m as i64, p as i64])
-                    .to_device(device);
-                (g, Vec::new())
+                (upload_rows(&host, m, p, device)?, Vec::new())
             }
             _ => {
                 return Err(invalid(
@@ -494,6 +489,15 @@ impl Canaries {
     }
 }
 
+/// `host` (`m` rows of `p`) as an `[m, p]` tensor on `device`.
+fn upload_rows(host: &[f32], m: usize, p: usize, device: Device) -> Result<Tensor> {
+    torch("uploading the gradient canaries", || {
+        Tensor::f_from_slice(host)?
+            .f_reshape([m as i64, p as i64])?
+            .f_to_device(device)
+    })
+}
+
 fn rand_distr_normal() -> impl rand::distributions::Distribution<f64> {
     // Box–Muller from two uniforms: no extra dependency for one use.
     struct Normal;
@@ -509,27 +513,34 @@ fn rand_distr_normal() -> impl rand::distributions::Distribution<f64> {
 
 /// All parameters of every replica as one `[M, P]` tensor (detached copy), in
 /// [`Model::named_parameters`] order — the order of gradient canaries.
-pub fn flat_parameters(model: &dyn Model) -> Tensor {
+pub fn flat_parameters(model: &dyn Model) -> Result<Tensor> {
     let m = model.replicas();
-    tch::no_grad(|| {
-        let parts: Vec<Tensor> = model
-            .named_parameters()
-            .iter()
-            .map(|(_, t)| t.detach().reshape([m, -1]))
-            .collect();
-        Tensor::cat(&parts, 1)
+    torch("flattening the parameters", || {
+        tch::no_grad(|| {
+            let parts = model
+                .named_parameters()
+                .iter()
+                .map(|(_, t)| t.f_detach()?.f_reshape([m, -1]))
+                .collect::<Result<Vec<Tensor>, TchError>>()?;
+            Tensor::f_cat(&parts, 1)
+        })
     })
 }
 
 /// Overwrite every replica's parameters with replica 0's (a fixed θ₀).
-pub fn copy_replica_zero(model: &dyn Model) {
-    tch::no_grad(|| {
-        for (_, t) in model.named_parameters() {
-            let first = t.get(0).copy();
-            let mut t = t.shallow_clone();
-            t.copy_(&first.unsqueeze(0).expand_as(&t));
-        }
-    });
+pub fn copy_replica_zero(model: &dyn Model) -> Result<()> {
+    torch("copying replica 0's parameters to every replica", || {
+        tch::no_grad(|| {
+            for (_, t) in model.named_parameters() {
+                let first = t.f_get(0)?;
+                let mut first_copy = first.f_zeros_like()?;
+                first_copy.f_copy_(&first)?;
+                let mut t = t.shallow_clone();
+                t.f_copy_(&first_copy.f_unsqueeze(0)?.f_expand_as(&t)?)?;
+            }
+            Ok(())
+        })
+    })
 }
 
 /// What a canary contributes to one slot.
@@ -549,7 +560,7 @@ pub fn gather_with_canaries(
     canaries: Option<&Canaries>,
     extras: &[Vec<Extra>],
     device: Device,
-) -> Batch {
+) -> Result<Batch> {
     let m = batches.len();
     let b = batches
         .iter()
@@ -586,10 +597,11 @@ pub fn gather_with_canaries(
                 }
                 Extra::Gradient(j) => {
                     if let Some(g) = canaries.and_then(|c| c.gradients.as_ref()) {
+                        let row = torch("selecting a gradient canary", || g.f_get(j as i64))?;
                         overrides.push(SlotOverride {
                             slot,
                             replica: r,
-                            kind: Override::Gradient(g.get(j as i64)),
+                            kind: Override::Gradient(row),
                         });
                     }
                 }
@@ -599,52 +611,72 @@ pub fn gather_with_canaries(
     let mut shape = vec![b as i64, m as i64];
     shape.extend(data.shape().iter().map(|&d| d as i64));
     let full = mask.iter().all(|&v| v == 1.0);
-    Batch {
-        inputs: Tensor::from_slice(&x)
-            .reshape(shape.as_slice())
-            .to_device(device),
-        targets: Tensor::from_slice(&y)
-            .reshape([b as i64, m as i64])
-            .to_device(device),
-        mask: (!full).then(|| {
-            Tensor::from_slice(&mask)
-                .reshape([b as i64, m as i64])
-                .to_device(device)
-        }),
-        overrides,
-    }
+    let bm = [b as i64, m as i64];
+    torch("uploading a batch", || {
+        Ok(Batch {
+            inputs: Tensor::f_from_slice(&x)?
+                .f_reshape(shape.as_slice())?
+                .f_to_device(device)?,
+            targets: Tensor::f_from_slice(&y)?
+                .f_reshape(bm)?
+                .f_to_device(device)?,
+            mask: match full {
+                true => None,
+                false => Some(
+                    Tensor::f_from_slice(&mask)?
+                        .f_reshape(bm)?
+                        .f_to_device(device)?,
+                ),
+            },
+            overrides,
+        })
+    })
 }
 
-/// The `[m, M, record]` batch of all input canaries for every replica.
-fn canary_record_batch(canaries: &Canaries, replicas: i64, device: Device) -> Option<Batch> {
-    let rec = canaries.records.as_ref()?;
+/// The `[m, M, record]` batch of all input canaries for every replica
+/// (`None` for gradient canaries).
+fn canary_record_batch(
+    canaries: &Canaries,
+    replicas: i64,
+    device: Device,
+) -> Result<Option<Batch>> {
+    let Some(rec) = canaries.records.as_ref() else {
+        return Ok(None);
+    };
     let m = rec.len() as i64;
     let mut shape = vec![m, 1];
     shape.extend(rec.shape().iter().map(|&d| d as i64));
     let mut expand = vec![m, replicas];
     expand.extend(rec.shape().iter().map(|&d| d as i64));
-    let x = Tensor::from_slice(rec.features())
-        .reshape(shape.as_slice())
-        .expand(expand.as_slice(), false)
-        .contiguous()
-        .to_device(device);
-    let y = Tensor::from_slice(rec.labels())
-        .reshape([m, 1])
-        .expand([m, replicas], false)
-        .contiguous()
-        .to_device(device);
-    Some(Batch::new(x, y))
+    torch("uploading the input canaries", || {
+        let x = Tensor::f_from_slice(rec.features())?
+            .f_reshape(shape.as_slice())?
+            .f_expand(expand.as_slice(), false)?
+            .f_contiguous()?
+            .f_to_device(device)?;
+        let y = Tensor::f_from_slice(rec.labels())?
+            .f_reshape([m, 1])?
+            .f_expand([m, replicas], false)?
+            .f_contiguous()?
+            .f_to_device(device)?;
+        Ok(Some(Batch::new(x, y)))
+    })
 }
 
-/// Per-sample losses `[M, m]` of the input canaries under the current model.
-pub fn canary_losses(model: &dyn Model, canaries: &Canaries) -> Option<Tensor> {
-    let batch = canary_record_batch(canaries, model.replicas(), model_device(model))?;
-    Some(tch::no_grad(|| {
-        let logits = model.forward(&batch.inputs, &mut Tape::off());
-        per_sample_cross_entropy(&logits, &batch.targets)
-            .transpose(0, 1)
-            .contiguous()
-    }))
+/// Per-sample losses `[M, m]` of the input canaries under the current model
+/// (`None` for gradient canaries).
+pub fn canary_losses(model: &dyn Model, canaries: &Canaries) -> Result<Option<Tensor>> {
+    let Some(batch) = canary_record_batch(canaries, model.replicas(), model_device(model))? else {
+        return Ok(None);
+    };
+    tch::no_grad(|| {
+        let logits = model.forward(&batch.inputs, &mut Tape::off())?;
+        let losses = per_sample_cross_entropy(&logits, &batch.targets)?;
+        torch("the losses of the input canaries", || {
+            losses.f_transpose(0, 1)?.f_contiguous()
+        })
+        .map(Some)
+    })
 }
 
 fn model_device(model: &dyn Model) -> Device {
@@ -664,22 +696,36 @@ pub fn canary_gradients(
     max_grad_norm: f64,
 ) -> Result<Tensor> {
     let m_rep = model.replicas();
+    // Each row times min(1, C/‖row‖).
+    let clip = |rows: &Tensor| -> Result<Tensor, TchError> {
+        let norms = rows
+            .f_square()?
+            .f_sum_dim_intlist(-1, true, Kind::Float)?
+            .f_sqrt()?;
+        let c = norms
+            .f_reciprocal()?
+            .mul_f64(max_grad_norm)?
+            .clamp_max_f64(1.0)?;
+        rows.f_mul(&c)
+    };
     if let Some(g) = &canaries.gradients {
-        let norms = g.square().sum_dim_intlist(-1, true, Kind::Float).sqrt();
-        let c = (norms.reciprocal() * max_grad_norm).clamp_max(1.0);
-        let clipped = g * c;
-        return Ok(clipped.unsqueeze(0).expand([m_rep, -1, -1], false));
+        return torch("clipping the gradient canaries", || {
+            clip(g)?.f_unsqueeze(0)?.f_expand([m_rep, -1, -1], false)
+        });
     }
-    let batch = canary_record_batch(canaries, m_rep, model_device(model))
+    let batch = canary_record_batch(canaries, m_rep, model_device(model))?
         .ok_or_else(|| invalid("canary", "none", "canaries with records or gradients"))?;
     let bp = forward_backward(model, &batch)?;
-    let grads = bp.per_sample_grads(model);
+    let grads = bp.per_sample_grads(model)?;
     let m = batch.targets.size()[0];
-    let flat: Vec<Tensor> = grads.iter().map(|g| g.reshape([m, m_rep, -1])).collect();
-    let flat = Tensor::cat(&flat, 2).detach();
-    let norms = flat.square().sum_dim_intlist(-1, true, Kind::Float).sqrt();
-    let c = (norms.reciprocal() * max_grad_norm).clamp_max(1.0);
-    Ok((flat * c).transpose(0, 1))
+    torch("the clipped gradients of the input canaries", || {
+        let flat = grads
+            .iter()
+            .map(|g| g.f_reshape([m, m_rep, -1]))
+            .collect::<Result<Vec<_>, TchError>>()?;
+        let flat = Tensor::f_cat(&flat, 2)?.f_detach()?;
+        clip(&flat)?.f_transpose(0, 1)
+    })
 }
 
 /// Accumulates the scores of every replica and canary over a run.
@@ -729,17 +775,20 @@ impl ScoreBook {
                 ));
             }
         }
-        let theta0 = flat_parameters(model);
-        let loss0 = kinds
-            .contains(&ScoreKind::LossDifference)
-            .then(|| canary_losses(model, canaries))
-            .flatten();
-        let iterates = kinds.contains(&ScoreKind::Iterates).then(|| {
-            Tensor::zeros(
-                [model.replicas(), canaries.count() as i64],
-                (Kind::Double, theta0.device()),
-            )
-        });
+        let theta0 = flat_parameters(model)?;
+        let loss0 = match kinds.contains(&ScoreKind::LossDifference) {
+            true => canary_losses(model, canaries)?,
+            false => None,
+        };
+        let iterates = match kinds.contains(&ScoreKind::Iterates) {
+            true => Some(torch("allocating the iterates scores", || {
+                Tensor::f_zeros(
+                    [model.replicas(), canaries.count() as i64],
+                    (Kind::Double, theta0.device()),
+                )
+            })?),
+            false => None,
+        };
         Ok(Self {
             kinds: kinds.to_vec(),
             theta0,
@@ -771,87 +820,109 @@ impl ScoreBook {
     pub fn before_step(&mut self, model: &dyn Model, canaries: &Canaries) -> Result<()> {
         if self.records_steps() {
             let g = canary_gradients(model, canaries, self.max_grad_norm)?;
-            self.pending = Some((flat_parameters(model), g));
+            self.pending = Some((flat_parameters(model)?, g));
         }
         Ok(())
     }
 
     /// Call after each step: adds `⟨θ_t − θ_{t+1}, g_t⟩`.
-    pub fn after_step(&mut self, model: &dyn Model) {
+    pub fn after_step(&mut self, model: &dyn Model) -> Result<()> {
         if let Some((before, g)) = self.pending.take() {
-            let delta = before - flat_parameters(model);
-            // [M, m, P] · [M, P, 1] → [M, m]
-            let ip = g
-                .bmm(&delta.unsqueeze(-1))
-                .squeeze_dim(-1)
-                .to_kind(Kind::Double);
-            if self.observations.is_some() {
-                self.per_step.push(ip.shallow_clone());
-            }
-            if let Some(acc) = &mut self.iterates {
-                *acc += ip;
-            }
+            let after = flat_parameters(model)?;
+            torch("the per-step inner products", || {
+                let delta = before.f_sub(&after)?;
+                // [M, m, P] · [M, P, 1] → [M, m]
+                let ip = g
+                    .f_bmm(&delta.f_unsqueeze(-1)?)?
+                    .f_squeeze_dim(-1)?
+                    .f_to_kind(Kind::Double)?;
+                if self.observations.is_some() {
+                    self.per_step.push(ip.shallow_clone());
+                }
+                if let Some(acc) = &mut self.iterates {
+                    let _ = acc.f_add_(&ip)?;
+                }
+                Ok(())
+            })?;
         }
+        Ok(())
     }
 
     /// The scores `[M][m]` per kind, in the order given at [`ScoreBook::start`].
     pub fn finish(&self, model: &dyn Model, canaries: &Canaries) -> Result<Vec<Vec<Vec<f64>>>> {
-        let theta = flat_parameters(model);
-        let diff = (&self.theta0 - &theta).to_kind(Kind::Double); // θ₀ − θ_T, [M, P]
+        let theta = flat_parameters(model)?;
+        // θ₀ − θ_T, [M, P]
+        let diff = torch("the parameter update", || {
+            self.theta0.f_sub(&theta)?.f_to_kind(Kind::Double)
+        })?;
         let mut out = Vec::new();
         for &k in &self.kinds {
             let t: Tensor = match k {
-                ScoreKind::Dirac => {
+                ScoreKind::Dirac => torch("the Dirac scores", || {
                     let idx: Vec<i64> = canaries.coordinates.iter().map(|&d| d as i64).collect();
-                    let idx = Tensor::from_slice(&idx).to_device(diff.device());
-                    diff.index_select(1, &idx)
-                }
+                    let idx = Tensor::f_from_slice(&idx)?.f_to_device(diff.device())?;
+                    diff.f_index_select(1, &idx)
+                })?,
                 ScoreKind::InnerProduct | ScoreKind::Cosine => {
                     let g = canaries
                         .gradients
                         .as_ref()
-                        .ok_or_else(|| invalid("audit.scores", k.name(), "gradient canaries"))?
-                        .to_kind(Kind::Double);
-                    let ip = diff.matmul(&g.transpose(0, 1));
-                    if k == ScoreKind::Cosine {
-                        let dn = diff.square().sum_dim_intlist(1, true, Kind::Double).sqrt();
-                        let gn = g
-                            .square()
-                            .sum_dim_intlist(1, false, Kind::Double)
-                            .sqrt()
-                            .unsqueeze(0);
-                        // A zero update has no direction: cosine 0.
-                        (ip / (dn * gn)).nan_to_num(0.0, 0.0, 0.0)
-                    } else {
-                        ip
-                    }
+                        .ok_or_else(|| invalid("audit.scores", k.name(), "gradient canaries"))?;
+                    torch("the inner-product and cosine scores", || {
+                        let g = g.f_to_kind(Kind::Double)?;
+                        let ip = diff.f_matmul(&g.f_transpose(0, 1)?)?;
+                        if k == ScoreKind::Cosine {
+                            let dn = diff
+                                .f_square()?
+                                .f_sum_dim_intlist(1, true, Kind::Double)?
+                                .f_sqrt()?;
+                            let gn = g
+                                .f_square()?
+                                .f_sum_dim_intlist(1, false, Kind::Double)?
+                                .f_sqrt()?
+                                .f_unsqueeze(0)?;
+                            // A zero update has no direction: cosine 0.
+                            ip.f_div(&dn.f_mul(&gn)?)?.f_nan_to_num(0.0, 0.0, 0.0)
+                        } else {
+                            Ok(ip)
+                        }
+                    })?
                 }
-                ScoreKind::Iterates => self
-                    .iterates
-                    .as_ref()
-                    .map(|t| t.copy())
-                    .unwrap_or_else(|| diff.zeros_like()),
-                ScoreKind::Loss => canary_losses(model, canaries)
-                    .ok_or_else(|| invalid("audit.scores", "loss", "input canaries"))?
-                    .to_kind(Kind::Double)
-                    .neg(),
+                ScoreKind::Iterates => {
+                    torch("the iterates scores", || match self.iterates.as_ref() {
+                        Some(t) => {
+                            let mut copy = t.f_zeros_like()?;
+                            copy.f_copy_(t)?;
+                            Ok(copy)
+                        }
+                        None => diff.f_zeros_like(),
+                    })?
+                }
+                ScoreKind::Loss => {
+                    let now = canary_losses(model, canaries)?
+                        .ok_or_else(|| invalid("audit.scores", "loss", "input canaries"))?;
+                    torch("the loss scores", || now.f_to_kind(Kind::Double)?.f_neg())?
+                }
                 ScoreKind::LossDifference => {
-                    let now = canary_losses(model, canaries).ok_or_else(|| {
+                    let now = canary_losses(model, canaries)?.ok_or_else(|| {
                         invalid("audit.scores", "loss_difference", "input canaries")
                     })?;
                     let before = self.loss0.as_ref().ok_or_else(|| {
                         invalid("audit.scores", "loss_difference", "input canaries")
                     })?;
-                    (before - now).to_kind(Kind::Double)
+                    torch("the loss-difference scores", || {
+                        before.f_sub(&now)?.f_to_kind(Kind::Double)
+                    })?
                 }
                 ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr => {
                     self.likelihood_ratios(k, canaries)?
                 }
-                ScoreKind::UpdateNorm => diff
-                    .square()
-                    .sum_dim_intlist(1, true, Kind::Double)
-                    .neg()
-                    .expand([-1, canaries.count() as i64], false),
+                ScoreKind::UpdateNorm => torch("the update-norm scores", || {
+                    diff.f_square()?
+                        .f_sum_dim_intlist(1, true, Kind::Double)?
+                        .f_neg()?
+                        .f_expand([-1, canaries.count() as i64], false)
+                })?,
             };
             out.push(to_rows(&t)?);
         }
@@ -885,16 +956,17 @@ impl ScoreBook {
             ));
         }
         // [steps, M, m] → host, o[r][j] = E×T row-major.
-        let all = Tensor::stack(&self.per_step[..epochs * t], 0) * scale;
-        let m_rep = all.size()[1] as usize;
+        let (m_rep, host) = torch("copying observations to the host", || {
+            let all = Tensor::f_stack(&self.per_step[..epochs * t], 0)?.mul_f64(scale)?;
+            let m_rep = all.size()[1] as usize;
+            let host = all
+                .f_permute([1, 2, 0])?
+                .f_contiguous()?
+                .f_reshape([-1])?
+                .f_to_device(Device::Cpu)?;
+            Ok((m_rep, Vec::<f64>::try_from(host)?))
+        })?;
         let m = canaries.count();
-        let host: Vec<f64> = Vec::<f64>::try_from(
-            all.permute([1, 2, 0])
-                .contiguous()
-                .reshape([-1])
-                .to_device(Device::Cpu),
-        )
-        .map_err(TrainError::torch("copying observations to the host"))?;
         let mut out = vec![0f64; m_rep * m];
         for (k, o) in out.iter_mut().enumerate() {
             let row = &host[k * epochs * t..(k + 1) * epochs * t];
@@ -903,15 +975,20 @@ impl ScoreBook {
             *o = dpaudit_attacks::log_likelihood_ratio(lr, &matrix, setup.noise_multiplier, t)
                 .map_err(|e| invalid("observations", kind.name(), e.to_string()))?;
         }
-        Ok(Tensor::from_slice(&out).reshape([m_rep as i64, m as i64]))
+        torch("the likelihood-ratio scores", || {
+            Tensor::f_from_slice(&out)?.f_reshape([m_rep as i64, m as i64])
+        })
     }
 }
 
 fn to_rows(t: &Tensor) -> Result<Vec<Vec<f64>>> {
-    let t = t.to_device(Device::Cpu).to_kind(Kind::Double).contiguous();
-    let size = t.size();
+    let (size, flat) = torch("copying scores to the host", || {
+        let t = t
+            .f_to_device(Device::Cpu)?
+            .f_to_kind(Kind::Double)?
+            .f_contiguous()?;
+        Ok((t.size(), Vec::<f64>::try_from(t.f_reshape([-1])?)?))
+    })?;
     let (r, c) = (size[0] as usize, size[1] as usize);
-    let flat: Vec<f64> = Vec::<f64>::try_from(t.reshape([-1]))
-        .map_err(TrainError::torch("copying scores to the host"))?;
     Ok((0..r).map(|i| flat[i * c..(i + 1) * c].to_vec()).collect())
 }

@@ -276,8 +276,8 @@ pub fn load(path: &Path, device: Device) -> Result<Loaded> {
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            let src = Tensor::from_slice(&values)
-                .f_reshape(p.size())
+            let src = Tensor::f_from_slice(&values)
+                .and_then(|t| t.f_reshape(p.size()))
                 .and_then(|t| t.f_to_device(device))
                 .map_err(TrainError::torch("loading a checkpoint tensor"))?;
             p.shallow_clone()

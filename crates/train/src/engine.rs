@@ -25,12 +25,13 @@
 //!   overridden slots have their loss multiplied by an exact 0, so their backprop
 //!   is exactly 0, and their coefficient is multiplied by 0 as well.
 
-use tch::{Kind, Tensor};
+use tch::{Kind, TchError, Tensor};
 
-use crate::error::{Result, TrainError};
+use crate::error::{torch, Result, TrainError};
 use crate::layers::{LayerId, Recorded, Tape};
 use crate::models::Model;
 use crate::noise::NoiseStreams;
+use crate::scalar::WithNumber;
 
 /// What a slot contributes instead of its computed per-sample gradient
 /// (issue 5 point 4; the gradient canaries of spec 001 §3.2 and the zero-out
@@ -86,12 +87,14 @@ impl Batch {
 }
 
 /// Per-sample cross-entropy losses `[B, M]` from logits `[B, M, K]`.
-pub fn per_sample_cross_entropy(logits: &Tensor, targets: &Tensor) -> Tensor {
-    logits
-        .log_softmax(-1, Kind::Float)
-        .gather(-1, &targets.unsqueeze(-1), false)
-        .squeeze_dim(-1)
-        .neg()
+pub fn per_sample_cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    torch("the per-sample cross-entropy", || {
+        logits
+            .f_log_softmax(-1, Kind::Float)?
+            .f_gather(-1, &targets.f_unsqueeze(-1)?, false)?
+            .f_squeeze_dim(-1)?
+            .f_neg()
+    })
 }
 
 /// Result of one forward and one backward pass: each trainable layer's record
@@ -136,9 +139,11 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     let mask = match &batch.mask {
         Some(t) => {
             check_shape("batch mask", t, &[b, m])?;
-            t.to_kind(Kind::Float)
+            torch("reading the batch mask", || t.f_to_kind(Kind::Float))?
         }
-        None => Tensor::ones([b, m], (Kind::Float, device)),
+        None => torch("building the batch mask", || {
+            Tensor::f_ones([b, m], (Kind::Float, device))
+        })?,
     };
     // Host-side override bookkeeping: which slots drop their computed gradient.
     let mut computed_host = vec![1f32; (b * m) as usize];
@@ -167,20 +172,26 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     let (computed, present) = if batch.overrides.is_empty() {
         (mask.shallow_clone(), mask.shallow_clone())
     } else {
-        let c = Tensor::from_slice(&computed_host)
-            .reshape([b, m])
-            .to_device(device);
-        let p = Tensor::from_slice(&present_host)
-            .reshape([b, m])
-            .to_device(device);
-        (&mask * c, &mask * p)
+        torch("uploading the override masks", || {
+            let upload = |host: &[f32]| -> Result<Tensor, TchError> {
+                Tensor::f_from_slice(host)?
+                    .f_reshape([b, m])?
+                    .f_to_device(device)
+            };
+            Ok((
+                mask.f_mul(&upload(&computed_host)?)?,
+                mask.f_mul(&upload(&present_host)?)?,
+            ))
+        })?
     };
 
     let mut tape = Tape::recording();
-    let logits = model.forward(&batch.inputs, &mut tape);
+    let logits = model.forward(&batch.inputs, &mut tape)?;
     let records = match_records(model, tape.into_records())?;
-    let losses = per_sample_cross_entropy(&logits, &batch.targets);
-    let total = (&losses * &computed).sum(Kind::Float);
+    let losses = per_sample_cross_entropy(&logits, &batch.targets)?;
+    let total = torch("summing the losses", || {
+        losses.f_mul(&computed)?.f_sum(Kind::Float)
+    })?;
     let outputs: Vec<&Tensor> = records.iter().map(|r| &r.output).collect();
     // The graph is kept: convolutions take their clipped sum from their own
     // recorded node (`Conv2d::clipped_sum`).
@@ -189,7 +200,7 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     Ok(Backprops {
         records,
         backprops,
-        losses: losses.detach(),
+        losses: torch("detaching the losses", || losses.f_detach())?,
         computed,
         present,
     })
@@ -312,37 +323,55 @@ fn override_gradients<'a>(
 impl Backprops {
     /// Per-sample gradients `[B, M, ...]` of every parameter, in
     /// [`Model::named_parameters`] order (computed values; overrides ignored).
-    pub fn per_sample_grads(&self, model: &dyn Model) -> Vec<Tensor> {
+    pub fn per_sample_grads(&self, model: &dyn Model) -> Result<Vec<Tensor>> {
         let mut out = Vec::new();
-        for (((_, layer), rec), bp) in model
+        for (((name, layer), rec), bp) in model
             .layers()
             .iter()
             .zip(&self.records)
             .zip(&self.backprops)
         {
-            out.extend(layer.per_sample_grads(rec, bp));
+            out.extend(
+                layer
+                    .per_sample_grads(rec, bp)
+                    .map_err(|e| e.in_layer(name))?,
+            );
         }
-        out
+        Ok(out)
     }
 
     /// Squared norms over all layers, with overrides applied.
     pub fn norms(&self, model: &dyn Model, batch: &Batch) -> Result<PerSampleNorms> {
         let layers = model.layers();
-        let mut sq = Tensor::zeros_like(&self.computed);
+        let mut sq = torch("allocating the per-sample norms", || {
+            self.computed.f_zeros_like()
+        })?;
         let mut finite = Vec::with_capacity(layers.len() + 1);
-        for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
-            let part = layer.per_sample_sq_norms(rec, bp).clamp_min(0.0);
-            finite.push(part.isfinite().all());
-            sq += part;
+        for (((name, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
+            let part = layer
+                .per_sample_sq_norms(rec, bp)
+                .map_err(|e| e.in_layer(name))?;
+            torch("summing the per-sample norms", || {
+                let part = part.clamp_min_f64(0.0)?;
+                finite.push(part.f_isfinite()?.f_all()?);
+                let _ = sq.f_add_(&part)?;
+                Ok(())
+            })
+            .map_err(|e| e.in_layer(name))?;
         }
-        let sq = sq * &self.computed;
+        let sq = torch("masking the per-sample norms", || sq.f_mul(&self.computed))?;
         let overrides = override_gradients(model, batch)?;
-        let mut overrides_finite = Tensor::ones([], (Kind::Bool, sq.device()));
-        for (o, v) in overrides {
-            let v2 = v.square().sum(Kind::Float);
-            overrides_finite = overrides_finite.logical_and(&v2.isfinite());
-            sq.get(o.slot as i64).get(o.replica as i64).copy_(&v2);
-        }
+        let overrides_finite = torch("the norms of the overriding gradients", || {
+            let mut overrides_finite = Tensor::f_ones([], (Kind::Bool, sq.device()))?;
+            for (o, v) in overrides {
+                let v2 = v.f_square()?.f_sum(Kind::Float)?;
+                overrides_finite = overrides_finite.f_logical_and(&v2.f_isfinite()?)?;
+                sq.f_get(o.slot as i64)?
+                    .f_get(o.replica as i64)?
+                    .f_copy_(&v2)?;
+            }
+            Ok(overrides_finite)
+        })?;
         finite.push(overrides_finite);
         Ok(PerSampleNorms { sq, finite })
     }
@@ -357,42 +386,52 @@ impl Backprops {
     ) -> Result<ClippedSum> {
         let layers = model.layers();
         let mut sums = Vec::new();
-        for (((_, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
-            sums.extend(layer.clipped_sum(rec, bp, &coef.computed));
+        for (((name, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
+            sums.extend(
+                layer
+                    .clipped_sum(rec, bp, &coef.computed)
+                    .map_err(|e| e.in_layer(name))?,
+            );
         }
         // (Overrides are added below; their finiteness is checked on their norms.)
         let sizes = param_sizes(model);
-        for ((o, v), c) in override_gradients(model, batch)?
-            .into_iter()
-            .zip(&coef.overrides)
-        {
-            let scaled = v * c;
-            let mut offset = 0;
-            for (sum, (shape, n)) in sums.iter_mut().zip(&sizes) {
-                let part = scaled.narrow(0, offset, *n).reshape(shape.as_slice());
-                let mut slot = sum.get(o.replica as i64);
-                slot += part;
-                offset += n;
+        let overrides = override_gradients(model, batch)?;
+        torch("adding the overriding gradients to the clipped sum", || {
+            for ((o, v), c) in overrides.into_iter().zip(&coef.overrides) {
+                let scaled = v.f_mul(c)?;
+                let mut offset = 0;
+                for (sum, (shape, n)) in sums.iter_mut().zip(&sizes) {
+                    let part = scaled
+                        .f_narrow(0, offset, *n)?
+                        .f_reshape(shape.as_slice())?;
+                    let _ = sum.f_get(o.replica as i64)?.f_add_(&part)?;
+                    offset += n;
+                }
             }
-        }
+            Ok(())
+        })?;
         Ok(ClippedSum(sums))
     }
 
     /// One 0-dim boolean per layer: whether the layer's parameters' parts of
     /// `sum` are all finite.
-    pub fn sum_checks(&self, model: &dyn Model, sum: &ClippedSum) -> SumChecks {
+    pub fn sum_checks(&self, model: &dyn Model, sum: &ClippedSum) -> Result<SumChecks> {
         let mut out = Vec::new();
         let mut parts = sum.0.iter();
-        for (_, layer) in model.layers() {
-            let mut ok = Tensor::ones([], (Kind::Bool, self.computed.device()));
-            for _ in layer.parameters() {
-                if let Some(t) = parts.next() {
-                    ok = ok.logical_and(&t.isfinite().all());
+        for (name, layer) in model.layers() {
+            let ok = torch("checking the clipped sum", || {
+                let mut ok = Tensor::f_ones([], (Kind::Bool, self.computed.device()))?;
+                for _ in layer.parameters() {
+                    if let Some(t) = parts.next() {
+                        ok = ok.f_logical_and(&t.f_isfinite()?.f_all()?)?;
+                    }
                 }
-            }
+                Ok(ok)
+            })
+            .map_err(|e| e.in_layer(&name))?;
             out.push(ok);
         }
-        SumChecks(out)
+        Ok(SumChecks(out))
     }
 }
 
@@ -410,14 +449,21 @@ impl Backprops {
 /// order 10⁻⁶ against the exact norm of the gradient; the sensitivity of the
 /// sum is therefore `C` up to that relative error, which moves ε by the same
 /// relative amount (Opacus divides by `‖g‖ + 10⁻⁶` for the same reason).
-pub fn clip_coefficients(sq: &Tensor, max_grad_norm: f64) -> Tensor {
-    let norm = sq.to_kind(Kind::Double).sqrt();
-    let c = (norm.reciprocal() * max_grad_norm)
-        .clamp_max(1.0)
-        .to_kind(Kind::Float);
-    let over = (c.to_kind(Kind::Double) * &norm).gt(max_grad_norm);
-    let down = c.nextafter(&c.zeros_like());
-    c.where_self(&over.logical_not(), &down)
+pub fn clip_coefficients(sq: &Tensor, max_grad_norm: f64) -> Result<Tensor> {
+    torch("the clip coefficients", || {
+        let norm = sq.f_to_kind(Kind::Double)?.f_sqrt()?;
+        let c = norm
+            .f_reciprocal()?
+            .mul_f64(max_grad_norm)?
+            .clamp_max_f64(1.0)?
+            .f_to_kind(Kind::Float)?;
+        let over = c
+            .f_to_kind(Kind::Double)?
+            .f_mul(&norm)?
+            .gt_f64(max_grad_norm)?;
+        let down = c.f_nextafter(&c.f_zeros_like()?)?;
+        c.f_where_self(&over.f_logical_not()?, &down)
+    })
 }
 
 impl PerSampleNorms {
@@ -431,12 +477,16 @@ impl PerSampleNorms {
         model: &dyn Model,
         batch: &Batch,
     ) -> Result<ClipCoefficients> {
-        let all = clip_coefficients(&self.sq, max_grad_norm);
-        let computed = &all * &backprops.computed;
-        let overrides = override_gradients(model, batch)?
-            .into_iter()
-            .map(|(o, _)| all.get(o.slot as i64).get(o.replica as i64))
-            .collect();
+        let all = clip_coefficients(&self.sq, max_grad_norm)?;
+        let overrides = override_gradients(model, batch)?;
+        let (computed, overrides) = torch("masking the clip coefficients", || {
+            let computed = all.f_mul(&backprops.computed)?;
+            let overrides = overrides
+                .into_iter()
+                .map(|(o, _)| all.f_get(o.slot as i64)?.f_get(o.replica as i64))
+                .collect::<Result<_, TchError>>()?;
+            Ok((computed, overrides))
+        })?;
         Ok(ClipCoefficients {
             computed,
             overrides,
@@ -581,43 +631,52 @@ impl Sgd {
 
     /// `θ ← θ − η·(g + λθ)` (with momentum `v ← μv + g + λθ`, `θ ← θ − ηv`, as
     /// `torch.optim.SGD`), for gradients in [`Model::named_parameters`] order.
-    pub fn step(&mut self, model: &dyn Model, grads: &[Tensor]) {
+    pub fn step(&mut self, model: &dyn Model, grads: &[Tensor]) -> Result<()> {
         let params = model.named_parameters();
-        tch::no_grad(|| {
-            let mut updates: Vec<Tensor> = params
-                .iter()
-                .zip(grads)
-                .map(|((_, p), g)| {
-                    if self.weight_decay != 0.0 {
-                        g + p * self.weight_decay
-                    } else {
-                        g.shallow_clone()
-                    }
-                })
-                .collect();
-            if self.momentum != 0.0 {
-                match &mut self.buffers {
-                    None => self.buffers = Some(updates.iter().map(|u| u.copy()).collect()),
-                    Some(bufs) => {
-                        for (buf, u) in bufs.iter_mut().zip(&updates) {
-                            let _ = buf.g_mul_scalar_(self.momentum);
-                            *buf += u;
+        torch("the SGD update", || {
+            tch::no_grad(|| {
+                let mut updates: Vec<Tensor> = params
+                    .iter()
+                    .zip(grads)
+                    .map(|((_, p), g)| {
+                        if self.weight_decay != 0.0 {
+                            g.f_add(&p.mul_f64(self.weight_decay)?)
+                        } else {
+                            Ok(g.shallow_clone())
+                        }
+                    })
+                    .collect::<Result<_, TchError>>()?;
+                if self.momentum != 0.0 {
+                    match &mut self.buffers {
+                        None => {
+                            let copies = updates
+                                .iter()
+                                .map(|u| {
+                                    let mut copy = u.f_zeros_like()?;
+                                    copy.f_copy_(u)?;
+                                    Ok(copy)
+                                })
+                                .collect::<Result<_, TchError>>()?;
+                            self.buffers = Some(copies);
+                        }
+                        Some(bufs) => {
+                            for (buf, u) in bufs.iter_mut().zip(&updates) {
+                                let _ = buf.mul_f64_(self.momentum)?;
+                                let _ = buf.f_add_(u)?;
+                            }
                         }
                     }
+                    if let Some(bufs) = &self.buffers {
+                        updates = bufs.iter().map(|b| b.shallow_clone()).collect();
+                    }
                 }
-                updates = self
-                    .buffers
-                    .as_ref()
-                    .unwrap()
-                    .iter()
-                    .map(|b| b.shallow_clone())
-                    .collect();
-            }
-            for ((_, p), u) in params.iter().zip(&updates) {
-                let mut p = p.shallow_clone();
-                let _ = p.g_sub_(&(u * self.learning_rate));
-            }
-        });
+                for ((_, p), u) in params.iter().zip(&updates) {
+                    let mut p = p.shallow_clone();
+                    let _ = p.f_sub_(&u.mul_f64(self.learning_rate)?)?;
+                }
+                Ok(())
+            })
+        })
     }
 }
 
@@ -701,11 +760,13 @@ impl DpSgd {
         if self.fault == Some(Fault::NoClipping) {
             coef = ClipCoefficients {
                 computed: bp.computed.shallow_clone(),
-                overrides: coef.overrides.iter().map(|c| c.ones_like()).collect(),
+                overrides: torch("the fault's coefficients", || {
+                    coef.overrides.iter().map(|c| c.f_ones_like()).collect()
+                })?,
             };
         }
         let sum = bp.clipped_sum(model, batch, &coef)?;
-        let sums_finite = bp.sum_checks(model, &sum);
+        let sums_finite = bp.sum_checks(model, &sum)?;
         let sigma = match self.fault {
             Some(Fault::NoiseScale(f)) => self.config.noise_multiplier * f,
             _ => self.config.noise_multiplier,
@@ -735,17 +796,22 @@ impl DpSgd {
         let parts = self.noisy_sum_checked(model, batch)?;
         let bp = &parts.backprops;
         let coef = &parts.coef;
-        let loss_sum = (&bp.losses * &bp.computed).sum(Kind::Double);
-        let samples = bp.computed.sum(Kind::Double);
-        let clipped =
-            (coef.computed.lt(1.0).to_kind(Kind::Double) * &bp.computed).sum(Kind::Double);
-        let mut scalars = vec![loss_sum, samples, clipped];
-        scalars.extend(parts.norms_finite.iter().map(|t| t.to_kind(Kind::Double)));
-        scalars.extend(parts.sums_finite.iter().map(|t| t.to_kind(Kind::Double)));
-        let host: Vec<f64> = Tensor::f_stack(&scalars, 0)
-            .and_then(|t| t.f_to_device(tch::Device::Cpu))
-            .and_then(|t| Vec::<f64>::try_from(&t))
-            .map_err(TrainError::torch("reading the step's report"))?;
+        let host: Vec<f64> = torch("reading the step's report", || {
+            let loss_sum = bp.losses.f_mul(&bp.computed)?.f_sum(Kind::Double)?;
+            let samples = bp.computed.f_sum(Kind::Double)?;
+            let clipped = coef
+                .computed
+                .lt_f64(1.0)?
+                .f_to_kind(Kind::Double)?
+                .f_mul(&bp.computed)?
+                .f_sum(Kind::Double)?;
+            let mut scalars = vec![loss_sum, samples, clipped];
+            for t in parts.norms_finite.iter().chain(&parts.sums_finite) {
+                scalars.push(t.f_to_kind(Kind::Double)?);
+            }
+            let t = Tensor::f_stack(&scalars, 0)?.f_to_device(tch::Device::Cpu)?;
+            Vec::<f64>::try_from(&t)
+        })?;
         let (loss_sum, samples, clipped) = (host[0], host[1], host[2]);
         if !loss_sum.is_finite() {
             return Err(TrainError::NonFiniteLoss {
@@ -773,25 +839,27 @@ impl DpSgd {
         }
         let noisy = &parts.noisy;
         let inv = 1.0 / self.config.normaliser.value();
-        let grads: Vec<Tensor> = if self.fault == Some(Fault::RealisedBatchSize) {
-            // Present slots per replica, at least 1: `[M]`.
-            let realised = bp
-                .present
-                .sum_dim_intlist(0, false, Kind::Float)
-                .clamp_min(1.0);
-            noisy
-                .0
-                .iter()
-                .map(|s| {
-                    let mut shape = vec![-1i64];
-                    shape.extend(std::iter::repeat_n(1, s.dim() - 1));
-                    s / realised.reshape(shape.as_slice())
-                })
-                .collect()
-        } else {
-            noisy.0.iter().map(|s| s * inv).collect()
-        };
-        self.sgd.step(model, &grads);
+        let grads: Vec<Tensor> = torch("normalising the noisy sum", || {
+            if self.fault == Some(Fault::RealisedBatchSize) {
+                // Present slots per replica, at least 1: `[M]`.
+                let realised = bp
+                    .present
+                    .f_sum_dim_intlist(0, false, Kind::Float)?
+                    .clamp_min_f64(1.0)?;
+                noisy
+                    .0
+                    .iter()
+                    .map(|s| {
+                        let mut shape = vec![-1i64];
+                        shape.extend(std::iter::repeat_n(1, s.dim().saturating_sub(1)));
+                        s.f_div(&realised.f_reshape(shape.as_slice())?)
+                    })
+                    .collect()
+            } else {
+                noisy.0.iter().map(|s| s.mul_f64(inv)).collect()
+            }
+        })?;
+        self.sgd.step(model, &grads)?;
         let report = StepReport {
             step: self.step,
             loss_sum,
@@ -820,10 +888,10 @@ struct StepParts {
 /// present slots of each replica, ordinary autograd): the baseline of `dpaudit
 /// bench`.
 pub fn non_private_step(model: &dyn Model, sgd: &mut Sgd, batch: &Batch) -> Result<f64> {
-    let logits = model.forward(&batch.inputs, &mut Tape::off());
-    let losses = per_sample_cross_entropy(&logits, &batch.targets);
-    let b = losses.size()[0].max(1) as f64;
-    let total = losses.sum(Kind::Float) / b;
+    let logits = model.forward(&batch.inputs, &mut Tape::off())?;
+    let losses = per_sample_cross_entropy(&logits, &batch.targets)?;
+    let b = losses.size().first().copied().unwrap_or(0).max(1) as f64;
+    let total = torch("the mean loss", || losses.f_sum(Kind::Float)?.div_f64(b))?;
     let params: Vec<Tensor> = model
         .named_parameters()
         .into_iter()
@@ -831,6 +899,6 @@ pub fn non_private_step(model: &dyn Model, sgd: &mut Sgd, batch: &Batch) -> Resu
         .collect();
     let grads = Tensor::f_run_backward(&[&total], &params, false, false)
         .map_err(TrainError::torch("non-private backward"))?;
-    sgd.step(model, &grads);
-    Ok(total.double_value(&[]))
+    sgd.step(model, &grads)?;
+    torch("reading the loss", || total.f_double_value(&[]))
 }

@@ -104,6 +104,27 @@ impl TrainError {
         let context = context.into();
         move |source| TrainError::Torch { context, source }
     }
+
+    /// The same error with `layer` (as named by `Model::layers`) prefixed to
+    /// the context of a libtorch error; other errors are returned unchanged.
+    pub fn in_layer(self, layer: &str) -> Self {
+        match self {
+            TrainError::Torch { context, source } => TrainError::Torch {
+                context: format!("layer `{layer}`, {context}"),
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Run `f`, a sequence of libtorch calls chained with `?`, and wrap its error
+/// as [`TrainError::Torch`] with `context` (what the engine was doing).
+pub(crate) fn torch<T>(context: &str, f: impl FnOnce() -> Result<T, tch::TchError>) -> Result<T> {
+    f().map_err(|source| TrainError::Torch {
+        context: context.to_string(),
+        source,
+    })
 }
 
 /// A [`TrainError::InvalidConfig`] for `field`, its `value` and what was expected.

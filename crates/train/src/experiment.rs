@@ -528,7 +528,7 @@ impl Prepared {
             &mut init,
         )?;
         if self.config.canary.init == InitChoice::Fixed {
-            copy_replica_zero(model.as_ref());
+            copy_replica_zero(model.as_ref())?;
         }
         Ok(model)
     }
@@ -571,7 +571,11 @@ impl Prepared {
             }
         }
         let negative = match (&self.canaries.gradients, cfg.canary.partially_informed) {
-            (Some(g), true) => Some(-g.get(0)),
+            (Some(g), true) => Some(
+                g.f_get(0)
+                    .and_then(|t| t.f_neg())
+                    .map_err(TrainError::torch("negating the canary gradient"))?,
+            ),
             _ => None,
         };
         let runs: Vec<u64> = (first_run..first_run + replicas as u64).collect();
@@ -627,7 +631,7 @@ impl Prepared {
                 Some(&self.canaries),
                 &extras,
                 self.device,
-            );
+            )?;
             if let Some(neg) = &negative {
                 // Spec 000 §2.4, PI: the last record of every batch that holds
                 // neither the target nor the zero-out record carries −ĝ.
@@ -643,11 +647,11 @@ impl Prepared {
             }
             book.before_step(model.as_ref(), &self.canaries)?;
             let report = dp.step(model.as_ref(), &batch)?;
-            book.after_step(model.as_ref());
+            book.after_step(model.as_ref())?;
             observer.on_step(&report);
         }
         let scores = book.finish(model.as_ref(), &self.canaries)?;
-        let test_accuracy = evaluate(model.as_ref(), &self.eval, self.device);
+        let test_accuracy = evaluate(model.as_ref(), &self.eval, self.device)?;
         Ok(ChunkScores {
             first_run,
             scores,
@@ -682,17 +686,25 @@ pub fn least_updated_coordinates(
     dpc.noise_multiplier = 0.0;
     let mut dp = DpSgd::new(dpc, NoiseStreams::new(&randomness, &[0]))?;
     let mut stream = sampler.steps(randomness.stream(Stream::Sampler), 0);
-    let mut acc = flat_parameters(model.as_ref())
-        .zeros_like()
-        .to_kind(Kind::Double);
+    let mut acc = flat_parameters(model.as_ref())?
+        .f_zeros_like()
+        .and_then(|t| t.f_to_kind(Kind::Double))
+        .map_err(TrainError::torch("allocating the simulated updates"))?;
     for _ in 0..config.steps() {
         let batch = stream.next().map(|s| s.batch).unwrap_or_default();
-        let before = flat_parameters(model.as_ref());
-        dp.step(model.as_ref(), &gather(train, &[batch], device))?;
-        let delta = flat_parameters(model.as_ref()) - before;
-        acc += delta.to_kind(Kind::Double).square();
+        let before = flat_parameters(model.as_ref())?;
+        dp.step(model.as_ref(), &gather(train, &[batch], device)?)?;
+        let after = flat_parameters(model.as_ref())?;
+        let _ = after
+            .f_sub(&before)
+            .and_then(|delta| delta.f_to_kind(Kind::Double)?.f_square())
+            .and_then(|sq| acc.f_add_(&sq))
+            .map_err(TrainError::torch("accumulating the simulated updates"))?;
     }
-    let acc: Vec<f64> = Vec::<f64>::try_from(acc.reshape([-1]).to_device(Device::Cpu))
+    let acc: Vec<f64> = acc
+        .f_reshape([-1])
+        .and_then(|t| t.f_to_device(Device::Cpu))
+        .and_then(Vec::<f64>::try_from)
         .map_err(TrainError::torch("copying the simulated updates"))?;
     dpaudit_attacks::gradient_crafting::least_updated_coordinates(&acc, m)
         .map_err(|e| invalid("canary.count", m, e.to_string()))

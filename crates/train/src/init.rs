@@ -13,11 +13,22 @@
 //! `init.child(r)` in the run's key tree ([`dpaudit_data::seed`]), so its
 //! initial parameters do not depend on how many replicas are trained beside
 //! it, nor on the device; nothing is drawn from libtorch's generator.
+//!
+//! A parameter is allocated by libtorch on its device first and then filled
+//! from the host in slices of [`FILL_SLICE`] values, so a parameter that
+//! cannot be allocated is a [`crate::TrainError::Torch`] (not an abort of the
+//! process), and the host never holds more than one slice.
 
 use dpaudit_data::seed::{RunSeed, SeedKey, Stream};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use tch::{Device, Kind, Tensor};
+use tch::{Device, Kind, TchError, Tensor};
+
+use crate::error::{torch, Result};
+use crate::scalar;
+
+/// Values drawn on the host per upload (4 MiB of `f32`).
+pub const FILL_SLICE: usize = 1 << 20;
 
 /// Per-replica random streams for parameter initialisation, plus the device the
 /// parameters live on.
@@ -60,29 +71,56 @@ impl Init {
     }
 
     /// A `[M, shape]` parameter with entries `U(−bound, bound)`, requiring grad.
-    pub fn uniform(&mut self, shape: &[i64], bound: f64) -> Tensor {
+    /// Replica `i`'s entries are the next values of its own stream, in
+    /// row-major order.
+    pub fn uniform(&mut self, shape: &[i64], bound: f64) -> Result<Tensor> {
         let per: usize = shape.iter().product::<i64>() as usize;
-        let mut host = Vec::with_capacity(per * self.rngs.len());
-        for r in self.rngs.iter_mut() {
-            for _ in 0..per {
-                host.push(r.gen_range(-bound..bound) as f32);
+        let full = self.full_shape(shape);
+        let device = self.device;
+        let rngs = &mut self.rngs;
+        torch("allocating and drawing an initial parameter", || {
+            let param = Tensor::f_empty(full.as_slice(), (Kind::Float, device))?;
+            let flat = param.f_view([-1])?;
+            let mut host = Vec::with_capacity(FILL_SLICE.min(per * rngs.len()));
+            let mut offset = 0;
+            for r in rngs.iter_mut() {
+                for _ in 0..per {
+                    host.push(r.gen_range(-bound..bound) as f32);
+                    if host.len() == FILL_SLICE {
+                        upload(&flat, &mut offset, &mut host)?;
+                    }
+                }
             }
-        }
-        self.param(Tensor::from_slice(&host), shape)
+            upload(&flat, &mut offset, &mut host)?;
+            param.f_set_requires_grad(true)
+        })
     }
 
     /// A `[M, shape]` parameter filled with `value`, requiring grad.
-    pub fn constant(&mut self, shape: &[i64], value: f64) -> Tensor {
-        let mut full = vec![self.replicas()];
-        full.extend_from_slice(shape);
-        Tensor::full(full.as_slice(), value, (Kind::Float, self.device)).set_requires_grad(true)
+    pub fn constant(&mut self, shape: &[i64], value: f64) -> Result<Tensor> {
+        let full = self.full_shape(shape);
+        torch("allocating an initial parameter", || {
+            let value = scalar::number(value, Kind::Float)?;
+            scalar::full(&full, &value, (Kind::Float, self.device))?.f_set_requires_grad(true)
+        })
     }
 
-    fn param(&self, flat: Tensor, shape: &[i64]) -> Tensor {
+    fn full_shape(&self, shape: &[i64]) -> Vec<i64> {
         let mut full = vec![self.replicas()];
         full.extend_from_slice(shape);
-        flat.reshape(full.as_slice())
-            .to_device(self.device)
-            .set_requires_grad(true)
+        full
     }
+}
+
+/// Copy `host` into `flat[offset..]`, advance `offset` and empty `host`.
+fn upload(flat: &Tensor, offset: &mut i64, host: &mut Vec<f32>) -> Result<(), TchError> {
+    if host.is_empty() {
+        return Ok(());
+    }
+    let n = host.len() as i64;
+    flat.f_narrow(0, *offset, n)?
+        .f_copy_(&Tensor::f_from_slice(host)?)?;
+    *offset += n;
+    host.clear();
+    Ok(())
 }

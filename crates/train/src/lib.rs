@@ -6,6 +6,14 @@
 //! derives per-sample squared norms → clip coefficients → the clipped sum
 //! (book-keeping) → the noisy sum → an SGD step. Every model ([`models`]) is a
 //! stack of `M ≥ 1` independent replicas trained in the same kernels.
+//!
+//! Library code calls libtorch only through tch's fallible `f_` API, with
+//! numbers passed as 0-dim tensors (`scalar`), and returns its errors as
+//! [`TrainError::Torch`] with what the engine was doing, so a shape error or
+//! running out of memory never panics. Clippy enforces it (the two lints
+//! below, configured in `clippy.toml`; ARCHITECTURE.md says what they miss).
+
+#![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
 pub mod bench;
 pub mod bgm;
@@ -22,6 +30,7 @@ pub mod noise;
 pub mod philox;
 pub mod preflight;
 pub mod runtime;
+mod scalar;
 pub mod testing;
 pub mod trainer;
 

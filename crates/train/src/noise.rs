@@ -149,7 +149,9 @@ impl NoiseStreams {
         let flat = self.draw(std, per_replica);
         self.step += 1;
         // flat is [M, P]; split it into the parameters.
-        let all = Tensor::from_slice(&flat).reshape([m, per_replica as i64]);
+        let all = Tensor::f_from_slice(&flat)
+            .and_then(|t| t.f_reshape([m, per_replica as i64]))
+            .map_err(TrainError::torch("uploading DP noise"))?;
         let mut out = Vec::with_capacity(params.len());
         let mut offset = 0i64;
         for (p, &n) in params.iter().zip(&sizes) {

@@ -29,6 +29,8 @@
 use dpaudit_data::seed::SeedKey;
 use tch::{Device, Kind, TchError, Tensor};
 
+use crate::scalar::{full, int, WithNumber};
+
 const M0: i64 = 0xD251_1F53;
 const M1: i64 = 0xCD9E_8D57;
 const W0: u32 = 0x9E37_79B9;
@@ -53,23 +55,24 @@ pub struct Philox {
 fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
     let [mut c0, mut c1, mut c2, mut c3] = c;
     let (mut k0, mut k1) = (key[0], key[1]);
+    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
     for _ in 0..10 {
-        let p0 = c0.f_mul_scalar(M0)?;
-        let p1 = c2.f_mul_scalar(M1)?;
+        let p0 = c0.f_mul(&m0)?;
+        let p1 = c2.f_mul(&m1)?;
         let hi0 = p0
-            .f_bitwise_right_shift_tensor_scalar(32)?
-            .f_bitwise_and(MASK)?;
-        let lo0 = p0.f_bitwise_and(MASK)?;
+            .f_bitwise_right_shift(&shift)?
+            .f_bitwise_and_tensor(&mask)?;
+        let lo0 = p0.f_bitwise_and_tensor(&mask)?;
         let hi1 = p1
-            .f_bitwise_right_shift_tensor_scalar(32)?
-            .f_bitwise_and(MASK)?;
-        let lo1 = p1.f_bitwise_and(MASK)?;
+            .f_bitwise_right_shift(&shift)?
+            .f_bitwise_and_tensor(&mask)?;
+        let lo1 = p1.f_bitwise_and_tensor(&mask)?;
         let n0 = hi1
             .f_bitwise_xor_tensor(&c1)?
-            .f_bitwise_xor(i64::from(k0))?;
+            .f_bitwise_xor_tensor(&int(i64::from(k0))?)?;
         let n2 = hi0
             .f_bitwise_xor_tensor(&c3)?
-            .f_bitwise_xor(i64::from(k1))?;
+            .f_bitwise_xor_tensor(&int(i64::from(k1))?)?;
         c0 = n0;
         c1 = lo1;
         c2 = n2;
@@ -84,11 +87,11 @@ fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
 /// as an integer `k`, then `(k + ½)·2⁻⁵²`, which float64 represents exactly
 /// (`k + ½ < 2⁵²`), so the value is never 0 nor 1.
 fn unit(a: &Tensor, b: &Tensor) -> Result<Tensor, TchError> {
-    a.f_bitwise_left_shift_tensor_scalar(20)?
-        .f_bitwise_or_tensor(&b.f_bitwise_right_shift_tensor_scalar(12)?)?
-        .f_to_kind(Kind::Double)?
-        .f_add_scalar(0.5)?
-        .f_mul_scalar(2f64.powi(-52))
+    let k = a
+        .f_bitwise_left_shift(&int(20)?)?
+        .f_bitwise_or_tensor(&b.f_bitwise_right_shift(&int(12)?)?)?
+        .f_to_kind(Kind::Double)?;
+    k.add_f64(0.5)?.mul_f64(2f64.powi(-52))
 }
 
 impl Philox {
@@ -118,8 +121,11 @@ impl Philox {
     /// tensors `[n]` with values in `[0, 2³²)`.
     pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
         let opts = (Kind::Int64, self.device);
-        let c0 = Tensor::f_arange_start(start, start + n, opts)?;
-        let word = |w: u32| Tensor::f_full([n], i64::from(w), opts);
+        // start, start + 1, …, start + n − 1 (`arange` without a number argument).
+        let c0 = Tensor::f_ones([n], opts)?
+            .f_cumsum(0, Kind::Int64)?
+            .f_add(&int(start - 1)?)?;
+        let word = |w: u32| full(&[n], &int(i64::from(w))?, opts);
         rounds([c0, word(tag[0])?, word(tag[1])?, word(tag[2])?], self.key)
     }
 
@@ -169,8 +175,8 @@ impl Philox {
     pub fn normal(&self, shape: &[i64], tag: [u32; 3]) -> Result<Tensor, TchError> {
         let n = shape.iter().product();
         self.fill_pairs(n, tag, |u1, u2| {
-            let r = u1.f_log()?.f_mul_scalar(-2.0)?.f_sqrt()?;
-            let theta = u2.f_mul_scalar(2.0 * std::f64::consts::PI)?;
+            let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
+            let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
             Ok((r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?))
         })?
         .f_reshape(shape)
@@ -185,10 +191,10 @@ impl Philox {
             )));
         }
         self.uniform(shape, tag)?
-            .f_mul_scalar(high as f64)?
+            .mul_f64(high as f64)?
             .f_floor()?
             .f_to_kind(Kind::Int64)?
-            .f_clamp_max(high - 1)
+            .f_clamp_max_tensor(&int(high - 1)?)
     }
 
     /// Float64 draws of Binomial(`trials`, `p`) by inversion: the smallest
@@ -204,10 +210,10 @@ impl Philox {
     ) -> Result<Tensor, TchError> {
         let cdf = binomial_cdf(trials, p).map_err(TchError::Kind)?;
         let last = cdf.len() as i64 - 1;
-        let table = Tensor::from_slice(&cdf).f_to_device(self.device)?;
+        let table = Tensor::f_from_slice(&cdf)?.f_to_device(self.device)?;
         let u = self.uniform(shape, tag)?;
         u.f_searchsorted(&table, false, false, "left", None::<Tensor>)?
-            .f_clamp_max(last)?
+            .f_clamp_max_tensor(&int(last)?)?
             .f_to_kind(Kind::Double)
     }
 }
@@ -263,6 +269,7 @@ pub fn binomial_cdf(n: u64, p: f64) -> Result<Vec<f64>, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)] // tests may panic
 mod tests {
     use super::*;
 

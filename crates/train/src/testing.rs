@@ -14,9 +14,10 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
-use tch::{Kind, Tensor};
+use tch::{Kind, TchError, Tensor};
 
 use crate::engine::{forward_backward, per_sample_cross_entropy, Batch, ClipCoefficients};
+use crate::error::{torch, Result};
 use crate::layers::{PerSampleGrad, Tape};
 use crate::models::Model;
 
@@ -44,9 +45,9 @@ impl<L: PerSampleGrad> Model for SingleLayer<L> {
     fn num_classes(&self) -> i64 {
         self.outputs
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
         // A tanh keeps the loss non-linear in the layer output.
-        crate::layers::ops::flatten(&self.layer.forward(x, tape)).tanh()
+        crate::layers::ops::tanh(&crate::layers::ops::flatten(&self.layer.forward(x, tape)?)?)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
         vec![("layer".to_string(), &self.layer as &dyn PerSampleGrad)]
@@ -65,10 +66,14 @@ pub fn close(what: &str, got: &Tensor, want: &Tensor, tol: f64) -> Result<(), St
     if got.numel() == 0 {
         return Ok(());
     }
-    let got = got.to_kind(Kind::Double);
-    let want = want.to_kind(Kind::Double);
-    let diff = (&got - &want).norm().double_value(&[]);
-    let scale = want.norm().double_value(&[]);
+    let norms = || -> Result<(f64, f64), TchError> {
+        let got = got.f_to_kind(Kind::Double)?;
+        let want = want.f_to_kind(Kind::Double)?;
+        let diff = got.f_sub(&want)?.f_norm()?.f_double_value(&[])?;
+        let scale = want.f_norm()?.f_double_value(&[])?;
+        Ok((diff, scale))
+    };
+    let (diff, scale) = norms().map_err(|e| format!("{what}: {e}"))?;
     // NaN fails too.
     if diff.is_nan() || diff > tol * scale {
         return Err(format!(
@@ -80,36 +85,43 @@ pub fn close(what: &str, got: &Tensor, want: &Tensor, tol: f64) -> Result<(), St
 }
 
 /// A float32 tensor of i.i.d. standard normals from ChaCha20 seeded with `seed`.
-pub fn normal_tensor(shape: &[i64], seed: u64) -> Tensor {
+pub fn normal_tensor(shape: &[i64], seed: u64) -> Result<Tensor> {
     let n: i64 = shape.iter().product();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let values: Vec<f32> = (0..n)
         .map(|_| rng.sample::<f64, _>(StandardNormal) as f32)
         .collect();
-    Tensor::from_slice(&values).reshape(shape)
+    torch("uploading a random tensor", || {
+        Tensor::f_from_slice(&values)?.f_reshape(shape)
+    })
 }
 
 /// A float32 tensor of i.i.d. `U[0, 1)` values from ChaCha20 seeded with `seed`.
-pub fn uniform_tensor(shape: &[i64], seed: u64) -> Tensor {
+pub fn uniform_tensor(shape: &[i64], seed: u64) -> Result<Tensor> {
     let n: i64 = shape.iter().product();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let values: Vec<f32> = (0..n).map(|_| rng.gen::<f32>()).collect();
-    Tensor::from_slice(&values).reshape(shape)
+    torch("uploading a random tensor", || {
+        Tensor::f_from_slice(&values)?.f_reshape(shape)
+    })
 }
 
 /// Random inputs `[B, M, sample]` (standard normal) and targets `[B, M]`
 /// (uniform classes), from ChaCha20 seeded with `seed`.
-pub fn random_batch(model: &dyn Model, b: i64, seed: u64) -> (Tensor, Tensor) {
+pub fn random_batch(model: &dyn Model, b: i64, seed: u64) -> Result<(Tensor, Tensor)> {
     let mut shape = vec![b, model.replicas()];
     shape.extend(model.sample_shape());
-    let x = normal_tensor(&shape, seed);
+    let x = normal_tensor(&shape, seed)?;
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     rng.set_stream(1);
     let classes = model.num_classes();
     let y: Vec<i64> = (0..b * model.replicas())
         .map(|_| rng.gen_range(0..classes))
         .collect();
-    (x, Tensor::from_slice(&y).reshape([b, model.replicas()]))
+    let y = torch("uploading random targets", || {
+        Tensor::f_from_slice(&y)?.f_reshape([b, model.replicas()])
+    })?;
+    Ok((x, y))
 }
 
 /// The oracle: per-sample gradients, per-sample squared norms and a
@@ -121,9 +133,10 @@ pub fn check_against_oracle(
     targets: &Tensor,
     tol: f64,
 ) -> Result<(), String> {
+    let text = |e: TchError| e.to_string();
     let batch = Batch::new(inputs.shallow_clone(), targets.shallow_clone());
     let bp = forward_backward(model, &batch).map_err(|e| e.to_string())?;
-    let psg = bp.per_sample_grads(model);
+    let psg = bp.per_sample_grads(model).map_err(|e| e.to_string())?;
     let params: Vec<(String, Tensor)> = model.named_parameters();
     if psg.len() != params.len() {
         return Err(format!(
@@ -146,17 +159,20 @@ pub fn check_against_oracle(
     }
     let ptensors: Vec<&Tensor> = params.iter().map(|(_, t)| t).collect();
     for i in 0..b {
-        let logits = model.forward(&inputs.narrow(0, i, 1), &mut Tape::off());
-        let losses = per_sample_cross_entropy(&logits, &targets.narrow(0, i, 1));
+        let x = inputs.f_narrow(0, i, 1).map_err(text)?;
+        let y = targets.f_narrow(0, i, 1).map_err(text)?;
+        let logits = model
+            .forward(&x, &mut Tape::off())
+            .map_err(|e| e.to_string())?;
+        let losses = per_sample_cross_entropy(&logits, &y).map_err(|e| e.to_string())?;
         for r in 0..m {
-            let loss = losses.get(0).get(r);
-            let grads = Tensor::f_run_backward(&[&loss], &ptensors, true, false)
-                .map_err(|e| e.to_string())?;
+            let loss = losses.f_get(0).and_then(|l| l.f_get(r)).map_err(text)?;
+            let grads = Tensor::f_run_backward(&[&loss], &ptensors, true, false).map_err(text)?;
             for ((g, (name, _)), o) in psg.iter().zip(&params).zip(&grads) {
                 close(
                     &format!("{name} slot {i} replica {r}"),
-                    &g.get(i).get(r),
-                    &o.get(r),
+                    &g.f_get(i).and_then(|g| g.f_get(r)).map_err(text)?,
+                    &o.f_get(r).map_err(text)?,
                     tol,
                 )?;
             }
@@ -164,14 +180,19 @@ pub fn check_against_oracle(
     }
     // Squared norms (ghost or materialised, as each layer chooses) against the
     // materialised per-sample gradients.
-    let mut sq = Tensor::zeros([b, m], (Kind::Float, tch::Device::Cpu));
+    let mut sq = Tensor::f_zeros([b, m], (Kind::Float, tch::Device::Cpu)).map_err(text)?;
     for g in &psg {
-        sq += g.square().flatten(2, -1).sum_dim_intlist(-1, false, None);
+        let _ = g
+            .f_square()
+            .and_then(|t| t.f_flatten(2, -1))
+            .and_then(|t| t.f_sum_dim_intlist(-1, false, None))
+            .and_then(|t| sq.f_add_(&t))
+            .map_err(text)?;
     }
     let norms = bp.norms(model, &batch).map_err(|e| e.to_string())?;
     close("per-sample squared norms", &norms.sq, &sq, tol)?;
     // Clipped sum with arbitrary coefficients against Σ_b c_b g_b.
-    let coef = uniform_tensor(&[b, m], b as u64 * 1_000 + m as u64);
+    let coef = uniform_tensor(&[b, m], b as u64 * 1_000 + m as u64).map_err(|e| e.to_string())?;
     let sums = bp
         .clipped_sum(
             model,
@@ -184,8 +205,12 @@ pub fn check_against_oracle(
         .map_err(|e| e.to_string())?;
     for ((s, g), (name, _)) in sums.0.iter().zip(&psg).zip(&params) {
         let mut cshape = vec![b, m];
-        cshape.extend(std::iter::repeat_n(1, g.dim() - 2));
-        let want = (g * coef.reshape(cshape.as_slice())).sum_dim_intlist(0, false, None);
+        cshape.extend(std::iter::repeat_n(1, g.dim().saturating_sub(2)));
+        let want = coef
+            .f_reshape(cshape.as_slice())
+            .and_then(|c| g.f_mul(&c))
+            .and_then(|t| t.f_sum_dim_intlist(0, false, None))
+            .map_err(text)?;
         close(&format!("{name} clipped sum"), s, &want, tol)?;
     }
     Ok(())

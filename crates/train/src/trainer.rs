@@ -11,7 +11,7 @@ use tch::{Device, Kind, Tensor};
 use crate::checkpoint::CheckpointMeta;
 use crate::config::{DatasetChoice, DeviceChoice, ModelConfig, TrainConfig};
 use crate::engine::{Batch, DpSgd, DpSgdConfig, Normaliser, StepReport};
-use crate::error::{invalid, Result, TrainError};
+use crate::error::{invalid, torch, Result, TrainError};
 use crate::init::Init;
 use crate::layers::Tape;
 use crate::models::{ConvNet, LeNet5, Mlp, Model, ResNet18, ShallowCnn, WideResNet};
@@ -120,7 +120,7 @@ pub fn build_model(
             let mut widths = vec![shape.iter().product::<i64>()];
             widths.extend(hidden);
             widths.push(classes);
-            Box::new(FlatMlp(Mlp::new(init, &widths), shape.clone()))
+            Box::new(FlatMlp(Mlp::new(init, &widths)?, shape.clone()))
         }
         ModelConfig::Lenet5 => {
             if shape != [1, 28, 28] {
@@ -130,7 +130,7 @@ pub fn build_model(
                     expected: "[1, 28, 28]".into(),
                 });
             }
-            Box::new(LeNet5::new(init, classes))
+            Box::new(LeNet5::new(init, classes)?)
         }
         ModelConfig::ShallowCnn => {
             if shape != [3, 32, 32] {
@@ -140,7 +140,7 @@ pub fn build_model(
                     expected: "[3, 32, 32]".into(),
                 });
             }
-            Box::new(ShallowCnn::new(init, classes))
+            Box::new(ShallowCnn::new(init, classes)?)
         }
         ModelConfig::Convnet => {
             if shape != [3, 32, 32] {
@@ -150,14 +150,14 @@ pub fn build_model(
                     expected: "[3, 32, 32]".into(),
                 });
             }
-            Box::new(ConvNet::new(init, classes))
+            Box::new(ConvNet::new(init, classes)?)
         }
         ModelConfig::Resnet18 { groups, .. } => Box::new(ResNet18::new(
             init,
             classes,
             *groups,
             image("ResNet-18 input")?,
-        )),
+        )?),
         ModelConfig::Wrn {
             depth,
             width,
@@ -170,7 +170,7 @@ pub fn build_model(
             classes,
             *groups,
             image("WRN input")?,
-        )),
+        )?),
     })
 }
 
@@ -188,8 +188,8 @@ impl Model for FlatMlp {
     fn num_classes(&self) -> i64 {
         self.0.num_classes()
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        self.0.forward(&crate::layers::ops::flatten(x), tape)
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        self.0.forward(&crate::layers::ops::flatten(x)?, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn crate::layers::PerSampleGrad)> {
         self.0.layers()
@@ -259,39 +259,40 @@ pub fn prepare_data(config: &TrainConfig) -> Result<(Dataset, Dataset)> {
 
 /// Gather records into `[B, M, record]` plus targets `[B, M]` and mask `[B, M]`:
 /// replica `m` gets `batches[m]`, padded with zeros up to the largest batch.
-pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Batch {
+pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Result<Batch> {
     crate::canary::gather_with_canaries(data, batches, None, &[], device)
 }
 
 /// Test accuracy of every replica, in chunks of at most 8,192 samples over all
 /// replicas (at least one record per chunk).
-pub fn evaluate(model: &dyn Model, data: &Dataset, device: Device) -> Vec<f64> {
+pub fn evaluate(model: &dyn Model, data: &Dataset, device: Device) -> Result<Vec<f64>> {
     let m = model.replicas() as usize;
     let n = data.len();
     let mut correct = vec![0f64; m];
     let step = (8192 / m.max(1)).max(1);
-    tch::no_grad(|| {
+    tch::no_grad(|| -> Result<()> {
         for start in (0..n).step_by(step) {
             let idx: Vec<usize> = (start..(start + step).min(n)).collect();
-            let batch = gather(data, &vec![idx; m], device);
-            let pred = model
-                .forward(&batch.inputs, &mut Tape::off())
-                .argmax(-1, false);
-            let hits = pred
-                .eq_tensor(&batch.targets)
-                .to_kind(Kind::Double)
-                .sum_dim_intlist(0, false, None);
-            let hits: Vec<f64> =
-                Vec::<f64>::try_from(hits.to_device(Device::Cpu)).unwrap_or_default();
+            let batch = gather(data, &vec![idx; m], device)?;
+            let logits = model.forward(&batch.inputs, &mut Tape::off())?;
+            let hits: Vec<f64> = torch("counting correct predictions", || {
+                let hits = logits
+                    .f_argmax(-1, false)?
+                    .f_eq_tensor(&batch.targets)?
+                    .f_to_kind(Kind::Double)?
+                    .f_sum_dim_intlist(0, false, None)?;
+                Vec::<f64>::try_from(hits.f_to_device(Device::Cpu)?)
+            })?;
             for (c, h) in correct.iter_mut().zip(hits) {
                 *c += h;
             }
         }
-    });
-    correct
+        Ok(())
+    })?;
+    Ok(correct
         .iter()
         .map(|c| if n > 0 { c / n as f64 } else { 0.0 })
-        .collect()
+        .collect())
 }
 
 /// The accountant's ε for the run (PLD, add/remove).
@@ -456,7 +457,7 @@ pub fn train(
             .iter_mut()
             .map(|s| s.next().map(|st| st.batch).unwrap_or_default())
             .collect();
-        let batch = gather(&train_data, &batches, device);
+        let batch = gather(&train_data, &batches, device)?;
         let report = dp.step(model.as_ref(), &batch)?;
         last_loss = if report.samples > 0.0 {
             report.loss_sum / report.samples
@@ -465,7 +466,7 @@ pub fn train(
         };
         observer.on_step(&report);
     }
-    let test_accuracy = evaluate(model.as_ref(), &test_data, device);
+    let test_accuracy = evaluate(model.as_ref(), &test_data, device)?;
     let privacy = account(&sampler, config, steps)?;
     Ok(TrainOutcome {
         model,

@@ -9,6 +9,9 @@
 //! libtorch's generator is process-global (STYLE.md); every test that trains
 //! holds [`TORCH`] so that `cargo test`'s threads cannot interleave noise draws.
 
+// Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::{Mutex, MutexGuard};
 
 use dpaudit_attacks::scores::{
@@ -110,7 +113,7 @@ fn host(t: &Tensor) -> Vec<f32> {
 
 /// `[M, P]` parameters as one host vector per replica.
 fn per_replica(model: &dyn Model) -> Vec<Vec<f32>> {
-    let flat = host(&flat_parameters(model));
+    let flat = host(&flat_parameters(model).unwrap());
     let p = model.num_parameters() as usize;
     flat.chunks(p).map(<[f32]>::to_vec).collect()
 }
@@ -145,8 +148,10 @@ fn autograd_canary_gradient(model: &dyn Model, p: &Prepared, j: usize) -> Vec<Ve
     let y = Tensor::from_slice(&[rec.labels()[j]])
         .reshape([1, 1])
         .expand([1, m], false);
-    let logits = model.forward(&x, &mut Tape::off());
-    let total = per_sample_cross_entropy(&logits, &y.contiguous()).sum(Kind::Float);
+    let logits = model.forward(&x, &mut Tape::off()).unwrap();
+    let total = per_sample_cross_entropy(&logits, &y.contiguous())
+        .unwrap()
+        .sum(Kind::Float);
     let params: Vec<Tensor> = model
         .named_parameters()
         .into_iter()
@@ -181,7 +186,7 @@ fn host_losses(model: &dyn Model, p: &Prepared) -> Vec<Vec<f32>> {
         .reshape([n as i64, 1, len as i64])
         .expand([n as i64, m as i64, len as i64], false)
         .contiguous();
-    let logits = tch::no_grad(|| model.forward(&x, &mut Tape::off()));
+    let logits = tch::no_grad(|| model.forward(&x, &mut Tape::off()).unwrap());
     let k = logits.size()[2] as usize;
     let z = host(&logits);
     (0..m)
@@ -269,7 +274,7 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
         &mut init,
     )
     .unwrap();
-    copy_replica_zero(model.as_ref());
+    copy_replica_zero(model.as_ref()).unwrap();
     let noise = NoiseStreams::new(&randomness, &runs);
     let mut dp = DpSgd::new(dp_config_of(p), noise).unwrap();
     if let Some(f) = p.fault {
@@ -340,7 +345,8 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
                     .collect()
             })
             .collect();
-        let batch = gather_with_canaries(&p.train, &batches, Some(&p.canaries), &extras, p.device);
+        let batch =
+            gather_with_canaries(&p.train, &batches, Some(&p.canaries), &extras, p.device).unwrap();
         let before = per_replica(model.as_ref());
         let g_t: Vec<Vec<Vec<f32>>> = if gradient {
             vec![fixed.clone(); replicas]
@@ -380,7 +386,7 @@ fn reference_chunk(p: &Prepared, chunk: u64) -> Trace {
         };
         book.before_step(model.as_ref(), &p.canaries).unwrap();
         dp.step(model.as_ref(), &batch).unwrap();
-        book.after_step(model.as_ref());
+        book.after_step(model.as_ref()).unwrap();
         let after = per_replica(model.as_ref());
         for r in 0..replicas {
             for j in 0..m {
@@ -628,11 +634,12 @@ struct ZeroFeature {
 impl ZeroFeature {
     fn new() -> Self {
         let batch = 6;
-        let x = dpaudit_train::testing::normal_tensor(&[batch + 1, 1, 5], 11);
+        let x = dpaudit_train::testing::normal_tensor(&[batch + 1, 1, 5], 11).unwrap();
         let _ = x.narrow(2, 0, 1).fill_(0.0);
         // The last slot carries the canary (or an exact zero).
         let _ = x.narrow(0, batch, 1).fill_(0.0);
         let y = dpaudit_train::testing::uniform_tensor(&[batch + 1, 1], 12)
+            .unwrap()
             .multiply_scalar(3.0)
             .floor()
             .to_kind(Kind::Int64);
@@ -640,7 +647,7 @@ impl ZeroFeature {
     }
 
     fn model() -> Mlp {
-        Mlp::new(&mut Init::new(5, 1, Device::Cpu), &[5, 4, 3])
+        Mlp::new(&mut Init::new(5, 1, Device::Cpu), &[5, 4, 3]).unwrap()
     }
 
     /// Trains `steps` steps from the same θ₀ and noise seed; the canary

@@ -1,9 +1,10 @@
 //! `nn.Conv2d` (stride, padding, groups) with per-sample gradients, stacked over
 //! replicas as one grouped convolution.
 
-use tch::{Kind, Tensor};
+use tch::{Kind, TchError, Tensor};
 
 use super::{PerSampleGrad, Recorded, Tape};
+use crate::error::{torch, Result};
 use crate::init::Init;
 
 /// Shape of a Conv2d layer (PyTorch `nn.Conv2d`, dilation 1).
@@ -99,7 +100,7 @@ pub struct Conv2d {
 impl Conv2d {
     /// PyTorch default initialisation: weight and bias `U(±1/√fan_in)`,
     /// `fan_in = in/groups · kh · kw`.
-    pub fn new(init: &mut Init, config: Conv2dConfig) -> Self {
+    pub fn new(init: &mut Init, config: Conv2dConfig) -> Result<Self> {
         let c = &config;
         let fan_in = c.in_channels / c.groups * c.kernel_size[0] * c.kernel_size[1];
         let bound = 1.0 / (fan_in as f64).sqrt();
@@ -111,14 +112,17 @@ impl Conv2d {
                 c.kernel_size[1],
             ],
             bound,
-        );
-        let bias = c.bias.then(|| init.uniform(&[c.out_channels], bound));
-        Self {
+        )?;
+        let bias = match c.bias {
+            true => Some(init.uniform(&[c.out_channels], bound)?),
+            false => None,
+        };
+        Ok(Self {
             weight,
             bias,
             config,
             norm_strategy: NormStrategy::Auto,
-        }
+        })
     }
 
     /// Output spatial size for an input of `h × w`; `None` if the kernel does not fit.
@@ -135,20 +139,20 @@ impl Conv2d {
     }
 
     /// `U` as `[B, M·g, (in/g)·kh·kw, L]`.
-    fn unfold(&self, input: &Tensor) -> Tensor {
+    fn unfold(&self, input: &Tensor) -> Result<Tensor, TchError> {
         let c = &self.config;
         let b = input.size()[0];
-        let u = input.im2col(c.kernel_size, [1, 1], c.padding, c.stride);
+        let u = input.f_im2col(c.kernel_size, [1, 1], c.padding, c.stride)?;
         let k = c.in_channels / c.groups * c.kernel_size[0] * c.kernel_size[1];
         let l = u.size()[2];
-        u.reshape([b, self.m() * c.groups, k, l])
+        u.f_reshape([b, self.m() * c.groups, k, l])
     }
 
     /// `δ` as `[B, M·g, out/g, L]`.
-    fn backprop_groups(&self, backprop: &Tensor) -> Tensor {
+    fn backprop_groups(&self, backprop: &Tensor) -> Result<Tensor, TchError> {
         let c = &self.config;
         let s = backprop.size();
-        backprop.reshape([
+        backprop.f_reshape([
             s[0],
             self.m() * c.groups,
             c.out_channels / c.groups,
@@ -182,83 +186,103 @@ impl PerSampleGrad for Conv2d {
         p
     }
 
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
         let c = &self.config;
         let m = self.m();
         let s = x.size();
+        if s.len() != 5 {
+            return Err(crate::TrainError::Shape {
+                what: "Conv2d input".into(),
+                got: s,
+                expected: "[B, M, C, H, W]".into(),
+            });
+        }
         let (b, h, w) = (s[0], s[3], s[4]);
-        let xin = x.reshape([b, m * c.in_channels, h, w]);
-        let wt = self.weight.reshape([
-            m * c.out_channels,
-            c.in_channels / c.groups,
-            c.kernel_size[0],
-            c.kernel_size[1],
-        ]);
-        let bias = self.bias.as_ref().map(|t| t.reshape([m * c.out_channels]));
-        let y = xin.conv2d(
-            &wt,
-            bias.as_ref(),
-            c.stride,
-            c.padding,
-            [1, 1],
-            m * c.groups,
-        );
-        tape.record(super::LayerId::of(self), &xin, &y);
+        let (xin, y) = torch("the forward pass of a Conv2d layer", || {
+            let xin = x.f_reshape([b, m * c.in_channels, h, w])?;
+            let wt = self.weight.f_reshape([
+                m * c.out_channels,
+                c.in_channels / c.groups,
+                c.kernel_size[0],
+                c.kernel_size[1],
+            ])?;
+            let bias = match &self.bias {
+                Some(t) => Some(t.f_reshape([m * c.out_channels])?),
+                None => None,
+            };
+            let y = xin.f_conv2d(
+                &wt,
+                bias.as_ref(),
+                c.stride,
+                c.padding,
+                [1, 1],
+                m * c.groups,
+            )?;
+            Ok((xin, y))
+        })?;
+        tape.record(super::LayerId::of(self), &xin, &y)?;
         let ys = y.size();
-        y.reshape([b, m, c.out_channels, ys[2], ys[3]])
+        torch("the forward pass of a Conv2d layer", || {
+            y.f_reshape([b, m, c.out_channels, ys[2], ys[3]])
+        })
     }
 
-    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor> {
-        let c = &self.config;
-        let b = backprop.size()[0];
-        let u = self.unfold(&rec.input);
-        let d = self.backprop_groups(backprop);
-        let g = Tensor::einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>);
-        let mut out = vec![g.reshape([
-            b,
-            self.m(),
-            c.out_channels,
-            c.in_channels / c.groups,
-            c.kernel_size[0],
-            c.kernel_size[1],
-        ])];
-        if self.bias.is_some() {
-            out.push(
-                backprop
-                    .sum_dim_intlist(&[2i64, 3][..], false, None)
-                    .reshape([b, self.m(), c.out_channels]),
-            );
-        }
-        out
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the per-sample gradients of a Conv2d layer", || {
+            let c = &self.config;
+            let b = backprop.size()[0];
+            let u = self.unfold(&rec.input)?;
+            let d = self.backprop_groups(backprop)?;
+            let g = Tensor::f_einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>)?;
+            let mut out = vec![g.f_reshape([
+                b,
+                self.m(),
+                c.out_channels,
+                c.in_channels / c.groups,
+                c.kernel_size[0],
+                c.kernel_size[1],
+            ])?];
+            if self.bias.is_some() {
+                out.push(
+                    backprop
+                        .f_sum_dim_intlist(&[2i64, 3][..], false, None)?
+                        .f_reshape([b, self.m(), c.out_channels])?,
+                );
+            }
+            Ok(out)
+        })
     }
 
-    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor {
-        let b = backprop.size()[0];
-        let m = self.m();
-        let u = self.unfold(&rec.input);
-        let d = self.backprop_groups(backprop);
-        let l = u.size()[3];
-        let w2 = if self.use_ghost(l) {
-            let gu = Tensor::einsum("bgkl,bgkn->bgln", &[&u, &u], None::<i64>);
-            let gd = Tensor::einsum("bgol,bgon->bgln", &[&d, &d], None::<i64>);
-            (gu * gd)
-                .reshape([b, m, self.config.groups * l * l])
-                .sum_dim_intlist(-1, false, None)
-        } else {
-            Tensor::einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>)
-                .square()
-                .reshape([b, m, self.weight.numel() as i64 / m])
-                .sum_dim_intlist(-1, false, None)
-        };
-        if self.bias.is_some() {
-            let gb = backprop.sum_dim_intlist(&[2i64, 3][..], false, None);
-            w2 + gb
-                .square()
-                .reshape([b, m, self.config.out_channels])
-                .sum_dim_intlist(-1, false, None)
-        } else {
-            w2
-        }
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor> {
+        torch("the per-sample squared norms of a Conv2d layer", || {
+            let b = backprop.size()[0];
+            let m = self.m();
+            let u = self.unfold(&rec.input)?;
+            let d = self.backprop_groups(backprop)?;
+            let l = u.size()[3];
+            let w2 = if self.use_ghost(l) {
+                let gu = Tensor::f_einsum("bgkl,bgkn->bgln", &[&u, &u], None::<i64>)?;
+                let gd = Tensor::f_einsum("bgol,bgon->bgln", &[&d, &d], None::<i64>)?;
+                gu.f_mul(&gd)?
+                    .f_reshape([b, m, self.config.groups * l * l])?
+                    .f_sum_dim_intlist(-1, false, None)?
+            } else {
+                Tensor::f_einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>)?
+                    .f_square()?
+                    .f_reshape([b, m, self.weight.numel() as i64 / m])?
+                    .f_sum_dim_intlist(-1, false, None)?
+            };
+            if self.bias.is_some() {
+                let gb = backprop.f_sum_dim_intlist(&[2i64, 3][..], false, None)?;
+                w2.f_add(
+                    &gb.f_square()?
+                        .f_reshape([b, m, self.config.out_channels])?
+                        .f_sum_dim_intlist(-1, false, None)?,
+                )
+            } else {
+                Ok(w2)
+            }
+        })
     }
 
     /// `Σ_b c_b ∇W_b` is the weight gradient of the recorded convolution for the
@@ -266,19 +290,26 @@ impl PerSampleGrad for Conv2d {
     /// (mkldnn, cuDNN) computes it from the recorded graph: one backward through
     /// this layer's convolution node alone, asking for the weight only, with no
     /// unfolded input and no per-sample tensor.
-    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor> {
-        let c = &self.config;
-        let m = self.m();
-        let bs = backprop.size();
-        let (b, l) = (bs[0], bs[2] * bs[3]);
-        // c ⊙ δ, with coef [B, M] broadcast over each replica's `out` channels.
-        let cd = backprop.reshape([b, m, c.out_channels, l]) * coef.reshape([b, m, 1, 1]);
-        // ∂/∂y of Σ y ⊙ (c ⊙ δ) is exactly c ⊙ δ (detached).
-        let target = (&rec.output * cd.reshape(bs.as_slice())).sum(Kind::Float);
-        let mut out = Tensor::run_backward(&[&target], &[&self.weight], true, false);
-        if self.bias.is_some() {
-            out.push(cd.sum_dim_intlist(&[0i64, 3][..], false, None));
-        }
-        out
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the clipped sum of a Conv2d layer", || {
+            let c = &self.config;
+            let m = self.m();
+            let bs = backprop.size();
+            let (b, l) = (bs[0], bs[2] * bs[3]);
+            // c ⊙ δ, with coef [B, M] broadcast over each replica's `out` channels.
+            let cd = backprop
+                .f_reshape([b, m, c.out_channels, l])?
+                .f_mul(&coef.f_reshape([b, m, 1, 1])?)?;
+            // ∂/∂y of Σ y ⊙ (c ⊙ δ) is exactly c ⊙ δ (detached).
+            let target = rec
+                .output
+                .f_mul(&cd.f_reshape(bs.as_slice())?)?
+                .f_sum(Kind::Float)?;
+            let mut out = Tensor::f_run_backward(&[&target], &[&self.weight], true, false)?;
+            if self.bias.is_some() {
+                out.push(cd.f_sum_dim_intlist(&[0i64, 3][..], false, None)?);
+            }
+            Ok(out)
+        })
     }
 }

@@ -6,6 +6,7 @@
 use tch::Tensor;
 
 use super::{PerSampleGrad, Recorded, Tape};
+use crate::error::{torch, Result};
 use crate::init::Init;
 
 /// Shape of a GroupNorm layer (PyTorch `nn.GroupNorm(num_groups, num_channels, eps)`,
@@ -50,14 +51,14 @@ pub struct GroupNorm {
 
 impl GroupNorm {
     /// PyTorch default initialisation: γ = 1, β = 0.
-    pub fn new(init: &mut Init, config: GroupNormConfig) -> Self {
-        let weight = init.constant(&[config.num_channels], 1.0);
-        let bias = init.constant(&[config.num_channels], 0.0);
-        Self {
+    pub fn new(init: &mut Init, config: GroupNormConfig) -> Result<Self> {
+        let weight = init.constant(&[config.num_channels], 1.0)?;
+        let bias = init.constant(&[config.num_channels], 0.0)?;
+        Ok(Self {
             weight,
             bias,
             config,
-        }
+        })
     }
 
     fn m(&self) -> i64 {
@@ -70,45 +71,77 @@ impl PerSampleGrad for GroupNorm {
         vec![("weight", &self.weight), ("bias", &self.bias)]
     }
 
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
         let m = self.m();
         let c = self.config.num_channels;
         let shape = x.size();
+        if shape.len() < 3 {
+            return Err(crate::TrainError::Shape {
+                what: "GroupNorm input".into(),
+                got: shape,
+                expected: "[B, M, C, ...]".into(),
+            });
+        }
         let b = shape[0];
         let spatial: i64 = shape[3..].iter().product();
-        let xin = x.reshape([b, m * c, spatial]);
-        let xhat = xin.group_norm(
-            m * self.config.num_groups,
-            None::<Tensor>,
-            None::<Tensor>,
-            self.config.eps,
-            true,
-        );
-        let y = &xhat * self.weight.reshape([1, m * c, 1]) + self.bias.reshape([1, m * c, 1]);
-        tape.record(super::LayerId::of(self), &xhat, &y);
-        y.reshape(shape.as_slice())
+        let (xhat, y) = torch("the forward pass of a GroupNorm layer", || {
+            let xin = x.f_reshape([b, m * c, spatial])?;
+            let xhat = xin.f_group_norm(
+                m * self.config.num_groups,
+                None::<Tensor>,
+                None::<Tensor>,
+                self.config.eps,
+                true,
+            )?;
+            let y = xhat
+                .f_mul(&self.weight.f_reshape([1, m * c, 1])?)?
+                .f_add(&self.bias.f_reshape([1, m * c, 1])?)?;
+            Ok((xhat, y))
+        })?;
+        tape.record(super::LayerId::of(self), &xhat, &y)?;
+        torch("the forward pass of a GroupNorm layer", || {
+            y.f_reshape(shape.as_slice())
+        })
     }
 
-    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor> {
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the per-sample gradients of a GroupNorm layer", || {
+            self.grads(rec, backprop)
+        })
+    }
+
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor> {
+        torch("the per-sample squared norms of a GroupNorm layer", || {
+            let g = self.grads(rec, backprop)?;
+            g[0].f_square()?
+                .f_add(&g[1].f_square()?)?
+                .f_sum_dim_intlist(-1, false, None)
+        })
+    }
+
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the clipped sum of a GroupNorm layer", || {
+            let g = self.grads(rec, backprop)?;
+            let c = coef.f_unsqueeze(-1)?;
+            g.iter()
+                .map(|t| t.f_mul(&c)?.f_sum_dim_intlist(0, false, None))
+                .collect()
+        })
+    }
+}
+
+impl GroupNorm {
+    /// `[∇γ, ∇β]`, `[B, M, C]` each.
+    fn grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>, tch::TchError> {
         let b = backprop.size()[0];
         let (m, c) = (self.m(), self.config.num_channels);
-        let gw = (backprop * &rec.input)
-            .sum_dim_intlist(-1, false, None)
-            .reshape([b, m, c]);
-        let gb = backprop.sum_dim_intlist(-1, false, None).reshape([b, m, c]);
-        vec![gw, gb]
-    }
-
-    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor {
-        let g = self.per_sample_grads(rec, backprop);
-        (g[0].square() + g[1].square()).sum_dim_intlist(-1, false, None)
-    }
-
-    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor> {
-        let g = self.per_sample_grads(rec, backprop);
-        let c = coef.unsqueeze(-1);
-        g.iter()
-            .map(|t| (t * &c).sum_dim_intlist(0, false, None))
-            .collect()
+        let gw = backprop
+            .f_mul(&rec.input)?
+            .f_sum_dim_intlist(-1, false, None)?
+            .f_reshape([b, m, c])?;
+        let gb = backprop
+            .f_sum_dim_intlist(-1, false, None)?
+            .f_reshape([b, m, c])?;
+        Ok(vec![gw, gb])
     }
 }

@@ -3,6 +3,7 @@
 use tch::Tensor;
 
 use super::{PerSampleGrad, Recorded, Tape};
+use crate::error::{torch, Result};
 use crate::init::Init;
 
 /// Shape of a Linear layer (PyTorch `nn.Linear(in_features, out_features, bias)`).
@@ -35,17 +36,18 @@ pub struct Linear {
 
 impl Linear {
     /// PyTorch default initialisation: weight and bias `U(±1/√in)`.
-    pub fn new(init: &mut Init, config: LinearConfig) -> Self {
+    pub fn new(init: &mut Init, config: LinearConfig) -> Result<Self> {
         let bound = 1.0 / (config.in_features as f64).sqrt();
-        let weight = init.uniform(&[config.out_features, config.in_features], bound);
-        let bias = config
-            .bias
-            .then(|| init.uniform(&[config.out_features], bound));
-        Self {
+        let weight = init.uniform(&[config.out_features, config.in_features], bound)?;
+        let bias = match config.bias {
+            true => Some(init.uniform(&[config.out_features], bound)?),
+            false => None,
+        };
+        Ok(Self {
             weight,
             bias,
             config,
-        }
+        })
     }
 }
 
@@ -58,50 +60,77 @@ impl PerSampleGrad for Linear {
         p
     }
 
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        // [B, M, in] → [M, B, in] ×bmm [M, in, out] → [M, B, out] → [B, M, out]
-        let xt = x.transpose(0, 1);
-        let wt = self.weight.transpose(1, 2);
-        let y = match &self.bias {
-            Some(b) => b.unsqueeze(1).baddbmm(&xt, &wt, 1.0, 1.0),
-            None => xt.bmm(&wt),
-        }
-        .transpose(0, 1);
-        tape.record(super::LayerId::of(self), x, &y);
-        y
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let y = torch("the forward pass of a Linear layer", || {
+            // [B, M, in] → [M, B, in] ×bmm [M, in, out] → [M, B, out] → [B, M, out]
+            let xt = x.f_transpose(0, 1)?;
+            let wt = self.weight.f_transpose(1, 2)?;
+            match &self.bias {
+                // `bias + x Wᵀ`: baddbmm in place on the bias broadcast to
+                // [M, B, out], which is what the out-of-place baddbmm
+                // computes (tch's out-of-place one takes β, α as numbers; see
+                // `crate::scalar`).
+                Some(b) => {
+                    let s = xt.size();
+                    let (m, batch) = (
+                        s.first().copied().unwrap_or(0),
+                        s.get(1).copied().unwrap_or(0),
+                    );
+                    let bias = b
+                        .f_unsqueeze(1)?
+                        .f_expand([m, batch, self.config.out_features], false)?;
+                    let mut y = bias.f_empty_like()?;
+                    y.f_copy_(&bias)?;
+                    let _ = y.f_baddbmm_(&xt, &wt)?;
+                    Ok(y)
+                }
+                None => xt.f_bmm(&wt),
+            }?
+            .f_transpose(0, 1)
+        })?;
+        tape.record(super::LayerId::of(self), x, &y)?;
+        Ok(y)
     }
 
-    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor> {
-        let mut g = vec![Tensor::einsum(
-            "bmo,bmi->bmoi",
-            &[backprop, &rec.input],
-            None::<i64>,
-        )];
-        if self.bias.is_some() {
-            g.push(backprop.shallow_clone());
-        }
-        g
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the per-sample gradients of a Linear layer", || {
+            let mut g = vec![Tensor::f_einsum(
+                "bmo,bmi->bmoi",
+                &[backprop, &rec.input],
+                None::<i64>,
+            )?];
+            if self.bias.is_some() {
+                g.push(backprop.shallow_clone());
+            }
+            Ok(g)
+        })
     }
 
-    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor {
-        let d2 = backprop.square().sum_dim_intlist(-1, false, None);
-        let x2 = rec.input.square().sum_dim_intlist(-1, false, None);
-        let w = &x2 * &d2;
-        if self.bias.is_some() {
-            w + d2
-        } else {
-            w
-        }
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor> {
+        torch("the per-sample squared norms of a Linear layer", || {
+            let d2 = backprop.f_square()?.f_sum_dim_intlist(-1, false, None)?;
+            let x2 = rec.input.f_square()?.f_sum_dim_intlist(-1, false, None)?;
+            let w = x2.f_mul(&d2)?;
+            if self.bias.is_some() {
+                w.f_add(&d2)
+            } else {
+                Ok(w)
+            }
+        })
     }
 
-    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor> {
-        let cd = backprop * coef.unsqueeze(-1); // [B, M, out]
-                                                // [M, out, B] × [M, B, in] → [M, out, in]
-        let gw = cd.permute([1, 2, 0]).bmm(&rec.input.transpose(0, 1));
-        let mut g = vec![gw];
-        if self.bias.is_some() {
-            g.push(cd.sum_dim_intlist(0, false, None));
-        }
-        g
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Result<Vec<Tensor>> {
+        torch("the clipped sum of a Linear layer", || {
+            let cd = backprop.f_mul(&coef.f_unsqueeze(-1)?)?; // [B, M, out]
+                                                              // [M, out, B] × [M, B, in] → [M, out, in]
+            let gw = cd
+                .f_permute([1, 2, 0])?
+                .f_bmm(&rec.input.f_transpose(0, 1)?)?;
+            let mut g = vec![gw];
+            if self.bias.is_some() {
+                g.push(cd.f_sum_dim_intlist(0, false, None)?);
+            }
+            Ok(g)
+        })
     }
 }

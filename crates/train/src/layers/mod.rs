@@ -17,6 +17,8 @@
 
 use tch::Tensor;
 
+use crate::error::{torch, Result};
+
 pub mod conv2d;
 pub mod group_norm;
 pub mod linear;
@@ -76,14 +78,15 @@ impl Tape {
 
     /// Record one trainable layer (called by the layers themselves, with
     /// `LayerId::of(self)`).
-    pub fn record(&mut self, layer: LayerId, input: &Tensor, output: &Tensor) {
+    pub fn record(&mut self, layer: LayerId, input: &Tensor, output: &Tensor) -> Result<()> {
         if let Some(r) = self.records.as_mut() {
             r.push(Recorded {
                 layer,
-                input: input.detach(),
+                input: torch("recording a layer's input", || input.f_detach())?,
                 output: output.shallow_clone(),
             });
         }
+        Ok(())
     }
 
     /// The records, in forward order.
@@ -99,24 +102,27 @@ impl Tape {
 /// Shapes: parameters are `[M, <PyTorch shape>]`; per-sample gradients
 /// `[B, M, <PyTorch shape>]`; norms and coefficients `[B, M]`; clipped sums
 /// `[M, <PyTorch shape>]`.
+///
+/// Every method that calls into libtorch returns its error (a shape mismatch,
+/// an allocation that fails) as [`crate::TrainError::Torch`], never panics.
 pub trait PerSampleGrad: std::fmt::Debug {
     /// Parameters in PyTorch registration order with their PyTorch names
     /// (`weight`, `bias`).
     fn parameters(&self) -> Vec<(&'static str, &Tensor)>;
 
     /// One forward pass; records itself on `tape`.
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor;
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor>;
 
     /// Per-sample gradients of every parameter, `[B, M, ...]` each.
-    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Vec<Tensor>;
+    fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>>;
 
     /// Per-sample squared gradient norms over all parameters of this layer,
     /// `[B, M]`; ghost norms where they are cheaper.
-    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Tensor;
+    fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor>;
 
     /// `Σ_b coef[b, m] · g[b, m]` for every parameter, `[M, ...]` each, without
     /// materialising the per-sample gradients where possible.
-    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Vec<Tensor>;
+    fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Result<Vec<Tensor>>;
 }
 
 /// The number of replicas `M` of a parameter tensor `[M, ...]`.

@@ -8,6 +8,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
 use crate::models::Model;
@@ -29,7 +30,7 @@ pub struct ConvNet {
 
 impl ConvNet {
     /// For `[3, 32, 32]` inputs and `classes` outputs.
-    pub fn new(init: &mut Init, classes: i64) -> Self {
+    pub fn new(init: &mut Init, classes: i64) -> Result<Self> {
         let fc = |init: &mut Init, i, o| {
             Linear::new(
                 init,
@@ -40,13 +41,13 @@ impl ConvNet {
                 },
             )
         };
-        Self {
-            conv1: Conv2d::new(init, Conv2dConfig::new(3, 6, 5)),
-            conv2: Conv2d::new(init, Conv2dConfig::new(6, 16, 5)),
-            fc1: fc(init, 400, 120),
-            fc2: fc(init, 120, 84),
-            fc3: fc(init, 84, classes),
-        }
+        Ok(Self {
+            conv1: Conv2d::new(init, Conv2dConfig::new(3, 6, 5))?,
+            conv2: Conv2d::new(init, Conv2dConfig::new(6, 16, 5))?,
+            fc1: fc(init, 400, 120)?,
+            fc2: fc(init, 120, 84)?,
+            fc3: fc(init, 84, classes)?,
+        })
     }
 }
 
@@ -60,11 +61,11 @@ impl Model for ConvNet {
     fn num_classes(&self) -> i64 {
         self.fc3.config.out_features
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        let h = ops::max_pool2d(&ops::relu(&self.conv1.forward(x, tape)), 2, 2);
-        let h = ops::max_pool2d(&ops::relu(&self.conv2.forward(&h, tape)), 2, 2);
-        let h = ops::relu(&self.fc1.forward(&ops::flatten(&h), tape));
-        let h = ops::relu(&self.fc2.forward(&h, tape));
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let h = ops::max_pool2d(&ops::relu(&self.conv1.forward(x, tape)?)?, 2, 2)?;
+        let h = ops::max_pool2d(&ops::relu(&self.conv2.forward(&h, tape)?)?, 2, 2)?;
+        let h = ops::relu(&self.fc1.forward(&ops::flatten(&h)?, tape)?)?;
+        let h = ops::relu(&self.fc2.forward(&h, tape)?)?;
         self.fc3.forward(&h, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {

@@ -8,6 +8,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
 use crate::models::Model;
@@ -27,7 +28,7 @@ pub struct LeNet5 {
     pub fc3: Linear,
 }
 
-fn fc(init: &mut Init, i: i64, o: i64) -> Linear {
+fn fc(init: &mut Init, i: i64, o: i64) -> Result<Linear> {
     Linear::new(
         init,
         LinearConfig {
@@ -40,14 +41,14 @@ fn fc(init: &mut Init, i: i64, o: i64) -> Linear {
 
 impl LeNet5 {
     /// For `[1, 28, 28]` inputs and `classes` outputs.
-    pub fn new(init: &mut Init, classes: i64) -> Self {
-        Self {
-            conv1: Conv2d::new(init, Conv2dConfig::new(1, 6, 5).padding(2)),
-            conv2: Conv2d::new(init, Conv2dConfig::new(6, 16, 5)),
-            fc1: fc(init, 400, 120),
-            fc2: fc(init, 120, 84),
-            fc3: fc(init, 84, classes),
-        }
+    pub fn new(init: &mut Init, classes: i64) -> Result<Self> {
+        Ok(Self {
+            conv1: Conv2d::new(init, Conv2dConfig::new(1, 6, 5).padding(2))?,
+            conv2: Conv2d::new(init, Conv2dConfig::new(6, 16, 5))?,
+            fc1: fc(init, 400, 120)?,
+            fc2: fc(init, 120, 84)?,
+            fc3: fc(init, 84, classes)?,
+        })
     }
 }
 
@@ -61,11 +62,11 @@ impl Model for LeNet5 {
     fn num_classes(&self) -> i64 {
         self.fc3.config.out_features
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        let h = ops::avg_pool2d(&ops::tanh(&self.conv1.forward(x, tape)), 2, 2);
-        let h = ops::avg_pool2d(&ops::tanh(&self.conv2.forward(&h, tape)), 2, 2);
-        let h = ops::tanh(&self.fc1.forward(&ops::flatten(&h), tape));
-        let h = ops::tanh(&self.fc2.forward(&h, tape));
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let h = ops::avg_pool2d(&ops::tanh(&self.conv1.forward(x, tape)?)?, 2, 2)?;
+        let h = ops::avg_pool2d(&ops::tanh(&self.conv2.forward(&h, tape)?)?, 2, 2)?;
+        let h = ops::tanh(&self.fc1.forward(&ops::flatten(&h)?, tape)?)?;
+        let h = ops::tanh(&self.fc2.forward(&h, tape)?)?;
         self.fc3.forward(&h, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {

@@ -7,6 +7,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Linear, LinearConfig, PerSampleGrad, Tape};
 use crate::models::Model;
@@ -21,7 +22,7 @@ pub struct Mlp {
 
 impl Mlp {
     /// `widths = [in, hidden…, classes]`, at least two entries.
-    pub fn new(init: &mut Init, widths: &[i64]) -> Self {
+    pub fn new(init: &mut Init, widths: &[i64]) -> Result<Self> {
         let fcs: Vec<Linear> = widths
             .windows(2)
             .map(|w| {
@@ -34,13 +35,13 @@ impl Mlp {
                     },
                 )
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let names = (1..=fcs.len()).map(|i| format!("fc{i}")).collect();
-        Self { fcs, names }
+        Ok(Self { fcs, names })
     }
 
     /// The Purchase-100 MLP of paper 000: 600 → 32 → 100.
-    pub fn purchase100(init: &mut Init) -> Self {
+    pub fn purchase100(init: &mut Init) -> Result<Self> {
         Self::new(init, &[600, 32, 100])
     }
 }
@@ -55,15 +56,15 @@ impl Model for Mlp {
     fn num_classes(&self) -> i64 {
         self.fcs.last().map_or(0, |l| l.config.out_features)
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
         let mut h = x.shallow_clone();
         for (i, fc) in self.fcs.iter().enumerate() {
-            h = fc.forward(&h, tape);
+            h = fc.forward(&h, tape)?;
             if i + 1 < self.fcs.len() {
-                h = ops::relu(&h);
+                h = ops::relu(&h)?;
             }
         }
-        h
+        Ok(h)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
         self.names

@@ -3,6 +3,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::layers::{PerSampleGrad, Tape};
 
 pub mod convnet;
@@ -31,9 +32,10 @@ pub trait Model: std::fmt::Debug {
     fn num_classes(&self) -> i64;
 
     /// `[B, M, sample_shape] → [B, M, num_classes]` logits. Every trainable layer
-    /// is called exactly once and records itself on `tape` in the order of
-    /// [`Model::layers`].
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor;
+    /// is called exactly once and records itself on `tape`. A libtorch error
+    /// (an input of the wrong shape, an allocation that fails) is returned as
+    /// [`crate::TrainError`], never a panic.
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor>;
 
     /// The trainable layers with their PyTorch module paths (e.g. `conv1`,
     /// `layer1.0.conv1`), in forward order, which is also PyTorch's

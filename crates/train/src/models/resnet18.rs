@@ -11,6 +11,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{
     ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
@@ -18,7 +19,7 @@ use crate::layers::{
 };
 use crate::models::Model;
 
-fn gn(init: &mut Init, groups: i64, c: i64) -> GroupNorm {
+fn gn(init: &mut Init, groups: i64, c: i64) -> Result<GroupNorm> {
     GroupNorm::new(init, GroupNormConfig::capped(groups, c))
 }
 
@@ -38,43 +39,45 @@ pub struct BasicBlock {
 }
 
 impl BasicBlock {
-    fn new(init: &mut Init, groups: i64, cin: i64, cout: i64, stride: i64) -> Self {
+    fn new(init: &mut Init, groups: i64, cin: i64, cout: i64, stride: i64) -> Result<Self> {
         let conv1 = Conv2d::new(
             init,
             Conv2dConfig::new(cin, cout, 3)
                 .stride(stride)
                 .padding(1)
                 .no_bias(),
-        );
-        let bn1 = gn(init, groups, cout);
-        let conv2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias());
-        let bn2 = gn(init, groups, cout);
-        let shortcut = (stride != 1 || cin != cout).then(|| {
-            (
+        )?;
+        let bn1 = gn(init, groups, cout)?;
+        let conv2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias())?;
+        let bn2 = gn(init, groups, cout)?;
+        let shortcut = if stride != 1 || cin != cout {
+            Some((
                 Conv2d::new(
                     init,
                     Conv2dConfig::new(cin, cout, 1).stride(stride).no_bias(),
-                ),
-                gn(init, groups, cout),
-            )
-        });
-        Self {
+                )?,
+                gn(init, groups, cout)?,
+            ))
+        } else {
+            None
+        };
+        Ok(Self {
             conv1,
             bn1,
             conv2,
             bn2,
             shortcut,
-        }
+        })
     }
 
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        let h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape), tape));
-        let h = self.bn2.forward(&self.conv2.forward(&h, tape), tape);
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape)?, tape)?)?;
+        let h = self.bn2.forward(&self.conv2.forward(&h, tape)?, tape)?;
         let s = match &self.shortcut {
-            Some((c, n)) => n.forward(&c.forward(x, tape), tape),
+            Some((c, n)) => n.forward(&c.forward(x, tape)?, tape)?,
             None => x.shallow_clone(),
         };
-        ops::relu(&ops::residual_add(&s, &h))
+        ops::relu(&ops::residual_add(&s, &h)?)
     }
 
     fn layers<'a>(&'a self, p: &str, out: &mut Vec<(String, &'a dyn PerSampleGrad)>) {
@@ -106,18 +109,18 @@ pub struct ResNet18 {
 impl ResNet18 {
     /// For `[3, H, W]` inputs, `classes` outputs and GroupNorm with
     /// `min(groups, C)` groups.
-    pub fn new(init: &mut Init, classes: i64, groups: i64, sample: [i64; 3]) -> Self {
+    pub fn new(init: &mut Init, classes: i64, groups: i64, sample: [i64; 3]) -> Result<Self> {
         let conv1 = Conv2d::new(
             init,
             Conv2dConfig::new(sample[0], 64, 3).padding(1).no_bias(),
-        );
-        let bn1 = gn(init, groups, 64);
+        )?;
+        let bn1 = gn(init, groups, 64)?;
         let mut cin = 64;
         let mut stages = Vec::new();
         for (i, &w) in [64i64, 128, 256, 512].iter().enumerate() {
             let stride = if i == 0 { 1 } else { 2 };
-            let b0 = BasicBlock::new(init, groups, cin, w, stride);
-            let b1 = BasicBlock::new(init, groups, w, w, 1);
+            let b0 = BasicBlock::new(init, groups, cin, w, stride)?;
+            let b1 = BasicBlock::new(init, groups, w, w, 1)?;
             stages.push(vec![b0, b1]);
             cin = w;
         }
@@ -128,14 +131,14 @@ impl ResNet18 {
                 out_features: classes,
                 bias: true,
             },
-        );
-        Self {
+        )?;
+        Ok(Self {
             conv1,
             bn1,
             stages,
             linear,
             sample: sample.to_vec(),
-        }
+        })
     }
 }
 
@@ -149,14 +152,14 @@ impl Model for ResNet18 {
     fn num_classes(&self) -> i64 {
         self.linear.config.out_features
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        let mut h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape), tape));
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let mut h = ops::relu(&self.bn1.forward(&self.conv1.forward(x, tape)?, tape)?)?;
         for stage in &self.stages {
             for block in stage {
-                h = block.forward(&h, tape);
+                h = block.forward(&h, tape)?;
             }
         }
-        self.linear.forward(&ops::global_avg_pool(&h), tape)
+        self.linear.forward(&ops::global_avg_pool(&h)?, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
         let mut v: Vec<(String, &dyn PerSampleGrad)> =

@@ -9,6 +9,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
 use crate::models::Model;
@@ -26,12 +27,12 @@ pub struct ShallowCnn {
 
 impl ShallowCnn {
     /// For `[3, 32, 32]` inputs and `classes` outputs.
-    pub fn new(init: &mut Init, classes: i64) -> Self {
+    pub fn new(init: &mut Init, classes: i64) -> Result<Self> {
         let chans = [(3, 32), (32, 32), (32, 64), (64, 64), (64, 128), (128, 128)];
         let convs = chans
             .iter()
             .map(|&(i, o)| Conv2d::new(init, Conv2dConfig::new(i, o, 3).padding(1)))
-            .collect();
+            .collect::<Result<_>>()?;
         let fc1 = Linear::new(
             init,
             LinearConfig {
@@ -39,7 +40,7 @@ impl ShallowCnn {
                 out_features: 128,
                 bias: true,
             },
-        );
+        )?;
         let fc2 = Linear::new(
             init,
             LinearConfig {
@@ -47,8 +48,8 @@ impl ShallowCnn {
                 out_features: classes,
                 bias: true,
             },
-        );
-        Self { convs, fc1, fc2 }
+        )?;
+        Ok(Self { convs, fc1, fc2 })
     }
 }
 
@@ -62,14 +63,14 @@ impl Model for ShallowCnn {
     fn num_classes(&self) -> i64 {
         self.fc2.config.out_features
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
         let mut h = x.shallow_clone();
         for pair in self.convs.chunks(2) {
-            h = ops::tanh(&pair[0].forward(&h, tape));
-            h = ops::tanh(&pair[1].forward(&h, tape));
-            h = ops::max_pool2d(&h, 2, 2);
+            h = ops::tanh(&pair[0].forward(&h, tape)?)?;
+            h = ops::tanh(&pair[1].forward(&h, tape)?)?;
+            h = ops::max_pool2d(&h, 2, 2)?;
         }
-        let h = ops::tanh(&self.fc1.forward(&ops::flatten(&h), tape));
+        let h = ops::tanh(&self.fc1.forward(&ops::flatten(&h)?, tape)?)?;
         self.fc2.forward(&h, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {

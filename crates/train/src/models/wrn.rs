@@ -11,6 +11,7 @@
 
 use tch::Tensor;
 
+use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{
     ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
@@ -18,7 +19,7 @@ use crate::layers::{
 };
 use crate::models::Model;
 
-fn gn(init: &mut Init, groups: i64, c: i64) -> GroupNorm {
+fn gn(init: &mut Init, groups: i64, c: i64) -> Result<GroupNorm> {
     GroupNorm::new(init, GroupNormConfig::capped(groups, c))
 }
 
@@ -60,39 +61,41 @@ impl WideResNet {
         classes: i64,
         groups: i64,
         sample: [i64; 3],
-    ) -> Self {
+    ) -> Result<Self> {
         let n = (depth - 4) / 6;
         let w = [16, 16 * k, 32 * k, 64 * k];
         let conv = Conv2d::new(
             init,
             Conv2dConfig::new(sample[0], 16, 3).padding(1).no_bias(),
-        );
+        )?;
         let mut blocks = Vec::new();
         for g in 0..3 {
             for i in 0..n {
                 let cin = if i == 0 { w[g] } else { w[g + 1] };
                 let cout = w[g + 1];
                 let stride = if i == 0 && g > 0 { 2 } else { 1 };
-                let n1 = gn(init, groups, cin);
+                let n1 = gn(init, groups, cin)?;
                 let c1 = Conv2d::new(
                     init,
                     Conv2dConfig::new(cin, cout, 3)
                         .stride(stride)
                         .padding(1)
                         .no_bias(),
-                );
-                let n2 = gn(init, groups, cout);
-                let c2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias());
-                let sc = (cin != cout || stride != 1).then(|| {
-                    Conv2d::new(
+                )?;
+                let n2 = gn(init, groups, cout)?;
+                let c2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias())?;
+                let sc = if cin != cout || stride != 1 {
+                    Some(Conv2d::new(
                         init,
                         Conv2dConfig::new(cin, cout, 1).stride(stride).no_bias(),
-                    )
-                });
+                    )?)
+                } else {
+                    None
+                };
                 blocks.push(WideBlock { n1, c1, n2, c2, sc });
             }
         }
-        let norm = gn(init, groups, w[3]);
+        let norm = gn(init, groups, w[3])?;
         let fc = Linear::new(
             init,
             LinearConfig {
@@ -100,14 +103,14 @@ impl WideResNet {
                 out_features: classes,
                 bias: true,
             },
-        );
-        Self {
+        )?;
+        Ok(Self {
             conv,
             blocks,
             norm,
             fc,
             sample: sample.to_vec(),
-        }
+        })
     }
 }
 
@@ -121,20 +124,20 @@ impl Model for WideResNet {
     fn num_classes(&self) -> i64 {
         self.fc.config.out_features
     }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Tensor {
-        let mut h = self.conv.forward(x, tape);
+    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
+        let mut h = self.conv.forward(x, tape)?;
         for b in &self.blocks {
-            let o = ops::relu(&b.n1.forward(&h, tape));
-            let y = b.c1.forward(&o, tape);
-            let y = b.c2.forward(&ops::relu(&b.n2.forward(&y, tape)), tape);
+            let o = ops::relu(&b.n1.forward(&h, tape)?)?;
+            let y = b.c1.forward(&o, tape)?;
+            let y = b.c2.forward(&ops::relu(&b.n2.forward(&y, tape)?)?, tape)?;
             let s = match &b.sc {
-                Some(sc) => sc.forward(&o, tape),
+                Some(sc) => sc.forward(&o, tape)?,
                 None => h.shallow_clone(),
             };
-            h = ops::residual_add(&y, &s);
+            h = ops::residual_add(&y, &s)?;
         }
-        let h = ops::relu(&self.norm.forward(&h, tape));
-        self.fc.forward(&ops::global_avg_pool(&h), tape)
+        let h = ops::relu(&self.norm.forward(&h, tape)?)?;
+        self.fc.forward(&ops::global_avg_pool(&h)?, tape)
     }
     fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
         let mut v: Vec<(String, &dyn PerSampleGrad)> = vec![("conv".into(), &self.conv)];
