@@ -18,8 +18,6 @@ use crate::error::{PanoramiaError, Result};
 use crate::nn::{read_meta, save_tensors, to_host, Adam};
 use crate::records::{epoch_batches, Records};
 
-type TResult<T> = std::result::Result<T, tch::TchError>;
-
 /// `[n, shape…]` records as the `[n, 1, shape…]` input of a one-replica model.
 fn model_input(data: &Records, idx: &[usize], device: Device) -> Result<Tensor> {
     data.batch(idx, device)?
@@ -27,9 +25,12 @@ fn model_input(data: &Records, idx: &[usize], device: Device) -> Result<Tensor> 
         .map_err(PanoramiaError::torch("shaping a model input"))
 }
 
-fn logits(model: &dyn Model, x: &Tensor) -> TResult<Tensor> {
+fn logits(model: &dyn Model, x: &Tensor) -> Result<Tensor> {
     // [n, 1, classes] → [n, classes]
-    model.forward(x, &mut Tape::off()).f_select(1, 0)
+    model
+        .forward(x, &mut Tape::off())?
+        .f_select(1, 0)
+        .map_err(PanoramiaError::torch("selecting the one replica's logits"))
 }
 
 /// A fresh one-replica model of `config` for records of `shape`.
@@ -69,10 +70,8 @@ pub fn fit_model(
             let y = Tensor::from_slice(&y)
                 .f_to_device(device)
                 .map_err(PanoramiaError::torch("moving labels"))?;
-            let loss = logits(model, &x)
-                .and_then(|l| {
-                    l.f_cross_entropy_loss::<Tensor>(&y, None, tch::Reduction::Mean, -100, 0.0)
-                })
+            let loss = logits(model, &x)?
+                .f_cross_entropy_loss::<Tensor>(&y, None, tch::Reduction::Mean, -100, 0.0)
                 .map_err(PanoramiaError::torch(format!("the {name}'s forward pass")))?;
             loss.f_backward()
                 .map_err(PanoramiaError::torch(format!("the {name}'s backward pass")))?;
@@ -104,8 +103,8 @@ pub fn losses(model: &dyn Model, data: &Records, device: Device) -> Result<Vec<f
                 .f_to_device(device)
                 .and_then(|y| y.f_unsqueeze(1))
                 .map_err(PanoramiaError::torch("moving labels"))?;
-            let l = logits(model, &x)
-                .and_then(|l| l.f_log_softmax(-1, Kind::Double))
+            let l = logits(model, &x)?
+                .f_log_softmax(-1, Kind::Double)
                 .and_then(|lp| lp.f_gather(1, &y, false))
                 .and_then(|g| g.f_neg())
                 .map_err(PanoramiaError::torch("computing per-record losses"))?;
@@ -123,8 +122,8 @@ pub fn predict(model: &dyn Model, data: &Records, device: Device) -> Result<Vec<
         for start in (0..data.len()).step_by(1024) {
             let idx: Vec<usize> = (start..(start + 1024).min(data.len())).collect();
             let x = model_input(data, &idx, device)?;
-            let p = logits(model, &x)
-                .and_then(|l| l.f_argmax(-1, false))
+            let p = logits(model, &x)?
+                .f_argmax(-1, false)
                 .and_then(|p| p.f_to_device(Device::Cpu))
                 .map_err(PanoramiaError::torch("predicting classes"))?;
             out.extend(
