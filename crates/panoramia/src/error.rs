@@ -73,6 +73,9 @@ pub enum PanoramiaError {
     /// From the training engine (targets, checkpoints, data preparation).
     #[error(transparent)]
     Train(#[from] TrainError),
+    /// The out-dir is locked by another process, unwritable, or a write failed.
+    #[error(transparent)]
+    Experiment(#[from] dpaudit_experiment::ExperimentError),
     /// From the audit statistics.
     #[error(transparent)]
     Audit(#[from] AuditError),

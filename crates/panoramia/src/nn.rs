@@ -12,7 +12,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 
 use dpaudit_data::seed::SeedKey;
@@ -258,25 +257,7 @@ pub fn restore(params: &[Tensor], saved: &[Tensor]) -> Result<()> {
 /// Write `bytes` to a hidden temporary file beside `path`, sync it, rename it
 /// over `path` and sync the directory: the file appears whole or not at all.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let fail =
-        |e: &dyn std::fmt::Display| crate::error::out_err(path, format!("cannot write: {e}"));
-    std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".panoramia-")
-        .tempfile_in(dir)
-        .map_err(|e| fail(&e))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| fail(&e))?;
-    tmp.persist(path).map_err(|e| fail(&e.error))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(dpaudit_experiment::outdir::write_atomic(path, bytes)?)
 }
 
 struct Raw {

@@ -814,6 +814,11 @@ pub fn run(
 ) -> Result<AuditReport> {
     config.validate(file)?;
     let fp = config.fingerprint();
+    // The lock is held until the pipeline returns: a second process on this
+    // out-dir is refused with the holder's pid and host, and an unwritable
+    // out-dir is refused before anything is computed.
+    let _lock =
+        dpaudit_experiment::outdir::OutDir::open(out, &format!("dpaudit panoramia {file}"))?;
     guard_out_dir(config, out, &fp)?;
     let device = trainer::resolve_device(config.device, "device")?;
     let rnd = Randomness::replayable(config.seed);

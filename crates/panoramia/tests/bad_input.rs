@@ -169,3 +169,32 @@ fn config_errors_name_file_and_field() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_second_process_on_the_same_out_dir_is_refused_before_any_work() {
+    let (dir, data) = setup();
+    let text = common::head(r#"kind = "real_holdout""#, "same-data", 400)
+        + &common::target("a", &data, 1, 900);
+    let cfg = PanoramiaConfig::from_toml(&text, "t.toml").unwrap();
+    let out = dir.path().join("out");
+    // Another holder of the out-dir (this test process, as another command).
+    let held = dpaudit_experiment::OutDir::open(&out, "another dpaudit").unwrap();
+    let err = run(&cfg, "t.toml", &out, &mut Quiet).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, PanoramiaError::Experiment(_)), "{msg}");
+    let pid = format!("pid {}", std::process::id());
+    assert!(
+        msg.contains(&pid) && msg.contains("another dpaudit"),
+        "{msg}"
+    );
+    // Nothing was computed: the out-dir holds only the other holder's lock.
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![dpaudit_experiment::outdir::LOCK_FILE.to_string()]
+    );
+    drop(held);
+}

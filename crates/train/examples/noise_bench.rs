@@ -20,51 +20,6 @@ fn main() {
         .unwrap_or(20);
     println!("| parameters per replica | replicas | libtorch randn | replayable | secure | replayable / randn | secure / randn |");
     println!("|---|---|---|---|---|---|---|");
-    {
-        let key = dpaudit_data::seed::RunSeed(1).stream(dpaudit_data::seed::Stream::Noise);
-        let mut out = vec![0f32; 61_706];
-        let start = Instant::now();
-        for i in 0..iters {
-            dpaudit_train::noise::fill_gaussian(key, i as u64, 1.0, 1, &mut out);
-        }
-        eprintln!(
-            "fill_gaussian alone: {:.2} ms",
-            start.elapsed().as_secs_f64() * 1e3 / iters as f64
-        );
-        let start = Instant::now();
-        for _ in 0..iters {
-            let _t = Tensor::from_slice(&out);
-        }
-        eprintln!(
-            "from_slice: {:.3} ms",
-            start.elapsed().as_secs_f64() * 1e3 / iters as f64
-        );
-        let t = Tensor::from_slice(&out).reshape([1, 61_706]);
-        let start = Instant::now();
-        for _ in 0..iters {
-            let _ = t.narrow(1, 0, 61_706).reshape([1, 61_706]);
-        }
-        eprintln!(
-            "narrow+reshape: {:.3} ms",
-            start.elapsed().as_secs_f64() * 1e3 / iters as f64
-        );
-        let start = Instant::now();
-        for _ in 0..iters {
-            let _ = t.to_device(Device::Cpu);
-        }
-        eprintln!(
-            "to_device: {:.3} ms",
-            start.elapsed().as_secs_f64() * 1e3 / iters as f64
-        );
-        let start = Instant::now();
-        for _ in 0..iters {
-            let _ = std::thread::available_parallelism();
-        }
-        eprintln!(
-            "available_parallelism: {:.3} ms",
-            start.elapsed().as_secs_f64() * 1e3 / iters as f64
-        );
-    }
     for (p, m) in [
         (61_706i64, 1usize),
         (179_556, 1),

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind};
 
-use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
+use dpaudit_accounting::EpsilonUpperBound;
 use dpaudit_data::dataset::Dataset;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{Randomness, RunSeed, Stream};
@@ -21,6 +21,7 @@ use crate::canary::{
     Canaries, CanaryConfig, CanaryKind, CoordinateChoice, Extra, InitChoice, Insertion,
     ObservationSetup, ScoreBook, ScoreKind,
 };
+use crate::claim::Participation;
 use crate::config::TrainConfig;
 use crate::engine::{DpSgd, Fault, Override, SlotOverride};
 use crate::error::{invalid, Result, TrainError};
@@ -347,58 +348,23 @@ pub struct ChunkScores {
     pub test_accuracy: Vec<f64>,
 }
 
-/// The accountant's ε for one canary of the experiment (PLD, add/remove).
-///
-/// * deterministic insertion (`every = k`): the canary is in `⌊T/k⌋` known
-///   steps, so the run is the composition of that many Gaussian mechanisms
-///   (spec 001 §5: only insertion steps are composed, no subsampling);
-/// * sampled under Poisson: DP-SGD with rate `q` over `T` steps;
-/// * sampled under a shuffle sampler: accounted as Poisson with `q = B/n`, the
-///   common practice spec 000 shows to be invalid (flagged).
+/// The accountant's ε for one canary of the experiment (PLD, add/remove),
+/// from [`crate::claim`]: a canary inserted every `k`-th step is in `⌊T/k⌋`
+/// known steps; a sampled canary is accounted as its sampler's records are.
 pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<ClaimedBound> {
     let sigma = config.train.dp.noise_multiplier;
-    let steps = config.steps();
-    let (event, assumption, valid) = match (config.canary.insertion, sampler) {
-        (Insertion::Every, _) => {
-            let p = steps / config.canary.every;
-            (
-                MechanismEvent::fixed_batches(sigma, p),
-                format!(
-                    "canary inserted in {p} known steps (every {} of {steps}): composition of {p} Gaussian \
-                     mechanisms, σ = {sigma}, no subsampling",
-                    config.canary.every
-                ),
-                true,
-            )
-        }
-        (Insertion::Sampled, Sampler::Poisson(s)) => (
-            MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
-            format!(
-                "Poisson sampling, q = {}, {steps} steps, σ = {sigma}",
-                s.sample_rate()
-            ),
-            true,
-        ),
-        (Insertion::Sampled, other) => {
-            let q = other.batch_size().unwrap_or(1) as f64 / other.num_records() as f64;
-            (
-                MechanismEvent::dpsgd(q, sigma, steps),
-                format!(
-                    "{} sampler accounted as Poisson with q = B/n = {q:.6}, {steps} steps (common practice; NOT a \
-                     valid bound for shuffled batches, spec 000)",
-                    other.kind()
-                ),
-                false,
-            )
-        }
+    let participation = match config.canary.insertion {
+        Insertion::Every => Participation::EveryKth {
+            every: config.canary.every,
+        },
+        Insertion::Sampled => Participation::Sampled {
+            sampler,
+            // The fixed sequence does not depend on the run's sampler key.
+            key: RunSeed(config.train.seed).stream(Stream::Sampler),
+        },
     };
-    let bound = dpaudit_accounting::epsilon(
-        &event,
-        config.train.delta,
-        Accountant::Pld,
-        NeighbouringRelation::AddOrRemove,
-    )
-    .map_err(|e| {
+    let claim = crate::claim::mechanism(participation, sigma, config.steps());
+    let bound = crate::claim::claimed_epsilon(&claim, config.train.delta).map_err(|e| {
         invalid(
             "train.dp.noise_multiplier",
             sigma,
@@ -407,8 +373,11 @@ pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<Cla
     })?;
     Ok(ClaimedBound {
         bound,
-        assumption,
-        valid_for_sampler: valid,
+        assumption: match config.canary.insertion {
+            Insertion::Every => format!("canary {}", claim.assumption),
+            Insertion::Sampled => format!("canary sampled like a record: {}", claim.assumption),
+        },
+        valid_for_sampler: claim.valid_for_sampler,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod bgm;
 pub mod canary;
 pub mod checkpoint;
+pub mod claim;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -2,13 +2,14 @@
 //! accuracy → accountant's ε → checkpoint. Progress goes to an [`Observer`]; the
 //! CLI owns the progress bar.
 
-use dpaudit_accounting::{Accountant, EpsilonUpperBound, MechanismEvent, NeighbouringRelation};
+use dpaudit_accounting::EpsilonUpperBound;
 use dpaudit_data::dataset::{Dataset, DatasetKind, Normalization};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{Mode, Randomness, RunSeed, Stream};
 use tch::{Device, Kind, Tensor};
 
 use crate::checkpoint::CheckpointMeta;
+use crate::claim::Participation;
 use crate::config::{DatasetChoice, DeviceChoice, ModelConfig, TrainConfig};
 use crate::engine::{Batch, DpSgd, DpSgdConfig, Normaliser, StepReport};
 use crate::error::{invalid, torch, Result, TrainError};
@@ -310,56 +311,14 @@ pub fn account(
         value: sigma.to_string(),
         expected: format!("a value the accountant accepts: {e}"),
     };
-    let n = sampler.num_records() as f64;
-    let (event, assumption, valid) = match sampler {
-        Sampler::Poisson(s) => (
-            MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
-            format!("Poisson sampling, q = {}, {steps} steps", s.sample_rate()),
-            true,
-        ),
-        Sampler::FixedSequence(_) => {
-            // The fixed sequence is public (spec 001 §5): a record is in a known
-            // set of batches; account the most frequent record's participations.
-            let mut count = vec![0u64; sampler.num_records()];
-            // The fixed sequence does not depend on the run's sampler key.
-            let key = RunSeed(config.seed).stream(Stream::Sampler);
-            for step in sampler.steps(key, 0).take(steps as usize) {
-                for i in step.batch {
-                    count[i] += 1;
-                }
-            }
-            let p = count.into_iter().max().unwrap_or(0).max(1);
-            (
-                MechanismEvent::fixed_batches(sigma, p),
-                format!("fixed public batches, {p} participations"),
-                true,
-            )
-        }
-        other => {
-            let b = other.batch_size().unwrap_or(1) as f64;
-            (
-                MechanismEvent::dpsgd(b / n, sigma, steps),
-                format!(
-                    "{} sampler accounted as Poisson with q = B/n = {:.6} (common practice; NOT a valid bound for \
-                     shuffled batches, spec 000)",
-                    other.kind(),
-                    b / n
-                ),
-                false,
-            )
-        }
-    };
-    let bound = dpaudit_accounting::epsilon(
-        &event,
-        config.delta,
-        Accountant::Pld,
-        NeighbouringRelation::AddOrRemove,
-    )
-    .map_err(acc_err)?;
+    // The fixed sequence does not depend on the run's sampler key.
+    let key = RunSeed(config.seed).stream(Stream::Sampler);
+    let claim = crate::claim::mechanism(Participation::Sampled { sampler, key }, sigma, steps);
+    let bound = crate::claim::claimed_epsilon(&claim, config.delta).map_err(acc_err)?;
     Ok(Some(PrivacyReport {
         bound,
-        assumption,
-        valid_for_sampler: valid,
+        assumption: claim.assumption,
+        valid_for_sampler: claim.valid_for_sampler,
     }))
 }
 
