@@ -10,14 +10,12 @@
 //! transposed one, whose weight is `[in, out, k, k]`). Nothing is drawn from
 //! libtorch's global generator.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::Path;
 
 use dpaudit_data::seed::SeedKey;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use safetensors::tensor::{Dtype, SafeTensors, View};
+use safetensors::tensor::{Dtype, SafeTensors};
 use tch::{Device, Kind, Tensor};
 
 use crate::error::{PanoramiaError, Result};
@@ -260,56 +258,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(dpaudit_experiment::outdir::write_atomic(path, bytes)?)
 }
 
-struct Raw {
-    shape: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl View for &Raw {
-    fn dtype(&self) -> Dtype {
-        Dtype::F32
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(&self.bytes)
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
 /// The metadata key of the pipeline's safetensors files.
 pub const META_KEY: &str = "dpaudit_panoramia";
 
 /// Save named tensors as safetensors (f32) with `meta` (JSON) under
 /// [`META_KEY`], atomically.
 pub fn save_tensors(path: &Path, params: &[(String, Tensor)], meta: &str) -> Result<()> {
-    let mut raws = Vec::with_capacity(params.len());
-    for (name, t) in params {
-        let t = t
-            .f_detach()
-            .and_then(|t| t.f_to_device(Device::Cpu))
-            .and_then(|t| t.f_to_kind(Kind::Float))
-            .and_then(|t| t.f_contiguous())
-            .map_err(PanoramiaError::torch("copying a parameter to save"))?;
-        let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
-        let values = Vec::<f32>::try_from(
-            t.f_reshape([-1])
-                .map_err(PanoramiaError::torch("flattening a parameter"))?,
-        )
-        .map_err(PanoramiaError::torch("copying a parameter to save"))?;
-        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        raws.push((name.clone(), Raw { shape, bytes }));
-    }
-    let info = HashMap::from([(META_KEY.to_string(), meta.to_string())]);
     let bytes =
-        safetensors::tensor::serialize(raws.iter().map(|(n, r)| (n.as_str(), r)), Some(info))
-            .map_err(|e| PanoramiaError::Checkpoint {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+        dpaudit_train::checkpoint::safetensors_bytes(path, params, META_KEY, meta.to_string())?;
     write_atomic(path, &bytes)
 }
 

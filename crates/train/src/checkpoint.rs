@@ -132,6 +132,36 @@ pub fn replica_path(path: &Path, r: i64, m: i64) -> PathBuf {
     path.with_file_name(format!("{stem}.replica{r}.safetensors"))
 }
 
+/// `tensors` as a safetensors file (f32, copied to the host) with `json`
+/// under the metadata key `key`; `path` (where it will go) names errors.
+pub fn safetensors_bytes(
+    path: &Path,
+    tensors: &[(String, Tensor)],
+    key: &str,
+    json: String,
+) -> Result<Vec<u8>> {
+    let mut raws = Vec::with_capacity(tensors.len());
+    for (name, t) in tensors {
+        let t = t
+            .f_detach()
+            .and_then(|t| t.f_to_device(Device::Cpu))
+            .and_then(|t| t.f_to_kind(Kind::Float))
+            .and_then(|t| t.f_contiguous())
+            .map_err(TrainError::torch("copying a tensor to save"))?;
+        let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
+        let values = Vec::<f32>::try_from(
+            t.f_reshape([-1])
+                .map_err(TrainError::torch("flattening a tensor"))?,
+        )
+        .map_err(TrainError::torch("copying a tensor to save"))?;
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        raws.push((name.clone(), Raw { shape, bytes }));
+    }
+    let info = HashMap::from([(key.to_string(), json)]);
+    safetensors::tensor::serialize(raws.iter().map(|(n, r)| (n.as_str(), r)), Some(info))
+        .map_err(|e| checkpoint_err(path, e))
+}
+
 /// Write every replica of `model` with its metadata (the `replica` field is
 /// set per file); returns the files written.
 pub fn save(model: &dyn Model, path: &Path, meta: &CheckpointMeta) -> Result<Vec<PathBuf>> {
@@ -140,30 +170,20 @@ pub fn save(model: &dyn Model, path: &Path, meta: &CheckpointMeta) -> Result<Vec
     let mut written = Vec::new();
     for r in 0..m {
         let file = replica_path(path, r, m);
-        let mut raws = Vec::with_capacity(params.len());
-        for (name, t) in &params {
-            let t = t
-                .f_get(r)
-                .and_then(|t| t.f_to_device(Device::Cpu))
-                .and_then(|t| t.f_to_kind(Kind::Float))
-                .and_then(|t| t.f_contiguous())
-                .map_err(TrainError::torch("copying a parameter for the checkpoint"))?;
-            let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
-            let values = Vec::<f32>::try_from(
-                t.f_reshape([-1])
-                    .map_err(TrainError::torch("flattening a parameter"))?,
-            )
-            .map_err(TrainError::torch("copying a parameter for the checkpoint"))?;
-            let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            raws.push((name.clone(), Raw { shape, bytes }));
-        }
+        let tensors = params
+            .iter()
+            .map(|(name, t)| {
+                Ok((
+                    name.clone(),
+                    t.f_get(r)
+                        .map_err(TrainError::torch("selecting a replica"))?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut meta = meta.clone();
         meta.replica = r as u64;
         let json = serde_json::to_string(&meta).map_err(|e| checkpoint_err(&file, e))?;
-        let info = HashMap::from([(KEY.to_string(), json)]);
-        let bytes =
-            safetensors::tensor::serialize(raws.iter().map(|(n, r)| (n.as_str(), r)), Some(info))
-                .map_err(|e| checkpoint_err(&file, e))?;
+        let bytes = safetensors_bytes(&file, &tensors, KEY, json)?;
         write_atomically(&file, &bytes)?;
         written.push(file);
     }
