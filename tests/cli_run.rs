@@ -722,8 +722,9 @@ mod out_dir_faults {
 /// finalized, gives the audit `dpaudit run` gives.
 #[test]
 fn the_library_chunk_by_chunk_equals_dpaudit_run() {
+    use dpaudit_experiment::chunk::Prepared;
+    use dpaudit_experiment::settings::ExperimentConfig;
     use dpaudit_experiment::{merge, ExperimentDir, Finalized, OutDir, Shard};
-    use dpaudit_train::experiment::{ExperimentConfig, Prepared};
     use dpaudit_train::trainer::Silent;
 
     let dir = tempfile::tempdir().unwrap();

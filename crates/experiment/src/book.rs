@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use dpaudit_train::canary::ScoreKind;
-use dpaudit_train::experiment::ChunkScores;
+use crate::canaries::ScoreKind;
+use crate::chunk::ChunkScores;
 
 use crate::error::{ExperimentError, Result};
 

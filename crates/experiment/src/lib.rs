@@ -1,6 +1,11 @@
 //! Experiments: audits as many training runs, resumable, shardable and
 //! mergeable, in an out-dir that defends itself, and as Slurm job arrays.
 //!
+//! - [`settings`]: the experiment file and the claimed ε of one canary.
+//! - [`canaries`]: canaries, their insertion and inclusion bits, and the
+//!   scores of every threat model, computed on the device.
+//! - [`chunk`]: a chunk of runs trained as one replica stack, a pure function
+//!   of the config and the chunk index.
 //! - [`outdir`]: the exclusive lock, atomic and checksummed writes, the
 //!   format version.
 //! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
@@ -12,11 +17,20 @@
 //! - [`runner`]: an experiment bound to its out-dir: claim, resume,
 //!   finalize, merge; and in memory.
 
+// The training modules call libtorch only through its fallible API, as
+// `dpaudit-train` does (the same `clippy.toml`; tests allow the lints).
+#![deny(clippy::disallowed_methods)]
+
 pub mod book;
+#[deny(clippy::arithmetic_side_effects)]
+pub mod canaries;
+#[deny(clippy::arithmetic_side_effects)]
+pub mod chunk;
 pub mod error;
 pub mod outdir;
 pub mod report;
 pub mod runner;
+pub mod settings;
 pub mod shard;
 pub mod slurm;
 

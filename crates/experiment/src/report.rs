@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::canaries::ScoreKind;
+use crate::settings::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
 use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
@@ -16,8 +18,6 @@ use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig
 use dpaudit_audit::report::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::scores::{Method, Observations, Selection};
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
-use dpaudit_train::canary::ScoreKind;
-use dpaudit_train::experiment::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
 
 use crate::book::ScoreRow;
 use crate::error::{ExperimentError, Result};
@@ -208,7 +208,7 @@ pub fn analyse(
     } = claim;
     let delta = config.train.delta;
     // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
-    let gaussian_shaped = config.canary.insertion == dpaudit_train::canary::Insertion::Every;
+    let gaussian_shaped = config.canary.insertion == crate::canaries::Insertion::Every;
     let mut lower_bounds = Vec::new();
     let mut notes = Vec::new();
     for (k, &kind) in config.audit.scores.iter().enumerate() {
@@ -387,11 +387,9 @@ pub fn analyse(
 pub fn describe_canary(config: &ExperimentConfig) -> String {
     let c = &config.canary;
     let when = match c.insertion {
-        dpaudit_train::canary::Insertion::Every if c.every == 1 => {
-            "inserted at every step".to_string()
-        }
-        dpaudit_train::canary::Insertion::Every => format!("inserted every {} steps", c.every),
-        dpaudit_train::canary::Insertion::Sampled => "sampled like a record".to_string(),
+        crate::canaries::Insertion::Every if c.every == 1 => "inserted at every step".to_string(),
+        crate::canaries::Insertion::Every => format!("inserted every {} steps", c.every),
+        crate::canaries::Insertion::Sampled => "sampled like a record".to_string(),
     };
     let mut s = format!(
         "{} × {:?}, {when}, {} steps",
@@ -399,7 +397,7 @@ pub fn describe_canary(config: &ExperimentConfig) -> String {
         c.kind,
         config.steps()
     );
-    if c.kind == dpaudit_train::canary::CanaryKind::Dirac {
+    if c.kind == crate::canaries::CanaryKind::Dirac {
         s.push_str(&format!(", coordinate {:?}", c.coordinate));
     }
     if c.scale != 1.0 {
@@ -495,7 +493,7 @@ pub fn write_plots(
     rows: &[ScoreRow],
 ) -> Result<()> {
     let plots = Path::new("plots");
-    let gaussian_shaped = config.canary.insertion == dpaudit_train::canary::Insertion::Every;
+    let gaussian_shaped = config.canary.insertion == crate::canaries::Insertion::Every;
     for (k, kind) in config.audit.scores.iter().enumerate() {
         let members: Vec<f64> = rows
             .iter()

@@ -28,10 +28,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::canaries::inclusion_bits;
+use crate::chunk::Prepared;
+use crate::settings::ExperimentConfig;
 use dpaudit_data::seed::RunSeed;
-use dpaudit_train::canary::inclusion_bits;
 use dpaudit_train::engine::Fault;
-use dpaudit_train::experiment::{ExperimentConfig, Prepared};
 use dpaudit_train::trainer::Observer;
 
 use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};

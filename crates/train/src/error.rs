@@ -120,7 +120,7 @@ impl TrainError {
 
 /// Run `f`, a sequence of libtorch calls chained with `?`, and wrap its error
 /// as [`TrainError::Torch`] with `context` (what the engine was doing).
-pub(crate) fn torch<T>(context: &str, f: impl FnOnce() -> Result<T, tch::TchError>) -> Result<T> {
+pub fn torch<T>(context: &str, f: impl FnOnce() -> Result<T, tch::TchError>) -> Result<T> {
     f().map_err(|source| TrainError::Torch {
         context: context.to_string(),
         source,
@@ -128,7 +128,7 @@ pub(crate) fn torch<T>(context: &str, f: impl FnOnce() -> Result<T, tch::TchErro
 }
 
 /// A [`TrainError::InvalidConfig`] for `field`, its `value` and what was expected.
-pub(crate) fn invalid(
+pub fn invalid(
     field: &str,
     value: impl std::fmt::Display,
     expected: impl Into<String>,

@@ -17,13 +17,12 @@
 
 pub mod bench;
 pub mod bgm;
-pub mod canary;
 pub mod checkpoint;
 pub mod claim;
 pub mod config;
 pub mod engine;
 pub mod error;
-pub mod experiment;
+pub mod gather;
 pub mod init;
 pub mod layers;
 pub mod models;
@@ -31,7 +30,7 @@ pub mod noise;
 pub mod philox;
 pub mod preflight;
 pub mod runtime;
-mod scalar;
+pub mod scalar;
 pub mod testing;
 pub mod trainer;
 

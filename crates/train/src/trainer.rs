@@ -261,7 +261,7 @@ pub fn prepare_data(config: &TrainConfig) -> Result<(Dataset, Dataset)> {
 /// Gather records into `[B, M, record]` plus targets `[B, M]` and mask `[B, M]`:
 /// replica `m` gets `batches[m]`, padded with zeros up to the largest batch.
 pub fn gather(data: &Dataset, batches: &[Vec<usize>], device: Device) -> Result<Batch> {
-    crate::canary::gather_with_canaries(data, batches, None, &[], device)
+    crate::gather::gather_slots(data, batches, None, None, &[], device)
 }
 
 /// Test accuracy of every replica, in chunks of at most 8,192 samples over all

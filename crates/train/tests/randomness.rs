@@ -1,6 +1,6 @@
 //! The randomness a run owns: secure runs cannot be reproduced from anything
-//! they write, replayable runs reproduce exactly, and concurrent runs in one
-//! process do not disturb each other.
+//! they write, and replayable runs reproduce exactly. (Concurrent experiments
+//! are tested in `crates/experiment/tests/chunk_randomness.rs`.)
 
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
 #![allow(clippy::disallowed_methods)]
@@ -10,7 +10,6 @@ use std::path::Path;
 use dpaudit_data::seed::{Mode, Randomness};
 use dpaudit_train::checkpoint;
 use dpaudit_train::config::TrainConfig;
-use dpaudit_train::experiment::{ExperimentConfig, Prepared};
 use dpaudit_train::trainer::{train, Silent};
 use dpaudit_train::Model;
 use tch::Tensor;
@@ -115,77 +114,4 @@ fn nothing_a_secure_run_writes_determines_its_noise() {
             "seed {seed} reproduced the secure run"
         );
     }
-}
-
-/// A small Dirac-canary experiment on the synthetic Purchase-100 stand-in.
-fn experiment(seed: u64, replicas: usize) -> ExperimentConfig {
-    let text = format!(
-        r#"
-runs = 12
-[train]
-seed = {seed}
-replicas = {replicas}
-steps = 3
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-train_size = 200
-normalize = false
-[train.sampler]
-kind = "shuffle"
-batch_size = 20
-last_batch = "drop"
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac", "iterates"]
-methods = ["eps_delta"]
-"#
-    );
-    ExperimentConfig::from_toml(&text, "randomness test").unwrap()
-}
-
-/// `scores[kind][run]` of all runs of an experiment, chunk by chunk.
-fn all_scores(p: &Prepared) -> Vec<Vec<f64>> {
-    let mut out: Vec<Vec<f64>> = vec![Vec::new(); p.config.audit.scores.len()];
-    for chunk in 0..p.config.chunks() {
-        let c = p.run_chunk(chunk, &mut Silent).unwrap();
-        for (k, per_kind) in c.scores.iter().enumerate() {
-            out[k].extend(per_kind.iter().map(|canaries| canaries[0]));
-        }
-    }
-    out
-}
-
-#[test]
-fn two_experiments_on_two_threads_score_as_each_does_alone() {
-    let scores = |seed, replicas| {
-        let p = Prepared::new(&experiment(seed, replicas), None).unwrap();
-        all_scores(&p)
-    };
-    let alone = (scores(21, 4), scores(22, 6));
-    let together = std::thread::scope(|s| {
-        let ta = s.spawn(|| scores(21, 4));
-        let tb = s.spawn(|| scores(22, 6));
-        (ta.join().unwrap(), tb.join().unwrap())
-    });
-    assert_eq!(alone, together);
-    assert_ne!(alone.0, alone.1);
-}
-
-#[test]
-fn an_experiments_scores_do_not_depend_on_its_replica_stack() {
-    let by = |replicas| all_scores(&Prepared::new(&experiment(23, replicas), None).unwrap());
-    let twelve = by(12);
-    assert_eq!(by(3), twelve);
-    assert_eq!(by(5), twelve);
 }

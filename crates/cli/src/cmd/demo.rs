@@ -277,7 +277,7 @@ fn canary_audit(runs: u64, seed: u64, quiet: bool) -> anyhow::Result<CanaryAudit
         runs >= 20,
         "--canary-runs must be 0 or at least 20, got {runs}"
     );
-    let mut config = dpaudit_train::experiment::ExperimentConfig::from_toml(
+    let mut config = dpaudit_experiment::settings::ExperimentConfig::from_toml(
         CANARY_CONFIG,
         "the demo's canary audit",
     )?;

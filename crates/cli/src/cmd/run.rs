@@ -9,10 +9,11 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
+use dpaudit_experiment::chunk::Prepared;
 use dpaudit_experiment::report::AuditReport;
+use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
 use dpaudit_train::engine::Fault;
-use dpaudit_train::experiment::{ExperimentConfig, Prepared};
 use dpaudit_train::trainer::Observer;
 use dpaudit_train::StepReport;
 

@@ -28,7 +28,7 @@ use anyhow::Context;
 use dpaudit_data::seed::Mode;
 use serde::Serialize;
 
-use dpaudit_train::experiment::ExperimentConfig;
+use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_train::Fault;
 
 use super::run::run_in_memory;

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::slurm::{submit, write_scripts, SlurmPlan};
-use dpaudit_train::experiment::ExperimentConfig;
 
 /// Arguments of `dpaudit slurm`.
 #[derive(Debug, clap::Args)]

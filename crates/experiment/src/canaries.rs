@@ -1,14 +1,16 @@
 //! Canaries and their scores: what an audit inserts into DP-SGD and how it
-//! scores each canary afterwards (issue 6 points 1–2).
+//! scores each canary afterwards.
 //!
-//! * Gradient canaries (spec 001 §3.2, §3.6; spec 002 §4): a *Dirac* canary is
+//! See `docs/canary-audits.md` for the methods in our words.
+//!
+//! * Gradient canaries (Cebere, Bellet & Papernot 2025, §4 and Alg. 2; the random-gradient canary A_CotS of Andrew et al. 2024; Steinke, Nasr & Jagielski 2023, §4.1): a *Dirac* canary is
 //!   `s·C·e_d` (one coordinate, distinct across canaries), a *random-direction*
 //!   canary is `s·C·u` with `u` uniform on the unit sphere. `s` = `scale`, 1 by
 //!   default, so clipping leaves the canary unchanged; the self-test uses
 //!   `s > 1` to check that clipping is applied to it. A gradient canary fills
 //!   one batch slot through [`Override::Gradient`], so it is clipped by the same
 //!   rule as every record and the sum is divided by the same public normaliser.
-//! * Input canaries (spec 002 §4, spec 001 §3.5): test records, either
+//! * Input canaries (Steinke, Nasr & Jagielski 2023, §2 and §4.2; the loss-based baseline A_L of Cebere, Bellet & Papernot 2025, §5.1): test records, either
 //!   mislabeled (a uniformly chosen label different from the true one) or kept
 //!   as they are (in-distribution). They go through the ordinary per-sample
 //!   pipeline.
@@ -19,11 +21,11 @@
 //!   shuffle samplers (a uniform step; among the first `K/B` steps under a
 //!   partial shuffle with buffer `K`).
 //! * Inclusion: canary `j` of run `r` is included with probability 1/2,
-//!   independently (spec 002 Alg. 1 step 3; spec 001 Alg. 1), from the
+//!   independently (Steinke, Nasr & Jagielski 2023, Alg. 1; Cebere, Bellet & Papernot 2025, Alg. 1), from the
 //!   `membership` stream, so the bits do not depend on how runs are batched.
-//! * The Dirac coordinate is drawn at random (A_GC-R, spec 001 Alg. 2) or
+//! * The Dirac coordinate is drawn at random (A_GC-R, Cebere, Bellet & Papernot 2025, Alg. 2) or
 //!   chosen as the least-updated coordinate of a noiseless simulation of the
-//!   training run without canaries (A_GC-S, spec 001 Alg. 3, Noiseless-PS: the
+//!   training run without canaries (A_GC-S, Cebere, Bellet & Papernot 2025, Alg. 3, Noiseless-PS: the
 //!   variant the paper found best).
 //!
 //! Scores are oriented "higher = member" and computed on the device for all
@@ -39,11 +41,13 @@ use dpaudit_data::dataset::Dataset;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
 
-use crate::engine::{forward_backward, per_sample_cross_entropy, Batch, Override, SlotOverride};
-use crate::error::{invalid, torch, Result};
-use crate::layers::Tape;
-use crate::models::Model;
-use crate::scalar::WithNumber;
+use dpaudit_train::engine::{forward_backward, per_sample_cross_entropy, Batch};
+use dpaudit_train::error::{invalid, torch, Result};
+use dpaudit_train::gather::gather_slots;
+pub use dpaudit_train::gather::Extra;
+use dpaudit_train::layers::Tape;
+use dpaudit_train::models::Model;
+use dpaudit_train::scalar::WithNumber;
 
 /// What kind of canary is inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +74,7 @@ impl CanaryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Insertion {
-    /// Deterministically, every `every`-th step (spec 001 §3.4's `k`).
+    /// Deterministically, every `every`-th step (the periodicity `k` of Cebere, Bellet & Papernot 2025, Alg. 4).
     Every,
     /// Like an ordinary record of the sampler: Poisson with the sampler's rate,
     /// or once per epoch at a uniform step for the shuffle samplers.
@@ -81,12 +85,12 @@ pub enum Insertion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoordinateChoice {
-    /// Uniformly at random, distinct (A_GC-R, spec 001 Alg. 2).
+    /// Uniformly at random, distinct (A_GC-R, Cebere, Bellet & Papernot 2025, Alg. 2).
     #[default]
     Random,
     /// The least-updated coordinates of a noiseless simulation without
     /// canaries, ranked by the accumulated squared per-step update (A_GC-S
-    /// Noiseless-PS, spec 001 Alg. 3).
+    /// Noiseless-PS, Cebere, Bellet & Papernot 2025, Alg. 3).
     LeastUpdated,
 }
 
@@ -94,10 +98,10 @@ pub enum CoordinateChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InitChoice {
-    /// The same θ₀ for every run, known to the adversary (spec 001 §2, the default).
+    /// The same θ₀ for every run, known to the adversary (Cebere, Bellet & Papernot 2025, §2.2, the default).
     #[default]
     Fixed,
-    /// A fresh θ₀ per run (spec 001 Remark 1).
+    /// A fresh θ₀ per run (Cebere, Bellet & Papernot 2025, Remark 1).
     Random,
 }
 
@@ -130,9 +134,9 @@ pub struct CanaryConfig {
     /// Fixed or per-run θ₀.
     #[serde(default)]
     pub init: InitChoice,
-    /// Spec 000's Partially-Informed overrides: in every step whose batch
+    /// The Partially-Informed overrides of Annamalai et al. 2024 (§5.1): in every step whose batch
     /// holds neither the canary nor (in runs without it) the zero-out record,
-    /// the last genuine slot's gradient becomes `−ĝ` (spec 000 §2.4, §3).
+    /// the last genuine slot's gradient becomes `−ĝ` (Annamalai et al. 2024, Alg. 1).
     /// Applied to every run alike, so the guarantee is unchanged.
     #[serde(default)]
     pub partially_informed: bool,
@@ -142,23 +146,23 @@ pub struct CanaryConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScoreKind {
-    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (spec 001 §3.2 with the descent
+    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2025, Alg. 2, with the descent
     /// sign flipped so that members score high).
     Dirac,
     /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
     InnerProduct,
-    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, spec 001 §3.6).
+    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, Andrew et al. 2024).
     Cosine,
     /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
-    /// canary gradient (clipped, at `θ_t` for input canaries) (spec 002 §4).
+    /// canary gradient (clipped, at `θ_t` for input canaries) (Steinke, Nasr & Jagielski 2023, §2).
     Iterates,
-    /// Black box: `−ℓ(θ_T; x)` (spec 002 §4, spec 001 A_L).
+    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2025, §5.1).
     Loss,
     /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
     LossDifference,
-    /// Every step (spec 000's Natural threat model): `log Λ^N` of the per-step
-    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (spec 000 §2.4,
-    /// §2.6), per epoch of the sampler.
+    /// Every step (the Natural threat model of Annamalai et al. 2024, §5.1): `log Λ^N` of the per-step
+    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (Annamalai et al.
+    /// 2024, Alg. 1 and §5.3), per epoch of the sampler.
     NaturalLr,
     /// Every step, with the Partially-Informed overrides (`−ĝ` in every batch
     /// without the target): `log Λ^PI` of the same observations.
@@ -194,8 +198,10 @@ impl ScoreKind {
             | ScoreKind::Cosine
             | ScoreKind::UpdateNorm => "hidden state (final model θ_T and θ₀)",
             ScoreKind::Iterates => "white box (all intermediate iterates)",
-            ScoreKind::NaturalLr => "every step, Natural (spec 000)",
-            ScoreKind::PartiallyInformedLr => "every step, Partially-Informed (spec 000)",
+            ScoreKind::NaturalLr => "every step, Natural (Annamalai et al. 2024)",
+            ScoreKind::PartiallyInformedLr => {
+                "every step, Partially-Informed (Annamalai et al. 2024)"
+            }
             ScoreKind::Loss => "black box (loss of the final model)",
             ScoreKind::LossDifference => "black box with θ₀ (loss difference)",
         }
@@ -244,7 +250,7 @@ impl CanaryConfig {
                         "canary.insertion",
                         "sampled",
                         "\"every\" with the fixed batch sequence: its batches are public and fixed, so a canary \
-                         cannot be sampled like a record (spec 001 §1)",
+                         cannot be sampled like a record (Cebere, Bellet & Papernot 2025, §2.1)",
                     ));
                 }
             }
@@ -310,11 +316,11 @@ pub fn insertion_steps(
                 }
                 other => {
                     let per_epoch = other.steps_per_epoch().max(1) as u64;
-                    // The canary is the record at stored position 0 (spec 000
-                    // §6.6): shuffling and batch-then-shuffle put it in a
+                    // The canary is the record at stored position 0 (the target
+                    // record of Annamalai et al. 2024, §5.2): shuffling and batch-then-shuffle put it in a
                     // uniform batch; a partial shuffle keeps it in the first
                     // block of K records, i.e. a uniform batch among the
-                    // first K/B (spec 000 §2.2 item 3).
+                    // first K/B (Annamalai et al. 2024, §7.1).
                     let reach = match other {
                         Sampler::PartialShuffle(p) => {
                             ((p.buffer_size() / p.batch_size().max(1)) as u64).clamp(1, per_epoch)
@@ -543,15 +549,6 @@ pub fn copy_replica_zero(model: &dyn Model) -> Result<()> {
     })
 }
 
-/// What a canary contributes to one slot.
-#[derive(Debug, Clone, Copy)]
-pub enum Extra {
-    /// Gradient canary `j` (row `j` of [`Canaries::gradients`]).
-    Gradient(usize),
-    /// Input canary `j` (record `j` of [`Canaries::records`]).
-    Record(usize),
-}
-
 /// Gather genuine records plus canary slots into one batch: replica `r` gets
 /// `batches[r]` then `extras[r]`, padded with masked zero slots.
 pub fn gather_with_canaries(
@@ -561,76 +558,14 @@ pub fn gather_with_canaries(
     extras: &[Vec<Extra>],
     device: Device,
 ) -> Result<Batch> {
-    let m = batches.len();
-    let b = batches
-        .iter()
-        .enumerate()
-        .map(|(r, g)| g.len() + extras.get(r).map_or(0, Vec::len))
-        .max()
-        .unwrap_or(0);
-    let len = data.record_len();
-    let mut x = vec![0f32; b * m * len];
-    let mut y = vec![0i64; b * m];
-    let mut mask = vec![0f32; b * m];
-    let mut overrides = Vec::new();
-    let feats = data.features();
-    let none = Vec::new();
-    for (r, batch) in batches.iter().enumerate() {
-        let extra = extras.get(r).unwrap_or(&none);
-        for (i, &idx) in batch.iter().enumerate() {
-            let k = i * m + r;
-            x[k * len..(k + 1) * len].copy_from_slice(&feats[idx * len..(idx + 1) * len]);
-            y[k] = data.labels()[idx];
-            mask[k] = 1.0;
-        }
-        for (i, e) in extra.iter().enumerate() {
-            let slot = batch.len() + i;
-            let k = slot * m + r;
-            mask[k] = 1.0;
-            match *e {
-                Extra::Record(j) => {
-                    if let Some(rec) = canaries.and_then(|c| c.records.as_ref()) {
-                        let f = rec.features();
-                        x[k * len..(k + 1) * len].copy_from_slice(&f[j * len..(j + 1) * len]);
-                        y[k] = rec.labels()[j];
-                    }
-                }
-                Extra::Gradient(j) => {
-                    if let Some(g) = canaries.and_then(|c| c.gradients.as_ref()) {
-                        let row = torch("selecting a gradient canary", || g.f_get(j as i64))?;
-                        overrides.push(SlotOverride {
-                            slot,
-                            replica: r,
-                            kind: Override::Gradient(row),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    let mut shape = vec![b as i64, m as i64];
-    shape.extend(data.shape().iter().map(|&d| d as i64));
-    let full = mask.iter().all(|&v| v == 1.0);
-    let bm = [b as i64, m as i64];
-    torch("uploading a batch", || {
-        Ok(Batch {
-            inputs: Tensor::f_from_slice(&x)?
-                .f_reshape(shape.as_slice())?
-                .f_to_device(device)?,
-            targets: Tensor::f_from_slice(&y)?
-                .f_reshape(bm)?
-                .f_to_device(device)?,
-            mask: match full {
-                true => None,
-                false => Some(
-                    Tensor::f_from_slice(&mask)?
-                        .f_reshape(bm)?
-                        .f_to_device(device)?,
-                ),
-            },
-            overrides,
-        })
-    })
+    gather_slots(
+        data,
+        batches,
+        canaries.and_then(|c| c.records.as_ref()),
+        canaries.and_then(|c| c.gradients.as_ref()),
+        extras,
+        device,
+    )
 }
 
 /// The `[m, M, record]` batch of all input canaries for every replica
@@ -741,11 +676,11 @@ pub struct ScoreBook {
     per_step: Vec<Tensor>,
 }
 
-/// How per-step inner products become spec 000's observations
+/// How per-step inner products become the observations of Annamalai et al. 2024 (§5.3)
 /// `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)`: with plain SGD (no momentum,
 /// no weight decay) `θ_t − θ_{t+1} = η·g̃`, and `normaliser·g̃` is the noisy
 /// sum, so a step holding `±ĝ` (‖ĝ‖ = C) contributes `±1` and the noise has
-/// std exactly σ (spec 000 §2.4's normalisation).
+/// std exactly σ (the normalisation of Annamalai et al. 2024, Alg. 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ObservationSetup {
     /// The public constant the noisy sum is divided by.

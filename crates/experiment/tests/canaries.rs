@@ -1,4 +1,4 @@
-//! Canary audits (issue 6 points 1–3): scores computed on the device against
+//! Canary audits : scores computed on the device against
 //! the host definitions of `dpaudit_attacks::scores`, the exact contribution of
 //! a Dirac canary and its clipping, inclusion bits, insertion schedules, and
 //! inconsistent experiment files refused before any training.
@@ -9,7 +9,7 @@
 //! libtorch's generator is process-global (STYLE.md); every test that trains
 //! holds [`TORCH`] so that `cargo test`'s threads cannot interleave noise draws.
 
-// Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
+// Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
 
 use std::sync::{Mutex, MutexGuard};
@@ -20,12 +20,13 @@ use dpaudit_attacks::scores::{
 };
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
-use dpaudit_train::canary::{
+use dpaudit_experiment::canaries::{
     canary_gradients, copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits,
     insertion_steps, Canaries, CanaryKind, Extra, ScoreBook, ScoreKind,
 };
+use dpaudit_experiment::chunk::{ChunkScores, Prepared};
+use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_train::engine::per_sample_cross_entropy;
-use dpaudit_train::experiment::{ChunkScores, ExperimentConfig, Prepared};
 use dpaudit_train::layers::Tape;
 use dpaudit_train::models::Mlp;
 use dpaudit_train::trainer::{build_model, Silent};
@@ -136,7 +137,7 @@ fn dp_config_of(p: &Prepared) -> DpSgdConfig {
 /// Clipped gradient of input canary `j` at the current parameters for every
 /// replica, by plain autograd on the one-record loss (the microbatch oracle of
 /// `dpaudit_train::testing`, independent of the engine's book-keeping), clipped
-/// on the host: `min(1, C/‖g‖)·g` (spec 002 §4: "(clipped) gradients").
+/// on the host: `min(1, C/‖g‖)·g` (Steinke, Nasr & Jagielski 2023, §2: "(clipped) gradients").
 fn autograd_canary_gradient(model: &dyn Model, p: &Prepared, j: usize) -> Vec<Vec<f32>> {
     let rec = p.canaries.records.as_ref().unwrap();
     let m = model.replicas();
@@ -499,7 +500,7 @@ fn check_device_scores_against_host(p: &Prepared) {
                             close(&what, got, want, t.iterates_tol[r][j] + 1e-12);
                             if let Some(g) = gradients.get(j) {
                                 // Fixed canary: Σ_t ⟨θ_t − θ_{t+1}, g⟩ telescopes
-                                // to ⟨θ₀ − θ_T, c·g⟩ (spec 002 §4
+                                // to ⟨θ₀ − θ_T, c·g⟩ (Steinke, Nasr & Jagielski 2023, §2
                                 // "Observation"), c = min(1, C/‖g‖).
                                 let norm =
                                     g.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
@@ -570,7 +571,7 @@ methods = ["one_run"]
     assert_eq!(
         coords.len(),
         3,
-        "Dirac coordinates must be distinct (spec 002 §4)"
+        "Dirac coordinates must be distinct (Steinke, Nasr & Jagielski 2023, §2)"
     );
     check_device_scores_against_host(&p);
 }
@@ -591,7 +592,7 @@ methods = ["gdp"]
 "#,
     );
     let p = Prepared::new(&cfg, None).unwrap();
-    // A_CotS (spec 001 §3.6, Alg. 8): C·u with ‖u‖ = 1.
+    // A_CotS (Andrew et al. 2024, as in Cebere, Bellet & Papernot 2025, App.): C·u with ‖u‖ = 1.
     let g = host(p.canaries.gradients.as_ref().unwrap());
     let norm = g.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
     assert!((norm - 1.0).abs() < 1e-5, "‖g‖ = {norm}, expected C = 1");
@@ -616,7 +617,10 @@ methods = ["one_run"]
     let p = Prepared::new(&cfg, None).unwrap();
     let rec = p.canaries.records.as_ref().unwrap();
     for (j, (&y, &t)) in rec.labels().iter().zip(&p.canaries.true_labels).enumerate() {
-        assert_ne!(y, t, "mislabeled canary {j} kept its label (spec 002 §4)");
+        assert_ne!(
+            y, t,
+            "mislabeled canary {j} kept its label (Steinke, Nasr & Jagielski 2023, §2)"
+        );
     }
     check_device_scores_against_host(&p);
 }
@@ -728,7 +732,7 @@ fn dirac_canary_moves_only_its_coordinate_by_exactly_eta_c_over_b_per_insertion(
         // Every other coordinate: bit for bit the same run (the canary's only
         // nonzero entry never enters a forward pass or another coordinate).
         assert_eq!(with[1..], without[1..], "σ = {sigma}");
-        // 3 insertions × η·C/B = 3 × 0.5 × 1 / 6 = 0.25 (spec 001 §3.4: each
+        // 3 insertions × η·C/B = 3 × 0.5 × 1 / 6 = 0.25 (Cebere, Bellet & Papernot 2025, Alg. 4: each
         // insertion lowers θ[d] by η·C/|B|). Tolerance: float32 rounding of
         // the ≤ 4 operations per step on values of magnitude ≤ 10, over 5
         // steps: 5 × 4 × 10 × 2⁻²⁴ < 1.2e-5.
@@ -772,7 +776,7 @@ fn clipping_applies_to_the_canary_and_removing_it_shows_four_c() {
 
 /// 60 synthetic Purchase-100 records, binary features with background rates
 /// in [0.02, 0.10] (`dpaudit_data::synthetic`): some of the 600 features are 0
-/// in all 60 records, so A_GC-S (spec 001 Alg. 3, Noiseless-PS) finds
+/// in all 60 records, so A_GC-S (Cebere, Bellet & Papernot 2025, Alg. 3, Noiseless-PS) finds
 /// coordinates whose simulated update is exactly 0.
 const ZERO_UPDATE: Shape = Shape {
     runs: 8,
@@ -982,7 +986,7 @@ fn every_k_inserts_at_steps_k_minus_one_2k_minus_one() {
     for t in [1u64, 7, 10, 25] {
         for k in 1..=t {
             c.every = k;
-            // Algorithm 4 (spec 001 §3.4): insert when t mod k = 0, t = 1..T,
+            // Algorithm 4 of Cebere, Bellet & Papernot 2025: insert when t mod k = 0, t = 1..T,
             // i.e. zero-based steps k−1, 2k−1, …, ⌊T/k⌋·k − 1.
             let want: Vec<u64> = (1..=t / k).map(|i| i * k - 1).collect();
             for run in [0, 5] {
@@ -1211,7 +1215,7 @@ fn sampled_insertion_with_the_fixed_batch_sequence_is_refused() {
     );
 }
 
-/// The Partially-Informed overrides and the observation scale (spec 000 §2.4):
+/// The Partially-Informed overrides and the observation scale (Annamalai et al. 2024, Alg. 1):
 /// on a coordinate no genuine record touches, with σ = 0, each step's
 /// observation `o_t = B⟨θ_t − θ_{t+1}, ĝ⟩/(η C²)` is +1 where the target is,
 /// 0 where the zero-out record is and −1 in every other batch (−ĝ in its last
@@ -1304,7 +1308,7 @@ fn likelihood_ratio_scores_need_a_sampled_canary_of_norm_c_and_a_shuffle_sampler
 fn sampled_insertion_under_partial_shuffling_stays_in_the_first_block() {
     // n = 200, B = 20, K = 60: the canary is the record at stored position 0, so
     // it stays in the first block of K records, i.e. one of the first K/B = 3
-    // batches of each of the 10-step epochs (spec 000 §2.2 item 3), uniformly.
+    // batches of each of the 10-step epochs (Annamalai et al. 2024, §7.1), uniformly.
     let cfg = experiment(
         Shape {
             sampler: "kind = \"partial_shuffle\"\nbatch_size = 20\nbuffer_size = 60",

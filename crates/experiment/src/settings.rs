@@ -1,0 +1,320 @@
+//! The experiment file: the training config, the canaries, the statistics,
+//! and the guarantee the accountant claims for one canary.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use dpaudit_accounting::EpsilonUpperBound;
+use dpaudit_data::sampler::Sampler;
+use dpaudit_data::seed::{RunSeed, Stream};
+use dpaudit_train::claim::{self, Participation};
+use dpaudit_train::config::TrainConfig;
+use dpaudit_train::error::{invalid, Result, TrainError};
+
+use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
+
+/// A statistical method the experiment asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MethodChoice {
+    /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
+    EpsDelta,
+    /// GDP audit over runs (one canary per run; Cebere et al. 2025, App. A).
+    Gdp,
+    /// One-run audit over the canaries of each run (Steinke, Nasr &
+    /// Jagielski 2023).
+    OneRun,
+    /// f-DP one-run audit over the canaries of each run, Gaussian trade-off
+    /// family (Mahloujifar, Melis & Chaudhuri 2024).
+    OneRunFdp,
+}
+
+/// Threshold / guess selection policy, as in `dpaudit estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionChoice {
+    /// The default for each method and number of observations (valid; the
+    /// default): `dpaudit_audit::policy::default_selection`.
+    #[default]
+    Auto,
+    /// Choose on a random half, bound on the other (valid).
+    Split,
+    /// Several random halvings at half the level; the median-rank bound (valid).
+    MultiSplit,
+    /// Choose and bound on the same scores, as the papers do (NOT valid).
+    SameData,
+    /// All scores, a union bound over a family fixed in advance (valid).
+    Bonferroni,
+}
+
+fn default_confidence() -> f64 {
+    0.95
+}
+
+/// The `[audit]` table of an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSettings {
+    /// Scores (threat models) to compute; several = a comparison.
+    pub scores: Vec<ScoreKind>,
+    /// Lower-bound methods.
+    pub methods: Vec<MethodChoice>,
+    /// Confidence of every bound.
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
+    /// Selection policy.
+    #[serde(default)]
+    pub selection: SelectionChoice,
+}
+
+/// A whole experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Free text, shown in the summary.
+    #[serde(default)]
+    pub name: String,
+    /// `R`, the number of trained models.
+    pub runs: u64,
+    /// The training config; `replicas` = models trained at once (a chunk).
+    pub train: TrainConfig,
+    /// The canaries.
+    pub canary: CanaryConfig,
+    /// The statistics.
+    pub audit: AuditSettings,
+}
+
+impl ExperimentConfig {
+    /// Parse and check a TOML document (no data is read).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let config: ExperimentConfig = dpaudit_train::config::parse_toml(text, origin)?;
+        config.validate_static()?;
+        Ok(config)
+    }
+
+    /// Read and parse a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid(&path.display().to_string(), "unreadable", e.to_string()))?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Checks that need no data.
+    pub fn validate_static(&self) -> Result<()> {
+        self.train.validate().map_err(|e| match e {
+            TrainError::InvalidConfig {
+                field,
+                value,
+                expected,
+            } => invalid(&format!("train.{field}"), value, expected),
+            other => other,
+        })?;
+        if self.runs == 0 {
+            return Err(invalid("runs", 0, "at least 1"));
+        }
+        if self.train.steps.is_none() {
+            return Err(invalid(
+                "train.steps",
+                "missing",
+                "`steps` (audits fix the number of steps; `epochs` is not accepted here)",
+            ));
+        }
+        if self.train.dp.noise_multiplier <= 0.0 {
+            return Err(invalid(
+                "train.dp.noise_multiplier",
+                self.train.dp.noise_multiplier,
+                "> 0: an audit needs a claimed finite ε",
+            ));
+        }
+        let a = &self.audit;
+        if !(a.confidence > 0.0 && a.confidence < 1.0) {
+            return Err(invalid("audit.confidence", a.confidence, "in (0, 1)"));
+        }
+        if a.scores.is_empty() {
+            return Err(invalid("audit.scores", "[]", "at least one score"));
+        }
+        if a.methods.is_empty() {
+            return Err(invalid("audit.methods", "[]", "at least one method"));
+        }
+        for s in &a.scores {
+            if !s.applies_to(self.canary.kind) {
+                return Err(invalid(
+                    "audit.scores",
+                    s.name(),
+                    format!(
+                        "a score defined for {:?} canaries ({})",
+                        self.canary.kind,
+                        applicable_scores(self.canary.kind)
+                    ),
+                ));
+            }
+        }
+        let m = self.canary.count;
+        if m == 0 {
+            return Err(invalid("canary.count", 0, "at least 1"));
+        }
+        for method in &a.methods {
+            match method {
+                MethodChoice::EpsDelta | MethodChoice::Gdp if m != 1 => {
+                    return Err(invalid(
+                        "audit.methods",
+                        format!("{method:?}"),
+                        format!(
+                            "`one_run` or `one_run_fdp` for {m} canaries per run: the threshold methods treat runs as independent \
+                             observations and need canary.count = 1"
+                        ),
+                    ))
+                }
+                MethodChoice::OneRun | MethodChoice::OneRunFdp if m < 2 => {
+                    return Err(invalid(
+                        "audit.methods",
+                        if *method == MethodChoice::OneRun {
+                            "one_run"
+                        } else {
+                            "one_run_fdp"
+                        },
+                        "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let lr_scores = a
+            .scores
+            .iter()
+            .any(|s| matches!(s, ScoreKind::NaturalLr | ScoreKind::PartiallyInformedLr));
+        if lr_scores || self.canary.partially_informed {
+            let what = if lr_scores {
+                "the likelihood-ratio scores (natural_lr, pi_lr)"
+            } else {
+                "canary.partially_informed"
+            };
+            if self.canary.count != 1
+                || !self.canary.kind.is_gradient()
+                || self.canary.insertion != Insertion::Sampled
+            {
+                return Err(invalid(
+                    "canary",
+                    format!("{:?} × {}, insertion {:?}", self.canary.kind, self.canary.count, self.canary.insertion),
+                    format!("one gradient canary with insertion = \"sampled\" for {what} (Annamalai et al. 2024, Alg. 1)"),
+                ));
+            }
+            if self.canary.scale != 1.0 {
+                return Err(invalid(
+                    "canary.scale",
+                    self.canary.scale,
+                    format!("1 for {what}: the likelihood ratios assume a canary of norm C (Annamalai et al. 2024, §5.3)"),
+                ));
+            }
+            if self.train.dp.momentum != 0.0 || self.train.dp.weight_decay != 0.0 {
+                return Err(invalid(
+                    "train.dp.momentum/weight_decay",
+                    format!("{}/{}", self.train.dp.momentum, self.train.dp.weight_decay),
+                    format!("0 for {what}: observations are read from plain SGD updates"),
+                ));
+            }
+            if matches!(
+                self.train.sampler,
+                dpaudit_data::sampler::SamplerConfig::Poisson(_)
+                    | dpaudit_data::sampler::SamplerConfig::FixedSequence(_)
+            ) {
+                return Err(invalid(
+                    "train.sampler",
+                    "poisson/fixed_sequence",
+                    format!(
+                        "a shuffle-type sampler for {what} (the target is in one batch per epoch)"
+                    ),
+                ));
+            }
+        }
+        if let Insertion::Every = self.canary.insertion {
+            let steps = self.train.steps.unwrap_or(0);
+            if self.canary.every > steps {
+                return Err(invalid(
+                    "canary.every",
+                    self.canary.every,
+                    format!("at most the number of steps ({steps})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps per run.
+    pub fn steps(&self) -> u64 {
+        self.train.steps.unwrap_or(0)
+    }
+
+    /// Models per chunk.
+    pub fn chunk_size(&self) -> u64 {
+        self.train.replicas as u64
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> u64 {
+        self.runs.div_ceil(self.chunk_size())
+    }
+}
+
+fn applicable_scores(kind: CanaryKind) -> String {
+    [
+        ScoreKind::Dirac,
+        ScoreKind::InnerProduct,
+        ScoreKind::Cosine,
+        ScoreKind::Iterates,
+        ScoreKind::Loss,
+        ScoreKind::LossDifference,
+        ScoreKind::UpdateNorm,
+    ]
+    .iter()
+    .filter(|s| s.applies_to(kind))
+    .map(|s| s.name())
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// The claimed guarantee of one canary.
+#[derive(Debug, Clone)]
+pub struct ClaimedBound {
+    /// The accountant's bound.
+    pub bound: EpsilonUpperBound,
+    /// What was accounted, in words.
+    pub assumption: String,
+    /// False when the accounting does not match how the canary was sampled.
+    pub valid_for_sampler: bool,
+}
+
+/// The accountant's ε for one canary of the experiment (PLD, add/remove),
+/// from [`dpaudit_train::claim`]: a canary inserted every `k`-th step is in
+/// `⌊T/k⌋` known steps; a sampled canary is accounted as its sampler's
+/// records are (shuffle-type samplers by the Poisson proxy, flagged).
+pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<ClaimedBound> {
+    let sigma = config.train.dp.noise_multiplier;
+    let participation = match config.canary.insertion {
+        Insertion::Every => Participation::EveryKth {
+            every: config.canary.every,
+        },
+        Insertion::Sampled => Participation::Sampled {
+            sampler,
+            // The fixed sequence does not depend on the run's sampler key.
+            key: RunSeed(config.train.seed).stream(Stream::Sampler),
+        },
+    };
+    let claim = claim::mechanism(participation, sigma, config.steps());
+    let bound = claim::claimed_epsilon(&claim, config.train.delta).map_err(|e| {
+        invalid(
+            "train.dp.noise_multiplier",
+            sigma,
+            format!("a value the accountant accepts: {e}"),
+        )
+    })?;
+    Ok(ClaimedBound {
+        bound,
+        assumption: match config.canary.insertion {
+            Insertion::Every => format!("canary {}", claim.assumption),
+            Insertion::Sampled => format!("canary sampled like a record: {}", claim.assumption),
+        },
+        valid_for_sampler: claim.valid_for_sampler,
+    })
+}
