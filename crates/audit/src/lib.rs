@@ -6,7 +6,7 @@
 //! conversion it needs lives in [`normal`]).
 //!
 //! # Inputs
-//! [`scores::Observations`]: finite scores, each labelled member (the
+//! [`observations::Observations`]: finite scores, each labelled member (the
 //! target/canary was included) or not. **Higher score = more likely a
 //! member**; pass `−loss` for loss scores. [`io::read_scores`] reads CSV
 //! (`score` and `member` columns) or NPY (`(N, 2)` float64).
@@ -32,7 +32,7 @@
 //! plots of a bound, from the data it was computed on).
 //!
 //! # Selection is explicit
-//! Every bound names its [`scores::Selection`]: `bonferroni` (all data, a
+//! Every bound names its [`observations::Selection`]: `bonferroni` (all data, a
 //! union bound over a family fixed in advance), `split` (choose on a seeded
 //! random half, bound on the other half), `multi-split` (several halvings,
 //! the median-rank bound at half the level), `fixed` (one-run guess counts
@@ -58,6 +58,7 @@ pub mod error;
 pub mod io;
 pub mod metrics;
 pub mod normal;
+pub mod observations;
 pub mod one_run;
 pub mod one_run_fdp;
 pub mod panoramia;
@@ -65,7 +66,6 @@ pub mod plots;
 pub mod policy;
 pub mod region;
 pub mod report;
-pub mod scores;
 mod sort;
 pub mod special;
 

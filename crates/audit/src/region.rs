@@ -62,8 +62,8 @@ use crate::clopper_pearson::upper_unchecked;
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::metrics::{metrics_sorted, Metrics};
 use crate::normal::{gdp_epsilon, inverse_cdf};
+use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, split_seeds};
-use crate::scores::{Method, Observations, Selection};
 use crate::sort::sort_scores;
 
 /// Settings shared by the threshold audits.

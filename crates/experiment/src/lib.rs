@@ -11,7 +11,22 @@
 //!   `summary.md`, plots).
 //! - [`runner`]: an experiment bound to its out-dir: claim, resume,
 //!   finalize, merge; and in memory.
+//! - [`bgm_audit`]: shuffling audits of the Batched Gaussian Mechanism
+//!   (settings, validation, the guess search, the report), on any
+//!   [`bgm_engine::BgmEngine`]: the pure-Rust [`bgm_engine::CpuBgmEngine`] or
+//!   the libtorch [`bgm_engine::TensorBgmEngine`] ([`bgm_tensor`]).
+//! - [`bgm_runner`]: a BGM experiment in an out-dir, resumed, sharded and
+//!   merged as [`runner`] does for training runs.
+//!
+//! Library code calls libtorch only through tch's fallible API, as in
+//! `dpaudit-train` (the same `clippy.toml`; tests allow the lints).
 
+#![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
+
+pub mod bgm_audit;
+pub mod bgm_engine;
+pub mod bgm_runner;
+pub mod bgm_tensor;
 pub mod book;
 pub mod error;
 pub mod outdir;

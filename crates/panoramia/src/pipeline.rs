@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_audit::bound::EpsilonLowerBound;
+use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::panoramia::{
     panoramia, EpsilonTilde, PanoramiaConfig as MeasureConfig, PanoramiaMeasurement,
 };
-use dpaudit_audit::scores::Observations;
 use dpaudit_data::dataset::{Dataset, Normalization};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{Mode, Randomness, SeedKey, Stream};

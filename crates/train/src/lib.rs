@@ -16,7 +16,6 @@
 #![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
 pub mod bench;
-pub mod bgm;
 pub mod canary;
 pub mod checkpoint;
 pub mod config;
@@ -30,7 +29,7 @@ pub mod noise;
 pub mod philox;
 pub mod preflight;
 pub mod runtime;
-mod scalar;
+pub mod scalar;
 pub mod testing;
 pub mod trainer;
 

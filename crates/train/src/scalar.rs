@@ -21,25 +21,25 @@
 use tch::{Kind, TchError, Tensor};
 
 /// `v` as a 0-dim CPU tensor of kind `kind`.
-pub(crate) fn number(v: f64, kind: Kind) -> Result<Tensor, TchError> {
+pub fn number(v: f64, kind: Kind) -> Result<Tensor, TchError> {
     Tensor::f_from_slice(&[v])?.f_reshape([])?.f_to_kind(kind)
 }
 
 /// `v` as a 0-dim CPU tensor of the kind of `like` (the tensor it will be
 /// combined with).
-pub(crate) fn float(v: f64, like: &Tensor) -> Result<Tensor, TchError> {
+pub fn float(v: f64, like: &Tensor) -> Result<Tensor, TchError> {
     number(v, like.f_kind()?)
 }
 
 /// `v` as a 0-dim int64 CPU tensor.
-pub(crate) fn int(v: i64) -> Result<Tensor, TchError> {
+pub fn int(v: i64) -> Result<Tensor, TchError> {
     Tensor::f_from_slice(&[v])?.f_reshape([])
 }
 
 /// Arithmetic and comparisons with a float64 number through the tensor
 /// overloads (see the module documentation): `x.mul_f64(v)` is
 /// `x.f_mul_scalar(v)` but returns a libtorch failure as an error.
-pub(crate) trait WithNumber {
+pub trait WithNumber {
     /// `self · v`.
     fn mul_f64(&self, v: f64) -> Result<Tensor, TchError>;
     /// `self ← self · v`.
@@ -95,7 +95,7 @@ impl WithNumber for Tensor {
 /// A tensor of `shape` on `options` filled with `value` (a 0-dim tensor
 /// from [`number`] or [`int`], converted to the kind of `options`):
 /// `Tensor::f_full` without a number argument.
-pub(crate) fn full(
+pub fn full(
     shape: &[i64],
     value: &Tensor,
     options: (Kind, tch::Device),

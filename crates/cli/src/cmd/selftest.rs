@@ -188,7 +188,7 @@ fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
         dpaudit_accounting::Accountant::Pld,
     )?;
     let lb = bgm_audit(
-        dpaudit_attacks::Sampler::Shuffle,
+        dpaudit_attacks::BgmSampler::Shuffle,
         args.bgm_runs,
         args.seed,
         CONFIDENCE,
