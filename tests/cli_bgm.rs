@@ -415,3 +415,26 @@ mod out_dir_faults {
         assert!(e.contains("not writable"), "{e}");
     }
 }
+
+#[test]
+fn slurm_writes_a_bgm_array_over_its_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tiny.toml");
+    std::fs::write(&config, SHUFFLE).unwrap();
+    let out = dir.path().join("cluster");
+    let stdout = ok(&dpaudit(
+        &["slurm", "--tasks", "3", "--out-dir", out.to_str().unwrap()],
+        &[&config],
+    ));
+    assert!(stdout.contains("3 array tasks"), "{stdout}");
+    let script = read(&out.join("slurm/shards.sbatch"));
+    assert!(
+        script.contains("'bgm' --config '") && script.contains("--shard auto/3"),
+        "{script}"
+    );
+    let e = failed(&dpaudit(
+        &["slurm", "--tasks", "7", "--out-dir", out.to_str().unwrap()],
+        &[&config],
+    ));
+    assert!(e.contains(&format!("expected 1 to {CHUNKS}")), "{e}");
+}
