@@ -3,7 +3,7 @@
 //! one-run, PANORAMIA).
 //!
 //! This crate never depends on tch (nor on `accounting`: the little GDP
-//! conversion it needs lives in [`normal`]).
+//! conversion it needs lives in [`gaussian`]).
 //!
 //! # Inputs
 //! [`observations::Observations`]: finite scores, each labelled member (the
@@ -26,9 +26,9 @@
 //!
 //! Building blocks: [`special`] (log-space ln Γ, incomplete beta, binomial
 //! tails), [`clopper_pearson`] (one- and two-sided limits, tails to 1e-300),
-//! [`normal`] (Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
+//! [`gaussian`] (the `dpaudit-gaussian` crate: Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
 //! [`curves`] (trade-off curves, ROC, one-run plots as SVG), [`plots`]
-//! (score histograms and ε lower-vs-upper bar plots, SVG), [`report`] (the
+//! (score histograms and ε lower-vs-upper bar plots, SVG), [`bound_plots`] (the
 //! plots of a bound, from the data it was computed on).
 //!
 //! # Selection is explicit
@@ -57,7 +57,9 @@ pub mod curves;
 pub mod error;
 pub mod io;
 pub mod metrics;
-pub mod normal;
+/// The standard normal and the μ-GDP curve (`dpaudit-gaussian`, shared with the accountant).
+pub use dpaudit_gaussian as gaussian;
+pub mod bound_plots;
 pub mod observations;
 pub mod one_run;
 pub mod one_run_fdp;
@@ -65,7 +67,6 @@ pub mod panoramia;
 pub mod plots;
 pub mod policy;
 pub mod region;
-pub mod report;
 mod sort;
 pub mod special;
 

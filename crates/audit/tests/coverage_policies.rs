@@ -10,7 +10,7 @@ mod common;
 
 use common::{assert_coverage, rng, runs, trials, Mechanism};
 use dpaudit_audit::bound::Evidence;
-use dpaudit_audit::normal::gdp_epsilon;
+use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 

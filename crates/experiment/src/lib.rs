@@ -5,9 +5,9 @@
 //!   format version.
 //! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
 //!   scheduler's variables).
-//! - [`slurm`]: the array and merge scripts, and their submission.
+//! - [`job_array`]: Slurm job arrays,: the array and merge scripts, and their submission.
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
-//! - [`report`]: the statistics of a finished experiment (`audit.json`,
+//! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
 //! - [`runner`]: an experiment bound to its out-dir: claim, resume,
 //!   finalize, merge; and in memory.
@@ -23,17 +23,17 @@
 
 #![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
+pub mod audit_report;
 pub mod bgm_audit;
 pub mod bgm_engine;
 pub mod bgm_runner;
 pub mod bgm_tensor;
 pub mod book;
 pub mod error;
+pub mod job_array;
 pub mod outdir;
-pub mod report;
 pub mod runner;
 pub mod shard;
-pub mod slurm;
 
 pub use error::{ExperimentError, Result};
 pub use outdir::{Checked, OutDir, FORMAT_VERSION};

@@ -12,7 +12,7 @@
 
 #![allow(dead_code)]
 
-use dpaudit_audit::normal::inverse_cdf;
+use dpaudit_audit::gaussian::inverse_cdf;
 use dpaudit_audit::observations::Observations;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -144,7 +144,7 @@ struct CanaryAudit {
     epsilon_upper: f64,
     upper_assumption: String,
     test_accuracy_mean: f64,
-    lower_bounds: Vec<dpaudit_experiment::report::LowerBoundEntry>,
+    lower_bounds: Vec<dpaudit_experiment::audit_report::LowerBoundEntry>,
     seconds: f64,
 }
 

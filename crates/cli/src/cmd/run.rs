@@ -9,7 +9,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
-use dpaudit_experiment::report::AuditReport;
+use dpaudit_experiment::audit_report::AuditReport;
 use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
 use dpaudit_train::engine::Fault;
 use dpaudit_train::experiment::{ExperimentConfig, Prepared};

@@ -32,7 +32,7 @@ use dpaudit_train::experiment::ExperimentConfig;
 use dpaudit_train::Fault;
 
 use super::run::run_in_memory;
-use dpaudit_experiment::report::AuditReport;
+use dpaudit_experiment::audit_report::AuditReport;
 
 /// Confidence of every bound the self-test decides on.
 const CONFIDENCE: f64 = 0.99;

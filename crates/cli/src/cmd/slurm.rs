@@ -10,7 +10,7 @@ use anyhow::Context;
 use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_experiment::bgm_runner::plan_units;
-use dpaudit_experiment::slurm::{submit, write_scripts, SlurmPlan};
+use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
 use dpaudit_train::experiment::ExperimentConfig;
 
 /// Arguments of `dpaudit slurm`.
