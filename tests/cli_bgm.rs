@@ -1,8 +1,10 @@
 //! End-to-end: `dpaudit bgm --config FILE.toml`, the shuffling audit of the
-//! Batched Gaussian Mechanism (spec 000 §2.3, §5.2), on a tiny config.
+//! Batched Gaussian Mechanism (Annamalai et al. 2024 §4.1, §5), on a tiny
+//! config; its out-dir, shards and merges.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn bgm(config: &Path, out_dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dpaudit"))
@@ -14,8 +16,8 @@ fn bgm(config: &Path, out_dir: &Path) -> Output {
         .unwrap()
 }
 
-/// T = 100, σ = 1, one epoch: the setting of spec 000 §5.2 where shuffling
-/// leaks far more than its Poisson ε.
+/// T = 100, σ = 1, one epoch: the setting of Annamalai et al. 2024 §5
+/// (Figure 2) where shuffling leaks far more than its Poisson ε.
 const SHUFFLE: &str = r#"
 description = "tiny"
 
@@ -71,8 +73,9 @@ fn tiny_config_reports_poisson_chua_and_empirical_epsilon() {
     );
 
     let s = &r["settings"][0];
-    // Spec 000 §4/§7: PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718;
-    // the Chua et al. lower bound for shuffling is 4.06.
+    // PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718 (dp_accounting's
+    // PLD accountant gives the same); the Chua et al. 2024 lower bound for shuffling
+    // at these parameters is 4.06 (Annamalai et al. 2024 §5 report both).
     let poisson = s["epsilon_poisson_pld"].as_f64().unwrap();
     let chua = s["epsilon_shuffle_lower_chua"].as_f64().unwrap();
     assert!((poisson - 0.718).abs() < 1e-2, "Poisson ε = {poisson}");
@@ -83,7 +86,7 @@ fn tiny_config_reports_poisson_chua_and_empirical_epsilon() {
     assert_eq!(lb["selection"]["policy"], "split");
     assert_eq!(lb["confidence"], 0.95);
     assert_eq!(lb["valid_at_confidence"], true);
-    // 2·10⁴ runs certify less than the paper's 4.01 at 10⁹ (spec 000 §5.2) but
+    // 2·10⁴ runs certify less than the paper's 4.01 at 10⁹ runs (Annamalai et al. 2024 §5) but
     // more than the Poisson ε, and never more than the Chua bound.
     let emp = lb["epsilon"].as_f64().unwrap();
     assert!(
@@ -163,4 +166,275 @@ fn a_simulation_too_large_for_memory_is_refused_naming_runs() {
     );
     assert!(err.contains("`runs`") && err.contains("GiB"), "{err}");
     assert!(!dir.path().join("out").exists());
+}
+
+fn dpaudit(args: &[&str], paths: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+        .args(args)
+        .args(paths)
+        .output()
+        .unwrap()
+}
+
+fn bgm_with(config: &Path, out_dir: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+        .args(["bgm", "--json", "--config"])
+        .arg(config)
+        .arg("--out-dir")
+        .arg(out_dir)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn failed(out: &Output) -> String {
+    assert!(!out.status.success(), "expected a failure");
+    let e = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!e.contains("panicked"), "{e}");
+    e
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `audit.json` without its timings (`dpaudit_experiment::bgm_audit::TIMING_FIELDS`),
+/// the only fields that differ between two runs of one experiment.
+fn without_timings(audit: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(audit).unwrap();
+    for s in v["settings"].as_array_mut().unwrap() {
+        let s = s.as_object_mut().unwrap();
+        for f in dpaudit_experiment::bgm_audit::TIMING_FIELDS {
+            assert!(s.remove(f).is_some(), "{f}");
+        }
+    }
+    v
+}
+
+/// The first setting of [`SHUFFLE`]: 20 000 runs are 5 chunks of 4096 runs
+/// (`dpaudit_attacks::CHUNK_SIZE`) on the Rust engine; the partial-shuffle
+/// setting is one more chunk (its guess search decides what the runs score).
+const CHUNKS: usize = 6;
+
+#[test]
+fn sharded_and_merged_equals_a_single_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tiny.toml");
+    std::fs::write(&config, SHUFFLE).unwrap();
+    let single = dir.path().join("single");
+    ok(&bgm_with(&config, &single, &[]));
+    let mut shards = Vec::new();
+    for i in 0..3 {
+        let s = dir.path().join(format!("s{i}"));
+        let stdout = ok(&bgm_with(&config, &s, &["--shard", &format!("{i}/3")]));
+        assert!(stdout.contains("belong to other shards"), "{stdout}");
+        assert!(!s.join("audit.json").exists());
+        shards.push(s);
+    }
+    let merged = dir.path().join("merged");
+    let paths: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
+    let out = dpaudit(&["merge", "--out-dir", merged.to_str().unwrap()], &paths);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("merged {CHUNKS} chunk(s)")));
+    assert_eq!(
+        read(&merged.join("scores.csv")),
+        read(&single.join("scores.csv"))
+    );
+    assert_eq!(
+        without_timings(&read(&merged.join("audit.json"))),
+        without_timings(&read(&single.join("audit.json")))
+    );
+    for c in 0..CHUNKS {
+        assert!(merged.join(format!("chunks/chunk-{c:06}.json")).exists());
+    }
+    // The same shard twice is a duplicate; a missing shard is named.
+    let e = failed(&dpaudit(
+        &["merge", "--out-dir"],
+        &[&dir.path().join("m2"), &shards[0], &shards[0]],
+    ));
+    assert!(e.contains("duplicate") && e.contains("0/3"), "{e}");
+    let e = failed(&dpaudit(
+        &["merge", "--out-dir"],
+        &[&dir.path().join("m3"), &shards[0], &shards[1]],
+    ));
+    assert!(e.contains("missing") && e.contains("2/3"), "{e}");
+}
+
+mod out_dir_faults {
+    use super::*;
+
+    #[test]
+    fn a_second_process_on_the_same_out_dir_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        // Minutes of simulation: the first process is killed once the
+        // second has been refused.
+        let endless = SHUFFLE
+            .replacen("runs = 20000", "runs = 5000000", 1)
+            .replacen("steps = 100", "steps = 1000", 1);
+        let config = dir.path().join("endless.toml");
+        std::fs::write(&config, endless).unwrap();
+        let out = dir.path().join("out");
+        let mut first = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+            .args(["bgm", "--threads", "1", "--config"])
+            .arg(&config)
+            .arg("--out-dir")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lock = out.join(".dpaudit.lock");
+        let start = Instant::now();
+        while !lock.exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let second = bgm_with(&config, &out, &[]);
+        let running = first.try_wait().unwrap().is_none();
+        let _ = first.kill();
+        let _ = first.wait();
+        assert!(
+            running,
+            "the first run ended before the second started; make it slower"
+        );
+        let e = failed(&second);
+        assert!(
+            e.contains(&format!("pid {}", first.id())) && e.contains("in use"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn edited_and_truncated_chunks_are_named_and_only_they_are_recomputed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("tiny.toml");
+        std::fs::write(&config, SHUFFLE).unwrap();
+        let out = dir.path().join("out");
+        ok(&bgm_with(&config, &out, &[]));
+        let scores = read(&out.join("scores.csv"));
+        let chunk = |c: usize| out.join("chunks").join(format!("chunk-{c:06}.json"));
+        let untouched = std::fs::metadata(chunk(0)).unwrap().modified().unwrap();
+        // Edit one score of chunk 1 (a digit of its first with-target score);
+        // truncate chunk 3.
+        let text = read(&chunk(1));
+        let at = text.find("\"with_target\":[").unwrap() + 16;
+        let digit = text[at..].find(|c: char| c.is_ascii_digit()).unwrap() + at;
+        let flipped = if &text[digit..=digit] == "7" {
+            "8"
+        } else {
+            "7"
+        };
+        let mut edited = text.clone();
+        edited.replace_range(digit..=digit, flipped);
+        assert_ne!(edited, text);
+        std::fs::write(chunk(1), edited).unwrap();
+        let text = read(&chunk(3));
+        std::fs::write(chunk(3), &text[..text.len() / 2]).unwrap();
+        // Merging is refused, naming the damaged chunk …
+        let e = failed(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&dir.path().join("m"), &out],
+        ));
+        assert!(
+            e.contains("chunk-000001.json") && e.contains("damaged"),
+            "{e}"
+        );
+        // … and a resume names both and recomputes only them.
+        let again = bgm_with(&config, &out, &[]);
+        ok(&again);
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            err.contains("chunk 1 is damaged") && err.contains("chunk 3 is damaged"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "{} chunk(s) already on disk, 2 to simulate",
+                CHUNKS - 2
+            )),
+            "{err}"
+        );
+        assert_eq!(read(&out.join("scores.csv")), scores);
+        assert_eq!(
+            std::fs::metadata(chunk(0)).unwrap().modified().unwrap(),
+            untouched
+        );
+        assert!(out.join("chunks/chunk-000001.json.damaged").exists());
+    }
+
+    #[test]
+    fn an_out_dir_of_another_experiment_or_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("tiny.toml");
+        std::fs::write(&config, SHUFFLE).unwrap();
+        let out = dir.path().join("out");
+        ok(&bgm_with(&config, &out, &["--shard", "0/4"]));
+        let other = dir.path().join("other.toml");
+        std::fs::write(&other, SHUFFLE.replace("seed = 3", "seed = 30")).unwrap();
+        let e = failed(&bgm_with(&other, &out, &["--shard", "0/4"]));
+        assert!(e.contains("different experiment"), "{e}");
+        let manifest = read(&out.join("config.json"));
+        let old = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
+        assert_ne!(old, manifest);
+        std::fs::write(out.join("config.json"), old).unwrap();
+        let e = failed(&bgm_with(&config, &out, &["--shard", "0/4"]));
+        assert!(e.contains("format 1") && e.contains("new --out-dir"), "{e}");
+    }
+
+    #[test]
+    fn an_unwritable_out_dir_is_refused_before_anything_is_simulated() {
+        let dir = tempfile::tempdir().unwrap();
+        // Minutes of simulation if it started.
+        let endless = SHUFFLE
+            .replacen("runs = 20000", "runs = 5000000", 1)
+            .replacen("steps = 100", "steps = 1000", 1);
+        let config = dir.path().join("endless.toml");
+        std::fs::write(&config, endless).unwrap();
+        // Below a regular file: no one can create it, root included.
+        let file = dir.path().join("plain-file");
+        std::fs::write(&file, "").unwrap();
+        let e = failed(&bgm_with(&config, &file.join("out"), &[]));
+        assert!(
+            e.contains("not writable") && e.contains("nothing was computed"),
+            "{e}"
+        );
+        assert!(!e.contains("Poisson ε"), "{e}");
+        // The same for merge.
+        let e = failed(&dpaudit(
+            &["merge", "--out-dir"],
+            &[&file.join("m"), dir.path()],
+        ));
+        assert!(e.contains("not writable"), "{e}");
+    }
+}
+
+#[test]
+fn slurm_writes_a_bgm_array_over_its_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tiny.toml");
+    std::fs::write(&config, SHUFFLE).unwrap();
+    let out = dir.path().join("cluster");
+    let stdout = ok(&dpaudit(
+        &["slurm", "--tasks", "3", "--out-dir", out.to_str().unwrap()],
+        &[&config],
+    ));
+    assert!(stdout.contains("3 array tasks"), "{stdout}");
+    let script = read(&out.join("slurm/shards.sbatch"));
+    assert!(
+        script.contains("'bgm' --config '") && script.contains("--shard auto/3"),
+        "{script}"
+    );
+    let e = failed(&dpaudit(
+        &["slurm", "--tasks", "7", "--out-dir", out.to_str().unwrap()],
+        &[&config],
+    ));
+    assert!(e.contains(&format!("expected 1 to {CHUNKS}")), "{e}");
 }

@@ -2,8 +2,8 @@
 //!
 //! * Exact for non-subsampled Gaussian compositions: k Gaussian mechanisms with noise
 //!   multipliers σ_i compose to μ-GDP with μ = √(Σ 1/σ_i²) (DRS Cor. 3.3), and μ-GDP is
-//!   exactly (ε, δ(ε))-DP for δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (DRS Cor. 2.13; spec
-//!   004 D.4).
+//!   exactly (ε, δ(ε))-DP for δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (DRS Cor. 2.13),
+//!   defined once in `dpaudit_gaussian::gdp_delta` and shared with the audit statistics.
 //! * Subsampled: only the central-limit approximation exists. It is **approximate** (it can
 //!   under-estimate ε; Gopi et al. 2021) and is never used unless asked for by name.
 
@@ -11,17 +11,14 @@ use crate::error::{check_delta, check_epsilon, AccountingError, Result};
 use crate::event::Component;
 use crate::normal;
 
-/// δ(ε) of μ-GDP (exact, DRS Cor. 2.13).
+/// δ(ε) of μ-GDP (exact, DRS Cor. 2.13): [`dpaudit_gaussian::gdp_delta`].
 pub fn delta_for_epsilon(mu: f64, epsilon: f64) -> f64 {
-    if mu == 0.0 {
-        return 0.0;
-    }
-    let d = normal::cdf(-epsilon / mu + mu / 2.0)
-        - epsilon.exp() * normal::cdf(-epsilon / mu - mu / 2.0);
-    d.max(0.0)
+    dpaudit_gaussian::gdp_delta(mu, epsilon)
 }
 
-/// ε(δ) of μ-GDP by bisection on the exact δ(ε) (decreasing in ε), to 1e-12 absolute.
+/// ε(δ) of μ-GDP by bisection on the exact δ(ε) (decreasing in ε), to 1e-12 relative,
+/// returned from the **high** end of the final bracket so that an upper bound never
+/// understates ε (`dpaudit_gaussian::gdp_epsilon`, for lower bounds, returns the low end).
 pub fn epsilon_for_delta(mu: f64, delta: f64) -> Result<f64> {
     check_delta(delta)?;
     check_epsilon("mu", mu)?;

@@ -11,23 +11,23 @@
 //! * [`calibrate_noise_multiplier`]: the smallest noise multiplier that reaches a target (ε, δ).
 //! * [`shuffle_lower_bound`]: what shuffling costs at least (a *lower* bound, its own type).
 
+pub mod chua_shuffle;
 pub mod error;
 pub mod event;
 pub mod gdp;
 pub mod normal;
 pub mod pld;
 pub mod rdp;
-pub mod shuffle;
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use chua_shuffle::{shuffle_lower_bound, ShuffleEpsilonLowerBound};
 pub use error::{AccountingError, Result};
 pub use event::{Component, MechanismEvent, NeighbouringRelation};
 pub use pld::PldOptions;
-pub use shuffle::{shuffle_lower_bound, ShuffleEpsilonLowerBound};
 
 use error::{check_count, check_delta, check_epsilon, check_noise_multiplier, check_sample_rate};
 

@@ -5,7 +5,7 @@
 //! Run: `cargo run --release -p dpaudit-attacks --example bgm_bench -- [RUNS_PER_HYPOTHESIS] [THREADS] [SAMPLER]`
 //! (defaults 1000000, all cores, and both `shuffle` and `poisson`).
 
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, Sampler};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, BgmSimulator, LikelihoodRatio};
 use std::time::Instant;
 
 fn main() {
@@ -26,13 +26,13 @@ fn main() {
     for (name, sampler, dataset, score) in [
         (
             "shuffle",
-            Sampler::Shuffle,
+            BgmSampler::Shuffle,
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: 1 },
         ),
         (
             "poisson",
-            Sampler::Poisson,
+            BgmSampler::Poisson,
             BgmDataset::PoissonWorstCase,
             LikelihoodRatio::Poisson { sample_rate: 0.01 },
         ),

@@ -13,7 +13,7 @@
 //! implements, the self-reinforcing version θ ← θ + s·C + Z/B with
 //! s = sign(θ − h*), which reproduces the paper's qualitative results.
 
-use crate::bgm::PairedScores;
+use crate::bgm_simulator::PairedScores;
 use crate::error::{check_positive, AttacksError, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

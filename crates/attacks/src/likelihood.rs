@@ -191,30 +191,36 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     m + xs.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
 }
 
-/// A validated scorer for one epoch row.
+/// The coefficients of a likelihood ratio's log form, per epoch row.
 ///
-/// Every ratio of spec 000 §2.6 is, per epoch, `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)`
-/// with slopes a, a′ > 0 (the denominator absent for Λ^N). Both maxima sit at
-/// `o_max = max_t o_t`, so with `y_t = exp(a′(o_t − o_max))`:
-/// `log row = (a − a′)·o_max + c − c′ + ln Σ_t exp(a(o_t − o_max)) − ln Σ_t y_t`.
-/// Each sum is ≥ 1 (its largest term is 1), so no term overflows and no
-/// logarithm sees 0. For Λ^PI and Λ^WC a = 2a′, so the numerator's terms are
-/// y_t²: one `exp` per entry.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RowScorer {
-    lr: LikelihoodRatio,
-    /// Numerator slope a and intercept c.
-    a: f64,
-    c: f64,
-    /// Denominator slope a′ and intercept c′ (a′ = 0: no denominator).
-    a_den: f64,
-    c_den: f64,
-    log_q: f64,
-    log_1mq: f64,
+/// Every ratio of Annamalai et al. 2024 (§4.2, the Natural, Partially-Informed
+/// and Worst-Case ratios; the batch-then-shuffle variant of §7.2; see
+/// `docs/canary-games.md`) is, per epoch, `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)`
+/// with slopes a, a′ > 0 (the denominator absent, a′ = 0, for Λ^N). The
+/// Poisson mixture is, per step, `log((1−q) + q·exp(a·o + c))`. This is the
+/// one place these numbers are derived: the CPU scorer and the tensor scorer
+/// (`dpaudit_experiment::bgm_tensor`) both read them from here.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogRatioCoefficients {
+    /// The ratio.
+    pub lr: LikelihoodRatio,
+    /// Numerator slope a.
+    pub a: f64,
+    /// Numerator intercept c.
+    pub c: f64,
+    /// Denominator slope a′ (0: no denominator).
+    pub a_den: f64,
+    /// Denominator intercept c′.
+    pub c_den: f64,
+    /// ln q (Poisson; 0 otherwise).
+    pub log_q: f64,
+    /// ln(1 − q) (Poisson; 0 otherwise; −∞ for q = 1).
+    pub log_1mq: f64,
 }
 
-impl RowScorer {
-    pub(crate) fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
+impl LogRatioCoefficients {
+    /// Validates σ and the ratio's parameters, then derives the coefficients.
+    pub fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
         check_positive("noise_multiplier", noise_multiplier)?;
         lr.validate()?;
         let s = 1.0 / (noise_multiplier * noise_multiplier);
@@ -225,7 +231,7 @@ impl RowScorer {
                 "a value in [1e-150, 1e150] (1/σ² must be a finite positive number)",
             ));
         }
-        // (a, c, a′, c′) from the log forms of spec 000 §2.6.
+        // (a, c, a′, c′) from the log forms (docs/canary-games.md, "Likelihood ratios").
         let (a, c, a_den, c_den) = match lr {
             // log Λ^N = LSE_t((2o − 1)/(2σ²))
             LikelihoodRatio::Natural => (s, -0.5 * s, 0.0, 0.0),
@@ -253,6 +259,48 @@ impl RowScorer {
             LikelihoodRatio::Poisson { sample_rate } => (sample_rate.ln(), (-sample_rate).ln_1p()),
             _ => (0.0, 0.0),
         };
+        Ok(Self {
+            lr,
+            a,
+            c,
+            a_den,
+            c_den,
+            log_q,
+            log_1mq,
+        })
+    }
+}
+
+/// A validated scorer for one epoch row, from [`LogRatioCoefficients`].
+///
+/// Both maxima of `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)` sit at
+/// `o_max = max_t o_t`, so with `y_t = exp(a′(o_t − o_max))`:
+/// `log row = (a − a′)·o_max + c − c′ + ln Σ_t exp(a(o_t − o_max)) − ln Σ_t y_t`.
+/// Each sum is ≥ 1 (its largest term is 1), so no term overflows and no
+/// logarithm sees 0. For Λ^PI and Λ^WC a = 2a′, so the numerator's terms are
+/// y_t²: one `exp` per entry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowScorer {
+    lr: LikelihoodRatio,
+    a: f64,
+    c: f64,
+    a_den: f64,
+    c_den: f64,
+    log_q: f64,
+    log_1mq: f64,
+}
+
+impl RowScorer {
+    pub(crate) fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
+        let LogRatioCoefficients {
+            lr,
+            a,
+            c,
+            a_den,
+            c_den,
+            log_q,
+            log_1mq,
+        } = LogRatioCoefficients::new(lr, noise_multiplier)?;
         Ok(Self {
             lr,
             a,

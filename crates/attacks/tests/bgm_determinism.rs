@@ -1,7 +1,9 @@
 //! BGM scores replay exactly from the seed, whatever the thread count or the
 //! streaming slice size.
 
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, Sampler, CHUNK_SIZE};
+use dpaudit_attacks::{
+    BgmConfig, BgmDataset, BgmSampler, BgmSimulator, LikelihoodRatio, CHUNK_SIZE,
+};
 
 fn config(seed: u64) -> BgmConfig {
     BgmConfig {
@@ -9,7 +11,7 @@ fn config(seed: u64) -> BgmConfig {
         expected_batch_size: 2,
         epochs: 2,
         noise_multiplier: 1.0,
-        sampler: Sampler::Shuffle,
+        sampler: BgmSampler::Shuffle,
         dataset: BgmDataset::ShuffleWorstCase,
         score: LikelihoodRatio::WorstCase { batch_size: 2 },
         score_columns: 20,

@@ -4,11 +4,19 @@
 mod common;
 
 use common::{auc, mean_se, normal_cdf};
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio, Sampler};
+use dpaudit_attacks::{
+    BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-fn config(steps: usize, b: usize, sampler: Sampler, dataset: BgmDataset, sigma: f64) -> BgmConfig {
+fn config(
+    steps: usize,
+    b: usize,
+    sampler: BgmSampler,
+    dataset: BgmDataset,
+    sigma: f64,
+) -> BgmConfig {
     BgmConfig {
         steps,
         expected_batch_size: b,
@@ -53,7 +61,13 @@ fn shuffle_worst_case_rows_have_one_special_entry() {
         (Hypothesis::WithoutTarget, -2),
     ] {
         let rows = noiseless_rows(
-            config(5, b, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1e-5),
+            config(
+                5,
+                b,
+                BgmSampler::Shuffle,
+                BgmDataset::ShuffleWorstCase,
+                1e-5,
+            ),
             h,
             2000,
         );
@@ -80,7 +94,7 @@ fn batch_then_shuffle_layout_rows() {
             config(
                 6,
                 b,
-                Sampler::BatchThenShuffle,
+                BgmSampler::BatchThenShuffle,
                 BgmDataset::FirstBatchPositive,
                 1e-5,
             ),
@@ -108,7 +122,13 @@ fn shuffled_first_batch_layout_spreads_the_positives() {
         (Hypothesis::WithoutTarget, 2 * b as i64 - 1 - n),
     ] {
         let rows = noiseless_rows(
-            config(t, b, Sampler::Shuffle, BgmDataset::FirstBatchPositive, 1e-5),
+            config(
+                t,
+                b,
+                BgmSampler::Shuffle,
+                BgmDataset::FirstBatchPositive,
+                1e-5,
+            ),
             h,
             4000,
         );
@@ -136,7 +156,7 @@ fn partial_shuffle_confines_the_target_to_the_first_buffer() {
         config(
             t,
             b,
-            Sampler::PartialShuffle { buffer_size: b },
+            BgmSampler::PartialShuffle { buffer_size: b },
             BgmDataset::ShuffleWorstCase,
             1e-5,
         ),
@@ -150,7 +170,7 @@ fn partial_shuffle_confines_the_target_to_the_first_buffer() {
         config(
             t,
             b,
-            Sampler::PartialShuffle { buffer_size: 3 * b },
+            BgmSampler::PartialShuffle { buffer_size: 3 * b },
             BgmDataset::ShuffleWorstCase,
             1e-5,
         ),
@@ -175,7 +195,13 @@ fn poisson_rows_include_the_target_with_rate_one_over_t() {
     // Spec 000 §2.2 item 1 and the Poisson worst case (+1, 0, …, 0).
     let t = 8;
     let rows = noiseless_rows(
-        config(t, 5, Sampler::Poisson, BgmDataset::PoissonWorstCase, 1e-5),
+        config(
+            t,
+            5,
+            BgmSampler::Poisson,
+            BgmDataset::PoissonWorstCase,
+            1e-5,
+        ),
         Hypothesis::WithTarget,
         4000,
     );
@@ -189,7 +215,13 @@ fn poisson_rows_include_the_target_with_rate_one_over_t() {
     // With −1 fillers every batch sum is −Binomial(n−1, q) + Bernoulli(q):
     // mean −(n−1)/T + 1/T = −B + 2/T = −4.75 for n = 40, T = 8.
     let rows = noiseless_rows(
-        config(t, 5, Sampler::Poisson, BgmDataset::ShuffleWorstCase, 1e-5),
+        config(
+            t,
+            5,
+            BgmSampler::Poisson,
+            BgmDataset::ShuffleWorstCase,
+            1e-5,
+        ),
         Hypothesis::WithTarget,
         4000,
     );
@@ -206,7 +238,7 @@ fn max_statistic_follows_chua_et_al_closed_form() {
     let sim = BgmSimulator::new(config(
         t,
         b,
-        Sampler::Shuffle,
+        BgmSampler::Shuffle,
         BgmDataset::ShuffleWorstCase,
         sigma,
     ))
@@ -271,7 +303,13 @@ fn worst_case_ratio_is_the_exact_likelihood_ratio_of_the_shuffle_bgm() {
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             epochs: 2,
-            ..config(10, 5, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1.5)
+            ..config(
+                10,
+                5,
+                BgmSampler::Shuffle,
+                BgmDataset::ShuffleWorstCase,
+                1.5,
+            )
         },
         100_000,
     );
@@ -283,7 +321,7 @@ fn bts_ratio_is_exact_for_batch_then_shuffle() {
         config(
             10,
             1,
-            Sampler::BatchThenShuffle,
+            BgmSampler::BatchThenShuffle,
             BgmDataset::FirstBatchPositive,
             2.0,
         ),
@@ -296,7 +334,13 @@ fn poisson_ratio_is_exact_for_the_poisson_bgm() {
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             epochs: 3,
-            ..config(10, 4, Sampler::Poisson, BgmDataset::PoissonWorstCase, 1.0)
+            ..config(
+                10,
+                4,
+                BgmSampler::Poisson,
+                BgmDataset::PoissonWorstCase,
+                1.0,
+            )
         },
         100_000,
     );
@@ -312,7 +356,13 @@ fn natural_ratio_is_exact_for_shuffled_zero_fillers() {
         BgmConfig {
             score: LikelihoodRatio::Natural,
             epochs: 2,
-            ..config(10, 3, Sampler::Shuffle, BgmDataset::PoissonWorstCase, 1.5)
+            ..config(
+                10,
+                3,
+                BgmSampler::Shuffle,
+                BgmDataset::PoissonWorstCase,
+                1.5,
+            )
         },
         100_000,
         100.0,
@@ -326,7 +376,13 @@ fn partially_informed_ratio_is_exact_for_the_unit_batch_worst_case() {
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             score: LikelihoodRatio::PartiallyInformed,
-            ..config(10, 1, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1.5)
+            ..config(
+                10,
+                1,
+                BgmSampler::Shuffle,
+                BgmDataset::ShuffleWorstCase,
+                1.5,
+            )
         },
         100_000,
     );
@@ -337,7 +393,13 @@ fn scores_separate_in_the_member_direction_at_sigma_1_t_100() {
     // σ = 1, T = 100 (seed 000 Fig. 3 setting): E_P[log Λ] = KL(P‖Q) > 0 and
     // E_Q[log Λ] = −KL(Q‖P) < 0 (Gibbs' inequality), so scores with the target
     // are higher on average.
-    let c = config(100, 1, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1.0);
+    let c = config(
+        100,
+        1,
+        BgmSampler::Shuffle,
+        BgmDataset::ShuffleWorstCase,
+        1.0,
+    );
     let s = BgmSimulator::new(c).unwrap().simulate(20_000, 2);
     let (m1, se1) = mean_se(&s.with_target);
     let (m0, se0) = mean_se(&s.without_target);
@@ -355,7 +417,7 @@ fn score_columns_use_only_the_leading_batches() {
     let mut c = config(
         10,
         2,
-        Sampler::PartialShuffle { buffer_size: 2 },
+        BgmSampler::PartialShuffle { buffer_size: 2 },
         BgmDataset::ShuffleWorstCase,
         1.0,
     );

@@ -5,8 +5,8 @@ mod common;
 
 use common::normal_pdf;
 use dpaudit_attacks::{
-    log_likelihood_ratio, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio,
-    ObservationMatrix, Sampler,
+    log_likelihood_ratio, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis,
+    LikelihoodRatio, ObservationMatrix,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -14,7 +14,12 @@ use rand_chacha::ChaCha8Rng;
 const T: usize = 1000;
 const E: usize = 500;
 
-fn config(sampler: Sampler, dataset: BgmDataset, score: LikelihoodRatio, sigma: f64) -> BgmConfig {
+fn config(
+    sampler: BgmSampler,
+    dataset: BgmDataset,
+    score: LikelihoodRatio,
+    sigma: f64,
+) -> BgmConfig {
     BgmConfig {
         steps: T,
         expected_batch_size: 2,
@@ -33,24 +38,24 @@ fn simulated_scores_are_finite_at_t_1000_e_500() {
     let b = 2;
     let cases = [
         (
-            Sampler::Shuffle,
+            BgmSampler::Shuffle,
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: b },
         ),
         (
-            Sampler::BatchThenShuffle,
+            BgmSampler::BatchThenShuffle,
             BgmDataset::FirstBatchPositive,
             LikelihoodRatio::BatchThenShuffle { batch_size: b },
         ),
         (
-            Sampler::Poisson,
+            BgmSampler::Poisson,
             BgmDataset::PoissonWorstCase,
             LikelihoodRatio::Poisson {
                 sample_rate: 1.0 / T as f64,
             },
         ),
         (
-            Sampler::PartialShuffle { buffer_size: 20 },
+            BgmSampler::PartialShuffle { buffer_size: 20 },
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: b },
         ),
@@ -85,7 +90,7 @@ fn naive_products_fail_where_log_space_does_not() {
     // One T = 1000, E = 500 observation: the density Π_{i,t} φ(o_t^i) of the
     // whole matrix is about 0.5^(5·10⁵), far below f64's smallest positive value.
     let sim = BgmSimulator::new(config(
-        Sampler::Shuffle,
+        BgmSampler::Shuffle,
         BgmDataset::ShuffleWorstCase,
         LikelihoodRatio::WorstCase { batch_size: 2 },
         0.5,

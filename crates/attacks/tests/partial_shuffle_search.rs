@@ -4,8 +4,8 @@ mod common;
 
 use common::auc;
 use dpaudit_attacks::{
-    partial_shuffle_search, AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis,
-    LikelihoodRatio, ObservationMatrix, Sampler,
+    partial_shuffle_search, AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator,
+    Hypothesis, LikelihoodRatio, ObservationMatrix,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -18,7 +18,7 @@ fn pi_observations(buffer: usize, runs: usize) -> (Vec<ObservationMatrix>, Vec<O
         expected_batch_size: 1,
         epochs: 1,
         noise_multiplier: 0.7,
-        sampler: Sampler::PartialShuffle {
+        sampler: BgmSampler::PartialShuffle {
             buffer_size: buffer,
         },
         dataset: BgmDataset::ShuffleWorstCase,

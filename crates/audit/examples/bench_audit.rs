@@ -37,9 +37,9 @@ fn took(t: Instant, c: f64) -> String {
     )
 }
 
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::io::read_scores;
+use dpaudit_audit::observations::Method;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::scores::Method;
 
 const CONFIDENCE: f64 = 0.95;
 

@@ -9,12 +9,12 @@
 
 use std::path::PathBuf;
 
+use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::report::{one_run_plot, tradeoff_plot};
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

@@ -13,11 +13,11 @@
 //! score = μ·included + N(0, 1). `same-data` is shown for reference: it is
 //! not valid. Output: one Markdown table per method.
 
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::metrics::Metrics;
-use crate::scores::{Method, Selection};
+use crate::observations::{Method, Selection};
 
 /// A lower bound on ε: with probability at least `confidence` (when
 /// `valid_at_confidence` is true), the audited mechanism is not
@@ -43,7 +43,7 @@ pub struct EpsilonLowerBound {
 pub enum BoundedOn {
     /// All observations.
     All,
-    /// The evaluation half of [`crate::scores::Observations::split`] with
+    /// The evaluation half of [`crate::observations::Observations::split`] with
     /// this seed.
     EvaluationHalf {
         /// Seed of the split.

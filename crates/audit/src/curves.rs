@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::normal::gdp_tradeoff;
+use crate::gaussian::gdp_tradeoff;
 use crate::region::ErrorPoint;
 
 /// `f_{ε,δ}(α)`.

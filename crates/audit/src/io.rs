@@ -18,7 +18,7 @@
 use std::path::Path;
 
 use crate::error::{AuditError, Result};
-use crate::scores::Observations;
+use crate::observations::Observations;
 
 /// Reads scores from `path`: NPY when the name ends in `.npy`, else CSV.
 pub fn read_scores(path: &Path) -> Result<Observations> {

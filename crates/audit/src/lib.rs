@@ -3,10 +3,10 @@
 //! one-run, PANORAMIA).
 //!
 //! This crate never depends on tch (nor on `accounting`: the little GDP
-//! conversion it needs lives in [`normal`]).
+//! conversion it needs lives in [`gaussian`]).
 //!
 //! # Inputs
-//! [`scores::Observations`]: finite scores, each labelled member (the
+//! [`observations::Observations`]: finite scores, each labelled member (the
 //! target/canary was included) or not. **Higher score = more likely a
 //! member**; pass `−loss` for loss scores. [`io::read_scores`] reads CSV
 //! (`score` and `member` columns) or NPY (`(N, 2)` float64).
@@ -26,13 +26,13 @@
 //!
 //! Building blocks: [`special`] (log-space ln Γ, incomplete beta, binomial
 //! tails), [`clopper_pearson`] (one- and two-sided limits, tails to 1e-300),
-//! [`normal`] (Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
+//! [`gaussian`] (the `dpaudit-gaussian` crate: Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
 //! [`curves`] (trade-off curves, ROC, one-run plots as SVG), [`plots`]
-//! (score histograms and ε lower-vs-upper bar plots, SVG), [`report`] (the
+//! (score histograms and ε lower-vs-upper bar plots, SVG), [`bound_plots`] (the
 //! plots of a bound, from the data it was computed on).
 //!
 //! # Selection is explicit
-//! Every bound names its [`scores::Selection`]: `bonferroni` (all data, a
+//! Every bound names its [`observations::Selection`]: `bonferroni` (all data, a
 //! union bound over a family fixed in advance), `split` (choose on a seeded
 //! random half, bound on the other half), `multi-split` (several halvings,
 //! the median-rank bound at half the level), `fixed` (one-run guess counts
@@ -57,15 +57,16 @@ pub mod curves;
 pub mod error;
 pub mod io;
 pub mod metrics;
-pub mod normal;
+/// The standard normal and the μ-GDP curve (`dpaudit-gaussian`, shared with the accountant).
+pub use dpaudit_gaussian as gaussian;
+pub mod bound_plots;
+pub mod observations;
 pub mod one_run;
 pub mod one_run_fdp;
 pub mod panoramia;
 pub mod plots;
 pub mod policy;
 pub mod region;
-pub mod report;
-pub mod scores;
 mod sort;
 pub mod special;
 

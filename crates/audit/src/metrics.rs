@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::clopper_pearson::{lower_unchecked, upper_unchecked, Interval};
 use crate::error::{check_confidence, Result};
-use crate::scores::Observations;
+use crate::observations::Observations;
 use crate::sort::sort_scores;
 
 /// The FPRs at which the TPR is reported.

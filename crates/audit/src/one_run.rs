@@ -35,8 +35,8 @@
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, OneRunEvidence};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::metrics::{metrics, Metrics};
+use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, split_seeds};
-use crate::scores::{Method, Observations, Selection};
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
 
 /// Settings of a one-run audit.

@@ -48,10 +48,10 @@ use serde::Serialize;
 
 use crate::bound::{EpsilonLowerBound, Evidence};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::normal::{cdf, gdp_epsilon, pdf};
+use crate::gaussian::{cdf, gdp_epsilon, pdf};
+use crate::observations::{Method, Observations, Selection};
 use crate::one_run::select_guesses;
 use crate::region::check_gdp_delta;
-use crate::scores::{Method, Observations, Selection};
 
 /// The family of trade-off curves whose members are tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -395,7 +395,7 @@ pub fn one_run_fdp_lower_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normal::inverse_cdf;
+    use crate::gaussian::inverse_cdf;
 
     #[test]
     fn blow_up_inverses() {

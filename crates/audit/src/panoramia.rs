@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::clopper_pearson::lower_unchecked;
 use crate::error::{check_confidence, AuditError, Result};
-use crate::scores::{Observations, Selection};
+use crate::observations::{Observations, Selection};
 
 /// `logit(p̲)` with `p̲` the exact-binomial lower bound on a precision of
 /// `true_positives / predictions` at tail `level` (Kazmi et al. 2024,

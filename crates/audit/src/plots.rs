@@ -10,7 +10,7 @@
 //!   ε upper bound, one bar per audit or threat model: the gap plots of
 //!   Annamalai et al. 2024 (Fig. 1) and Cebere et al. 2025 (Fig. 6). A bound
 //!   that is not valid at its stated confidence (see
-//!   [`crate::scores::Selection`]) has a hatched bar, and its label says so.
+//!   [`crate::observations::Selection`]) has a hatched bar, and its label says so.
 //!
 //! Every number printed into the SVG is finite: non-finite inputs are
 //! skipped or shown as `n/a`, never formatted.
@@ -684,7 +684,7 @@ pub struct EpsilonBar {
     /// The ε lower bound.
     pub lower: f64,
     /// Whether the bound is valid at its stated confidence (false for
-    /// `same-data` selection, see [`crate::scores::Selection`]).
+    /// `same-data` selection, see [`crate::observations::Selection`]).
     pub valid: bool,
 }
 

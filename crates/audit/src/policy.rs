@@ -19,7 +19,7 @@
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::scores::{Method, Selection};
+use crate::observations::{Method, Selection};
 
 /// Number of halvings of `multi-split` when the caller does not choose.
 pub const DEFAULT_SPLITS: u32 = 10;

@@ -8,7 +8,7 @@
 //!   `ε = max{ln((1 − FPR̄ − δ)/FNR̄), ln((1 − FNR̄ − δ)/FPR̄), 0}`.
 //! - GDP: Cebere, Bellet & Papernot 2025, App. A (Lemma 1, Corollary 1):
 //!   `μ⁻ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, then ε at δ from the exact μ-GDP
-//!   δ(ε) by bisection ([`crate::normal::gdp_epsilon`]). μ⁻ is a valid lower
+//!   δ(ε) by bisection ([`crate::gaussian::gdp_epsilon`]). μ⁻ is a valid lower
 //!   bound on the smallest μ for which the mechanism is μ-GDP; the ε derived
 //!   from it is a lower bound on the mechanism's ε(δ) only if its trade-off
 //!   curve is Gaussian-shaped (their Remark 3: the approximation "can
@@ -60,10 +60,10 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, FamilyRank, ThresholdEvidence};
 use crate::clopper_pearson::upper_unchecked;
 use crate::error::{check_confidence, check_delta, AuditError, Result};
+use crate::gaussian::{gdp_epsilon, inverse_cdf};
 use crate::metrics::{metrics_sorted, Metrics};
-use crate::normal::{gdp_epsilon, inverse_cdf};
+use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, split_seeds};
-use crate::scores::{Method, Observations, Selection};
 use crate::sort::sort_scores;
 
 /// Settings shared by the threshold audits.

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use dpaudit_audit::io::{parse_csv, parse_npy, to_npy};
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 use dpaudit_audit::AuditError;
 
 fn csv_error(text: &str) -> String {

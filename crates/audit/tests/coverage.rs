@@ -8,11 +8,11 @@
 //! from the exact conversion, spec 001 §4 Corollary 1).
 
 use dpaudit_audit::bound::Evidence;
-use dpaudit_audit::normal::{gdp_epsilon, inverse_cdf};
+use dpaudit_audit::gaussian::{gdp_epsilon, inverse_cdf};
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

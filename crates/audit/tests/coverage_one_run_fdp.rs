@@ -11,9 +11,9 @@ mod common;
 
 use common::{assert_coverage, canaries, rng, trials, Mechanism};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::normal::gdp_epsilon;
+use dpaudit_audit::gaussian::gdp_epsilon;
+use dpaudit_audit::observations::Selection;
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
-use dpaudit_audit::scores::Selection;
 
 const DELTA: f64 = 1e-5;
 

@@ -10,9 +10,9 @@ mod common;
 
 use common::{assert_coverage, rng, runs, trials, Mechanism};
 use dpaudit_audit::bound::Evidence;
-use dpaudit_audit::normal::gdp_epsilon;
+use dpaudit_audit::gaussian::gdp_epsilon;
+use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::scores::Selection;
 
 const DELTA: f64 = 1e-5;
 

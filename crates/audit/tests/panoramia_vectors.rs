@@ -1,8 +1,8 @@
 //! PANORAMIA's c_lb table and measurement ceilings (Kazmi et al. 2024,
 //! §4.1 with the exact binomial tail, Appendix B.2), and ε̃'s properties.
 
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::panoramia::{ceiling, logit_precision_lower_bound, panoramia, PanoramiaConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 
 #[test]
 fn c_lb_table() {

@@ -7,9 +7,9 @@
 //! scores per class (the same effect exists at β = 0.05, with more scores);
 //! the one-run test uses β = 0.05 and the (k+, k−) grid search.
 
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

@@ -4,11 +4,11 @@
 
 use dpaudit_audit::bound::Evidence;
 use dpaudit_audit::curves::{eps_delta_curve, gdp_curve, TradeoffPlot};
-use dpaudit_audit::normal::{gdp_epsilon, gdp_tradeoff};
+use dpaudit_audit::gaussian::{gdp_epsilon, gdp_tradeoff};
+use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{
     empirical_points, eps_delta_lower_bound, gdp_lower_bound, RegionConfig,
 };
-use dpaudit_audit::scores::{Observations, Selection};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

@@ -92,6 +92,14 @@ fn main() -> anyhow::Result<()> {
         Command::Bgm(a) => cmd::bgm::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Selftest(a) => cmd::selftest::run(a),
+        // A BGM out-dir says so in its manifest; everything else is `dpaudit run`'s.
+        Command::Merge(a)
+            if a.shards
+                .first()
+                .is_some_and(|d| dpaudit_experiment::bgm_runner::is_bgm_out_dir(d)) =>
+        {
+            cmd::bgm::run_merge(&a.out_dir, &a.shards, false)
+        }
         Command::Merge(a) => cmd::run::run_merge(a),
         Command::Compare(a) => cmd::run::run_compare(a),
         Command::Slurm(a) => cmd::slurm::run(a),

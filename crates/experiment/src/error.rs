@@ -66,6 +66,31 @@ pub enum ExperimentError {
     /// Training refused its input or failed.
     #[error(transparent)]
     Train(#[from] dpaudit_train::TrainError),
+    /// The attacks crate refused a parameter (a BGM setting).
+    #[error(transparent)]
+    Attacks(#[from] dpaudit_attacks::AttacksError),
+    /// The accountant refused its input.
+    #[error("{context}: {source}")]
+    Accounting {
+        /// What was being computed.
+        context: String,
+        /// The accounting crate's error.
+        #[source]
+        source: dpaudit_accounting::AccountingError,
+    },
+    /// One setting of an experiment file is invalid (named by its position
+    /// and name); nothing was computed.
+    #[error("{file}: settings[{index}] ({name:?}): {reason}")]
+    Setting {
+        /// The experiment file, as given.
+        file: String,
+        /// The setting's position in `[[settings]]`.
+        index: usize,
+        /// Its name.
+        name: String,
+        /// What is wrong (the inner error, in words).
+        reason: String,
+    },
     /// A cluster command failed.
     #[error("`{command}` failed: {reason}")]
     Cluster {

@@ -10,29 +10,38 @@
 //!   format version.
 //! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
 //!   scheduler's variables).
-//! - [`slurm`]: the array and merge scripts, and their submission.
+//! - [`job_array`]: Slurm job arrays: the array and merge scripts, and their submission.
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
-//! - [`report`]: the statistics of a finished experiment (`audit.json`,
+//! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
 //! - [`runner`]: an experiment bound to its out-dir: claim, resume,
 //!   finalize, merge; and in memory.
+//! - [`bgm_audit`]: shuffling audits of the Batched Gaussian Mechanism
+//!   (settings, validation, the guess search, the report), on any
+//!   [`bgm_engine::BgmEngine`]: the pure-Rust [`bgm_engine::CpuBgmEngine`] or
+//!   the libtorch [`bgm_engine::TensorBgmEngine`] ([`bgm_tensor`]).
+//! - [`bgm_runner`]: a BGM experiment in an out-dir, resumed, sharded and
+//!   merged as [`runner`] does for training runs.
+//!
+//! Library code calls libtorch only through tch's fallible API, as in
+//! `dpaudit-train` (the same `clippy.toml`; tests allow the lints).
 
-// The training modules call libtorch only through its fallible API, as
-// `dpaudit-train` does (the same `clippy.toml`; tests allow the lints).
-#![deny(clippy::disallowed_methods)]
+#![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
+pub mod audit_report;
+pub mod bgm_audit;
+pub mod bgm_engine;
+pub mod bgm_runner;
+pub mod bgm_tensor;
 pub mod book;
-#[deny(clippy::arithmetic_side_effects)]
 pub mod canaries;
-#[deny(clippy::arithmetic_side_effects)]
 pub mod chunk;
 pub mod error;
+pub mod job_array;
 pub mod outdir;
-pub mod report;
 pub mod runner;
 pub mod settings;
 pub mod shard;
-pub mod slurm;
 
 pub use error::{ExperimentError, Result};
 pub use outdir::{Checked, OutDir, FORMAT_VERSION};

@@ -35,10 +35,10 @@ use dpaudit_data::seed::RunSeed;
 use dpaudit_train::engine::Fault;
 use dpaudit_train::trainer::Observer;
 
+use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
 use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
 use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
-use crate::report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
 use crate::shard::Shard;
 
 /// The manifest's file name.

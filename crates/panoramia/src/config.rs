@@ -54,7 +54,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use dpaudit_audit::scores::Selection;
+use dpaudit_audit::observations::Selection;
 use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 

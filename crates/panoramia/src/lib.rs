@@ -11,7 +11,7 @@
 //!   the real-vs-generated quality check.
 //! - [`pipeline`]: Algorithm 1 end to end with resumable stages, the one-run
 //!   audit beside it, `audit.json` and `summary.md`.
-//! - [`report`]: precision–recall SVGs and PNG sample grids.
+//! - [`figures`]: precision–recall SVGs and PNG sample grids.
 //!
 //! The measurement itself (`c_lb`, `{c+ε}_lb`, ε̃) is
 //! [`dpaudit_audit::panoramia`]; ε̃ is not a lower bound on ε and has its own
@@ -21,10 +21,10 @@
 pub mod classifier;
 pub mod config;
 pub mod error;
+pub mod figures;
 pub mod nn;
 pub mod pipeline;
 pub mod records;
-pub mod report;
 pub mod task;
 pub mod vae;
 

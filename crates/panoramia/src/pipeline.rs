@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_audit::bound::EpsilonLowerBound;
+use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::panoramia::{
     panoramia, EpsilonTilde, PanoramiaConfig as MeasureConfig, PanoramiaMeasurement,
 };
-use dpaudit_audit::scores::Observations;
 use dpaudit_data::dataset::{Dataset, Normalization};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{Mode, Randomness, SeedKey, Stream};
@@ -44,9 +44,9 @@ use tch::Device;
 use crate::classifier::{self, loss_features, FitReport, Labelled, MembershipNet};
 use crate::config::{GeneratorConfig, PanoramiaConfig, TargetConfig};
 use crate::error::{config_err, out_err, PanoramiaError, Result};
+use crate::figures::{self, PrPoint, PrSeries};
 use crate::nn::{load_into, read_meta, save_tensors, write_atomic, HostInit, Parameters};
 use crate::records::{coins, permutation, Records};
-use crate::report::{self, PrPoint, PrSeries};
 use crate::task::{self, TaskMeta};
 use crate::vae::{self, Vae, VaeMeta};
 
@@ -908,12 +908,12 @@ pub fn run(
             .collect();
         write_atomic(
             &plots.join("samples.png"),
-            &report::grid_png(&x, 64, &data.d_f.shape, 8)?,
+            &figures::grid_png(&x, 64, &data.d_f.shape, 8)?,
         )?;
         let n = data.d_g.len().min(64);
         write_atomic(
             &plots.join("real.png"),
-            &report::grid_png(&data.d_g.x, n, &data.d_f.shape, 8)?,
+            &figures::grid_png(&data.d_g.x, n, &data.d_f.shape, 8)?,
         )?;
     }
     let norm = data.norm.as_ref();
@@ -1212,9 +1212,9 @@ pub fn run(
         targets: results,
     };
     write_json(&out.join("audit.json"), &report)?;
-    let baseline_pr = report::precision_recall(&baseline.scores, &s);
+    let baseline_pr = figures::precision_recall(&baseline.scores, &s);
     for r in &report.targets {
-        let mia_pr = report::precision_recall(&r.mia_scores, &s);
+        let mia_pr = figures::precision_recall(&r.mia_scores, &s);
         let ev = |side: &str| -> Option<(PrPoint, String)> {
             let v = r.measurement.get(side)?;
             let count = |k: &str| v.get(k).and_then(|x| x.as_u64());
@@ -1224,9 +1224,9 @@ pub fn run(
                 count("members")?,
             );
             let bound = v.get("lower_bound").and_then(|x| x.as_f64())?;
-            report::marked_point(tp, r_, members).map(|p| (p, format!("{bound:.3}")))
+            figures::marked_point(tp, r_, members).map(|p| (p, format!("{bound:.3}")))
         };
-        let svg = report::pr_svg(
+        let svg = figures::pr_svg(
             &format!(
                 "PANORAMIA, target {}: precision–recall on the audit set (m = {m})",
                 r.name

@@ -16,7 +16,6 @@
 #![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
 pub mod bench;
-pub mod bgm;
 pub mod checkpoint;
 pub mod claim;
 pub mod config;

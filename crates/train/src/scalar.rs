@@ -95,7 +95,7 @@ impl WithNumber for Tensor {
 /// A tensor of `shape` on `options` filled with `value` (a 0-dim tensor
 /// from [`number`] or [`int`], converted to the kind of `options`):
 /// `Tensor::f_full` without a number argument.
-pub(crate) fn full(
+pub fn full(
     shape: &[i64],
     value: &Tensor,
     options: (Kind, tch::Device),

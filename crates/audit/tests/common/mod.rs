@@ -12,8 +12,8 @@
 
 #![allow(dead_code)]
 
-use dpaudit_audit::normal::inverse_cdf;
-use dpaudit_audit::scores::Observations;
+use dpaudit_audit::gaussian::inverse_cdf;
+use dpaudit_audit::observations::Observations;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;

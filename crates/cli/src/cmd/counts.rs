@@ -27,7 +27,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 use dpaudit_audit::clopper_pearson::upper_limit;
-use dpaudit_audit::normal::gdp_epsilon;
+use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::region::{epsilon_from_error_bounds, mu_from_error_bounds};
 
 /// Arguments of `dpaudit counts`.

@@ -19,12 +19,14 @@
 
 use anyhow::Context;
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, Sampler};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler};
 use dpaudit_audit::bound::EpsilonLowerBound;
+use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
-use dpaudit_audit::scores::Selection;
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::seed::{Mode, Randomness};
+use dpaudit_experiment::bgm_audit::{simulate_and_bound, SimulationClock};
+use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::runtime::RuntimeInfo;
 use dpaudit_train::trainer::{train, Silent};
@@ -142,7 +144,7 @@ struct CanaryAudit {
     epsilon_upper: f64,
     upper_assumption: String,
     test_accuracy_mean: f64,
-    lower_bounds: Vec<dpaudit_experiment::report::LowerBoundEntry>,
+    lower_bounds: Vec<dpaudit_experiment::audit_report::LowerBoundEntry>,
     seconds: f64,
 }
 
@@ -213,7 +215,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
 
     let mut audits = Vec::new();
-    for (sampler, name) in [(Sampler::Poisson, "poisson"), (Sampler::Shuffle, "shuffle")] {
+    for (sampler, name) in [
+        (BgmSampler::Poisson, "poisson"),
+        (BgmSampler::Shuffle, "shuffle"),
+    ] {
         let lower_bound = bgm_audit(sampler, args.runs, args.seed, CONFIDENCE)
             .with_context(|| format!("auditing the {name} sampler"))?;
         audits.push(AuditRow {
@@ -320,13 +325,13 @@ fn data_summary(seed: u64) -> anyhow::Result<DataSummary> {
 /// exact for its dataset pair, and bound ε with Clopper–Pearson at 95 %,
 /// choosing the threshold on one half of the runs and bounding on the other.
 pub(crate) fn bgm_audit(
-    sampler: Sampler,
+    sampler: BgmSampler,
     runs: usize,
     seed: u64,
     confidence: f64,
 ) -> anyhow::Result<EpsilonLowerBound> {
     let dataset = match sampler {
-        Sampler::Poisson => BgmDataset::PoissonWorstCase,
+        BgmSampler::Poisson => BgmDataset::PoissonWorstCase,
         _ => BgmDataset::ShuffleWorstCase,
     };
     let config = BgmConfig {
@@ -345,7 +350,15 @@ pub(crate) fn bgm_audit(
         delta: DELTA,
         selection: Selection::Split { seed },
     };
-    super::bgm::simulate_and_bound(&BgmSimulator::new(config)?, 0, runs, 0, &region)
+    let mut clock = SimulationClock::default();
+    Ok(simulate_and_bound(
+        &CpuBgmEngine { threads: 0 },
+        &config,
+        0,
+        runs,
+        &region,
+        &mut clock,
+    )?)
 }
 
 fn print_text(r: &DemoReport) {

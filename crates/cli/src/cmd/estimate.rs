@@ -21,15 +21,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
+use dpaudit_audit::bound_plots::{describe_bounded_on, one_run_plot, tradeoff_plot};
 use dpaudit_audit::io::read_scores;
+use dpaudit_audit::observations::{Method, Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
 use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::report::{describe_bounded_on, one_run_plot, tradeoff_plot};
-use dpaudit_audit::scores::{Method, Observations, Selection};
 
 /// Statistical method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -9,8 +9,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
+use dpaudit_experiment::audit_report::AuditReport;
 use dpaudit_experiment::chunk::Prepared;
-use dpaudit_experiment::report::AuditReport;
 use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
 use dpaudit_train::engine::Fault;

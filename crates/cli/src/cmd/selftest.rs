@@ -32,7 +32,7 @@ use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_train::Fault;
 
 use super::run::run_in_memory;
-use dpaudit_experiment::report::AuditReport;
+use dpaudit_experiment::audit_report::AuditReport;
 
 /// Confidence of every bound the self-test decides on.
 const CONFIDENCE: f64 = 0.99;
@@ -188,7 +188,7 @@ fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
         dpaudit_accounting::Accountant::Pld,
     )?;
     let lb = bgm_audit(
-        dpaudit_attacks::Sampler::Shuffle,
+        dpaudit_attacks::BgmSampler::Shuffle,
         args.bgm_runs,
         args.seed,
         CONFIDENCE,

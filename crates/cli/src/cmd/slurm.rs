@@ -1,4 +1,5 @@
-//! `dpaudit slurm EXPERIMENT --out-dir D --tasks N [--submit]`: an audit as a
+//! `dpaudit slurm EXPERIMENT --out-dir D --tasks N [--submit]`: an audit
+//! (`dpaudit run`, or `dpaudit bgm` for a file of `[[settings]]`) as a
 //! Slurm job array (one task per shard) plus a merge-and-finalize job that
 //! runs once every task succeeded. The scripts are written into `D/slurm/`;
 //! `--submit` hands them to `sbatch`.
@@ -6,13 +7,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
+use dpaudit_experiment::bgm_engine::CpuBgmEngine;
+use dpaudit_experiment::bgm_runner::plan_units;
+use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
 use dpaudit_experiment::settings::ExperimentConfig;
-use dpaudit_experiment::slurm::{submit, write_scripts, SlurmPlan};
 
 /// Arguments of `dpaudit slurm`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment file (as for `dpaudit run`).
+    /// The experiment file (as for `dpaudit run`, or a BGM file as for `dpaudit bgm --config`).
     pub experiment: PathBuf,
     /// The out-dir of the finished audit; shards go to `<out-dir>/shards/`.
     #[arg(long)]
@@ -49,19 +53,44 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// `dpaudit slurm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = ExperimentConfig::load(&args.experiment)
-        .with_context(|| format!("loading {}", args.experiment.display()))?;
+    // A BGM experiment (`[[settings]]`, for `dpaudit bgm`) or a training one.
+    let (command, units, what) = match BgmExperiment::load(&args.experiment) {
+        Ok(experiment) => {
+            let settings = prepare_all(&args.experiment, &experiment)?;
+            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
+            (
+                "bgm",
+                units,
+                format!("{units} chunks of simulated runs (the Rust engine's)"),
+            )
+        }
+        Err(_) => {
+            let config = ExperimentConfig::load(&args.experiment)
+                .with_context(|| format!("loading {}", args.experiment.display()))?;
+            (
+                "run",
+                config.chunks(),
+                format!(
+                    "{} chunks of train.replicas = {} runs",
+                    config.chunks(),
+                    config.chunk_size()
+                ),
+            )
+        }
+    };
     anyhow::ensure!(
-        args.tasks >= 1 && args.tasks <= config.chunks(),
-        "--tasks {}: expected 1 to {} (the experiment has {} chunks of train.replicas = {} runs; a task trains whole chunks)",
+        args.tasks >= 1 && args.tasks <= units,
+        "--tasks {}: expected 1 to {units} (the experiment has {what}; a task computes whole chunks)",
         args.tasks,
-        config.chunks(),
-        config.chunks(),
-        config.chunk_size()
     );
+    let extra_args = if command == "run" {
+        vec!["--quiet".into()]
+    } else {
+        Vec::new()
+    };
     let plan = SlurmPlan {
         binary: std::env::current_exe().context("locating the dpaudit binary")?,
-        command: "run".into(),
+        command: command.into(),
         experiment: absolute(&args.experiment)?
             .canonicalize()
             .with_context(|| format!("resolving {}", args.experiment.display()))?,
@@ -71,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         gres: args.gres,
         time: args.time,
         cpus_per_task: args.cpus_per_task,
-        extra_args: vec!["--quiet".into()],
+        extra_args,
     };
     let (shards, merge) = write_scripts(&plan)?;
     println!("wrote {} ({} array tasks)", shards.display(), plan.tasks);

@@ -33,12 +33,12 @@ pub const CHUNK_SIZE: usize = 4096;
 /// position 0 (spec 000 §6.6). Every sampler is called afresh each epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Sampler {
+pub enum BgmSampler {
     /// Uniform permutation, then consecutive batches of B (shuffle-then-batch).
     Shuffle,
     /// Blocks of `buffer_size` = K consecutive records, each permuted
     /// independently, then batches of B; K must be a multiple of B and at most
-    /// n. K = B is "no shuffling", K = n is [`Sampler::Shuffle`].
+    /// n. K = B is "no shuffling", K = n is [`BgmSampler::Shuffle`].
     PartialShuffle {
         /// Buffer size K, in records.
         buffer_size: usize,
@@ -105,7 +105,7 @@ pub struct BgmConfig {
     /// Noise multiplier σ: the noise std on each batch sum (sensitivity 1).
     pub noise_multiplier: f64,
     /// The batch sampler.
-    pub sampler: Sampler,
+    pub sampler: BgmSampler,
     /// The audited dataset pair.
     pub dataset: BgmDataset,
     /// The score applied to each run.
@@ -176,7 +176,7 @@ impl BgmSimulator {
                     ),
                 )
             })?;
-        if let Sampler::PartialShuffle { buffer_size } = config.sampler {
+        if let BgmSampler::PartialShuffle { buffer_size } = config.sampler {
             let b = config.expected_batch_size;
             if buffer_size == 0 || buffer_size % b != 0 {
                 return Err(invalid(
@@ -318,15 +318,15 @@ impl<'a> Worker<'a> {
     fn new(sim: &'a BgmSimulator) -> Self {
         let t = sim.config.steps;
         let q = 1.0 / t as f64;
-        let is_poisson = sim.config.sampler == Sampler::Poisson;
+        let is_poisson = sim.config.sampler == BgmSampler::Poisson;
         let range = match sim.config.sampler {
-            Sampler::PartialShuffle { buffer_size } => buffer_size,
+            BgmSampler::PartialShuffle { buffer_size } => buffer_size,
             _ => sim.records,
         };
         let needs_bitset = sim.specials > 1
             && matches!(
                 sim.config.sampler,
-                Sampler::Shuffle | Sampler::PartialShuffle { .. }
+                BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. }
             );
         Self {
             sim,
@@ -375,7 +375,7 @@ impl<'a> Worker<'a> {
             Hypothesis::WithoutTarget => 0.0,
         };
         let sigma = c.noise_multiplier;
-        if c.sampler == Sampler::Poisson {
+        if c.sampler == BgmSampler::Poisson {
             let q = 1.0 / t as f64;
             for v in self.row.iter_mut() {
                 let z: f64 = rng.sample(StandardNormal);
@@ -402,15 +402,15 @@ impl<'a> Worker<'a> {
         let target_shift = target - f;
         let other_shift = 1.0 - f;
         match c.sampler {
-            Sampler::BatchThenShuffle => {
+            BgmSampler::BatchThenShuffle => {
                 // The stored first batch holds every special record; only its
                 // position among the T batches is random.
                 let batch = rng.gen_range(0..t);
                 self.row[batch] += target_shift + (sim.specials - 1) as f64 * other_shift;
             }
-            Sampler::Shuffle | Sampler::PartialShuffle { .. } => {
+            BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. } => {
                 let range = match c.sampler {
-                    Sampler::PartialShuffle { buffer_size } => buffer_size,
+                    BgmSampler::PartialShuffle { buffer_size } => buffer_size,
                     _ => sim.records,
                 };
                 if sim.specials == 1 {
@@ -441,7 +441,7 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            Sampler::Poisson => unreachable!("handled above"),
+            BgmSampler::Poisson => unreachable!("handled above"),
         }
     }
 }
@@ -450,7 +450,7 @@ impl<'a> Worker<'a> {
 mod tests {
     use super::*;
 
-    fn config(sampler: Sampler) -> BgmConfig {
+    fn config(sampler: BgmSampler) -> BgmConfig {
         BgmConfig {
             steps: 10,
             expected_batch_size: 4,
@@ -474,13 +474,13 @@ mod tests {
     #[test]
     fn invalid_parameters_are_refused_by_name() {
         // Issue 7 "Bad input": K not a multiple of B, K > n; plus σ ≤ 0 and T = 0.
-        let bad_k = config(Sampler::PartialShuffle { buffer_size: 6 });
+        let bad_k = config(BgmSampler::PartialShuffle { buffer_size: 6 });
         assert_eq!(parameter_of(BgmSimulator::new(bad_k)), "buffer_size");
-        let big_k = config(Sampler::PartialShuffle { buffer_size: 44 });
+        let big_k = config(BgmSampler::PartialShuffle { buffer_size: 44 });
         assert_eq!(parameter_of(BgmSimulator::new(big_k)), "buffer_size");
-        let zero_k = config(Sampler::PartialShuffle { buffer_size: 0 });
+        let zero_k = config(BgmSampler::PartialShuffle { buffer_size: 0 });
         assert_eq!(parameter_of(BgmSimulator::new(zero_k)), "buffer_size");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.noise_multiplier = 0.0;
         assert_eq!(
             parameter_of(BgmSimulator::new(c.clone())),
@@ -503,24 +503,24 @@ mod tests {
         );
         c.noise_multiplier = f64::NAN;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "noise_multiplier");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.steps = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "steps");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.epochs = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "epochs");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.expected_batch_size = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "expected_batch_size");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.score_columns = 11;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "score_columns");
-        let mut c = config(Sampler::Shuffle);
+        let mut c = config(BgmSampler::Shuffle);
         c.score = LikelihoodRatio::Poisson { sample_rate: 1.5 };
         assert_eq!(parameter_of(BgmSimulator::new(c)), "sample_rate");
         // Valid edge cases: K = B (no shuffling) and K = n (full shuffle).
-        assert!(BgmSimulator::new(config(Sampler::PartialShuffle { buffer_size: 4 })).is_ok());
-        assert!(BgmSimulator::new(config(Sampler::PartialShuffle { buffer_size: 40 })).is_ok());
+        assert!(BgmSimulator::new(config(BgmSampler::PartialShuffle { buffer_size: 4 })).is_ok());
+        assert!(BgmSimulator::new(config(BgmSampler::PartialShuffle { buffer_size: 40 })).is_ok());
     }
 
     #[test]

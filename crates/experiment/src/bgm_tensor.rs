@@ -43,17 +43,17 @@
 //! `tests/bgm_tensor.rs` checks the tensor engine against the pure-Rust one by
 //! two-sample Kolmogorov–Smirnov tests, and its scoring exactly.
 
-use dpaudit_attacks::likelihood::{log_likelihood_ratio, ObservationMatrix};
+use dpaudit_attacks::likelihood::LogRatioCoefficients;
 use dpaudit_attacks::{
-    AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio, PairedScores,
-    Sampler,
+    AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
+    PairedScores,
 };
 use dpaudit_data::seed::{RunSeed, Stream};
 use tch::{Device, Kind, TchError, Tensor};
 
-use crate::error::{Result, TrainError};
-use crate::philox::Philox;
-use crate::scalar::{full, int, number, WithNumber};
+use dpaudit_train::philox::Philox;
+use dpaudit_train::scalar::{full, int, number, WithNumber};
+use dpaudit_train::{Result, TrainError};
 
 /// Default chunk budget on the CPU, in float64 elements of the `[runs, E, W]`
 /// tensor (8 MiB): large enough to amortise per-call overhead, small enough
@@ -121,38 +121,18 @@ struct Scorer {
 }
 
 impl Scorer {
-    /// Validates `lr` and σ exactly as the pure-Rust scorer does (by asking
-    /// it to score a 1×1 zero matrix), then derives the coefficients.
+    /// Validates `lr` and σ and takes the coefficients from
+    /// [`LogRatioCoefficients`], which the pure-Rust scorer uses too.
     fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
-        let probe = ObservationMatrix::new(1, 1, vec![0.0]).map_err(from_attacks)?;
-        log_likelihood_ratio(lr, &probe, noise_multiplier, 1).map_err(from_attacks)?;
-        let s = 1.0 / (noise_multiplier * noise_multiplier);
-        let (a, c, a_den, c_den) = match lr {
-            // log Λ^N = LSE_t((2o − 1)/(2σ²)); the Poisson mixture has the
-            // same exponent per step.
-            LikelihoodRatio::Natural | LikelihoodRatio::Poisson { .. } => (s, -0.5 * s, 0.0, 0.0),
-            // log Λ^PI = LSE_t(2o/σ²) − LSE_t((2o + 1)/(2σ²))
-            LikelihoodRatio::PartiallyInformed => (2.0 * s, 0.0, s, 0.5 * s),
-            // u = o + B; log Λ^WC = LSE_t((2u − 2)/σ²) − LSE_t((2u − 1)/(2σ²))
-            LikelihoodRatio::WorstCase { batch_size } => {
-                let b = batch_size as f64;
-                (2.0 * s, (2.0 * b - 2.0) * s, s, (2.0 * b - 1.0) * 0.5 * s)
-            }
-            // log Λ^BtS = LSE_t(2Bo/σ²) − LSE_t((2B − 1)(2o + 1)/(2σ²))
-            LikelihoodRatio::BatchThenShuffle { batch_size } => {
-                let b = batch_size as f64;
-                (
-                    2.0 * b * s,
-                    0.0,
-                    (2.0 * b - 1.0) * s,
-                    (2.0 * b - 1.0) * 0.5 * s,
-                )
-            }
-        };
-        let (log_q, log_1mq) = match lr {
-            LikelihoodRatio::Poisson { sample_rate } => (sample_rate.ln(), (-sample_rate).ln_1p()),
-            _ => (0.0, 0.0),
-        };
+        let LogRatioCoefficients {
+            lr,
+            a,
+            c,
+            a_den,
+            c_den,
+            log_q,
+            log_1mq,
+        } = LogRatioCoefficients::new(lr, noise_multiplier).map_err(from_attacks)?;
         Ok(Self {
             lr,
             a,
@@ -376,7 +356,7 @@ impl TensorBgmSimulator {
     /// for partial shuffling, n otherwise (spec 000 §2.2).
     fn range(&self) -> usize {
         match self.config.sampler {
-            Sampler::PartialShuffle { buffer_size } => buffer_size,
+            BgmSampler::PartialShuffle { buffer_size } => buffer_size,
             _ => self.records,
         }
     }
@@ -387,7 +367,7 @@ impl TensorBgmSimulator {
         self.specials > 1
             && matches!(
                 self.config.sampler,
-                Sampler::Shuffle | Sampler::PartialShuffle { .. }
+                BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. }
             )
     }
 
@@ -395,7 +375,7 @@ impl TensorBgmSimulator {
     /// special records in unscored batches when k < T (fixed-size samplers).
     fn width(&self) -> usize {
         let k = self.config.score_columns;
-        if self.config.sampler != Sampler::Poisson && k < self.config.steps {
+        if self.config.sampler != BgmSampler::Poisson && k < self.config.steps {
             k + 1
         } else {
             k
@@ -492,7 +472,7 @@ impl TensorBgmSimulator {
             Hypothesis::WithTarget => 1.0,
             Hypothesis::WithoutTarget => 0.0,
         };
-        if c.sampler == Sampler::Poisson {
+        if c.sampler == BgmSampler::Poisson {
             // Every step independently: the target with probability q = 1/T,
             // Binomial(S − 1, q) other specials and Binomial(n − S, q) fillers.
             let q = 1.0 / t as f64;
@@ -533,14 +513,14 @@ impl TensorBgmSimulator {
             Ok(())
         };
         match c.sampler {
-            Sampler::BatchThenShuffle => {
+            BgmSampler::BatchThenShuffle => {
                 // The stored first batch holds every special record; only its
                 // position among the T batches is uniform.
                 let batch = rng.below(t, &[r, e, 1], tag(Purpose::Batch))?;
                 let shift = target_shift + (self.specials - 1) as f64 * other_shift;
                 add_at(&mut o, &batch, shift)?;
             }
-            Sampler::Shuffle | Sampler::PartialShuffle { .. } => {
+            BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. } => {
                 let range = self.range();
                 if self.specials == 1 {
                     // A uniform position among the first `range` (a multiple
@@ -572,7 +552,7 @@ impl TensorBgmSimulator {
                     )?;
                 }
             }
-            Sampler::Poisson => unreachable!("handled above"),
+            BgmSampler::Poisson => unreachable!("handled above"),
         }
         Ok(o)
     }
@@ -584,7 +564,7 @@ mod tests {
     use super::*;
     use dpaudit_attacks::LikelihoodRatio;
 
-    fn config(sampler: Sampler, dataset: BgmDataset, score_columns: usize) -> BgmConfig {
+    fn config(sampler: BgmSampler, dataset: BgmDataset, score_columns: usize) -> BgmConfig {
         BgmConfig {
             steps: 10,
             expected_batch_size: 4,
@@ -602,7 +582,7 @@ mod tests {
     fn chunks_follow_the_memory_budget() {
         // T = 10, E = 2: W = 10 columns, 20 elements per run.
         let sim = TensorBgmSimulator::new(
-            config(Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 10),
+            config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 10),
             Device::Cpu,
         )
         .unwrap();
@@ -610,14 +590,14 @@ mod tests {
         assert_eq!(sim.chunk_runs(), CPU_CHUNK_ELEMENTS / 20);
         // k = 3 < T: an overflow column, W = 4.
         let sim = TensorBgmSimulator::new(
-            config(Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 3),
+            config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 3),
             Device::Cpu,
         )
         .unwrap();
         assert_eq!(sim.elements_per_run(), 8);
         // Shuffling the batch-then-shuffle dataset: keys over n = 40 positions.
         let sim = TensorBgmSimulator::new(
-            config(Sampler::Shuffle, BgmDataset::FirstBatchPositive, 10),
+            config(BgmSampler::Shuffle, BgmDataset::FirstBatchPositive, 10),
             Device::Cpu,
         )
         .unwrap();
@@ -632,7 +612,7 @@ mod tests {
         let sim = TensorBgmSimulator::new(
             BgmConfig {
                 score: LikelihoodRatio::Poisson { sample_rate: 0.1 },
-                ..config(Sampler::Poisson, BgmDataset::PoissonWorstCase, 3)
+                ..config(BgmSampler::Poisson, BgmDataset::PoissonWorstCase, 3)
             },
             Device::Cpu,
         )
@@ -645,7 +625,7 @@ mod tests {
         // K = n = 40, k = 1 < T = 10: the target (shift +2 under D on the
         // −1 fillers) lands in the scored batch 0 w.p. 1/10, else in the
         // overflow column. Noise σ = 1e-6 makes the shift visible exactly.
-        let mut c = config(Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1);
+        let mut c = config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 1);
         c.noise_multiplier = 1e-6;
         c.epochs = 1;
         let sim = TensorBgmSimulator::new(c, Device::Cpu).unwrap();

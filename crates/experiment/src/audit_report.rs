@@ -9,14 +9,14 @@ use serde::Serialize;
 use crate::canaries::ScoreKind;
 use crate::settings::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
 use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence};
+use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::metrics::Metrics;
+use dpaudit_audit::observations::{Method, Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use dpaudit_audit::report::{one_run_plot, tradeoff_plot};
-use dpaudit_audit::scores::{Method, Observations, Selection};
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
 
 use crate::book::ScoreRow;

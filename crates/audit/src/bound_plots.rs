@@ -7,10 +7,10 @@
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence};
 use crate::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
 use crate::error::{AuditError, Result};
+use crate::observations::{Method, Observations, Selection};
 use crate::one_run::{p_value_unchecked, Ranked};
 use crate::one_run_fdp::{rejects_unchecked, TradeoffFamily};
 use crate::region::{error_points, ErrorPoint};
-use crate::scores::{Method, Observations, Selection};
 
 /// The observations `bound` was computed on.
 pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations {

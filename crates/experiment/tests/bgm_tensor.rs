@@ -1,4 +1,4 @@
-//! The tensor BGM simulator (`dpaudit_train::bgm`, issue 7 point 1) against
+//! The tensor BGM simulator (`dpaudit_experiment::bgm_tensor`, issue 7 point 1) against
 //! the pure-Rust one (`dpaudit_attacks::BgmSimulator`): the same scores on the
 //! same observations, the same score distributions from independent draws,
 //! the same refusals. Runs on CPU tensors; the code is device-agnostic.
@@ -8,9 +8,9 @@
 
 use dpaudit_attacks::likelihood::{log_likelihood_ratio, ObservationMatrix};
 use dpaudit_attacks::{
-    AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio, Sampler,
+    AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
 };
-use dpaudit_train::bgm::{log_likelihood_ratios, TensorBgmSimulator};
+use dpaudit_experiment::bgm_tensor::{log_likelihood_ratios, TensorBgmSimulator};
 use dpaudit_train::TrainError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -33,7 +33,7 @@ fn config(
     steps: usize,
     expected_batch_size: usize,
     epochs: usize,
-    sampler: Sampler,
+    sampler: BgmSampler,
     dataset: BgmDataset,
     seed: u64,
 ) -> BgmConfig {
@@ -83,8 +83,8 @@ fn tensor_scores_equal_cpu_scores_on_the_same_observations() {
             BgmDataset::PoissonWorstCase,
             BgmDataset::FirstBatchPositive,
         ] {
-            let sim =
-                BgmSimulator::new(config(steps, b, epochs, Sampler::Shuffle, dataset, 1)).unwrap();
+            let sim = BgmSimulator::new(config(steps, b, epochs, BgmSampler::Shuffle, dataset, 1))
+                .unwrap();
             let matrices: Vec<ObservationMatrix> =
                 [Hypothesis::WithTarget, Hypothesis::WithoutTarget]
                     .into_iter()
@@ -265,7 +265,7 @@ fn shuffle_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            Sampler::Shuffle,
+            BgmSampler::Shuffle,
             BgmDataset::ShuffleWorstCase,
             21,
         );
@@ -276,7 +276,7 @@ fn shuffle_matches_cpu_in_distribution() {
         10,
         4,
         1,
-        Sampler::Shuffle,
+        BgmSampler::Shuffle,
         BgmDataset::FirstBatchPositive,
         22,
     );
@@ -286,7 +286,7 @@ fn shuffle_matches_cpu_in_distribution() {
 #[test]
 fn partial_shuffle_matches_cpu_in_distribution() {
     // K = 8 = 2B: the target only reaches batches 0 and 1 (spec 000 §2.2).
-    let partial = Sampler::PartialShuffle { buffer_size: 8 };
+    let partial = BgmSampler::PartialShuffle { buffer_size: 8 };
     let c = config(10, 4, 1, partial, BgmDataset::ShuffleWorstCase, 31);
     assert_same_distribution(c.clone(), "partial K = 8, WC, k = T");
     // The adversary's guess k = 2 (scored columns), and k = 1 < K/B, two epochs.
@@ -305,7 +305,7 @@ fn partial_shuffle_matches_cpu_in_distribution() {
         10,
         4,
         2,
-        Sampler::PartialShuffle { buffer_size: 4 },
+        BgmSampler::PartialShuffle { buffer_size: 4 },
         BgmDataset::ShuffleWorstCase,
         33,
     );
@@ -319,7 +319,7 @@ fn batch_then_shuffle_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            Sampler::BatchThenShuffle,
+            BgmSampler::BatchThenShuffle,
             BgmDataset::FirstBatchPositive,
             41,
         );
@@ -331,7 +331,7 @@ fn batch_then_shuffle_matches_cpu_in_distribution() {
             10,
             4,
             1,
-            Sampler::BatchThenShuffle,
+            BgmSampler::BatchThenShuffle,
             BgmDataset::FirstBatchPositive,
             42,
         )
@@ -346,20 +346,27 @@ fn poisson_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            Sampler::Poisson,
+            BgmSampler::Poisson,
             BgmDataset::PoissonWorstCase,
             51,
         );
         assert_same_distribution(c, &format!("Poisson, Poisson LR, E = {epochs}"));
     }
     // Binomial fillers (−1 records), and binomial fillers plus other +1 records.
-    let c = config(10, 4, 1, Sampler::Poisson, BgmDataset::ShuffleWorstCase, 52);
+    let c = config(
+        10,
+        4,
+        1,
+        BgmSampler::Poisson,
+        BgmDataset::ShuffleWorstCase,
+        52,
+    );
     assert_same_distribution(c, "Poisson sampler, shuffle worst case, WC");
     let c = config(
         10,
         4,
         2,
-        Sampler::Poisson,
+        BgmSampler::Poisson,
         BgmDataset::FirstBatchPositive,
         53,
     );
@@ -379,7 +386,7 @@ fn other_ratios_match_cpu_in_distribution() {
                 10,
                 4,
                 2,
-                Sampler::Shuffle,
+                BgmSampler::Shuffle,
                 BgmDataset::PoissonWorstCase,
                 seed,
             )
@@ -400,11 +407,11 @@ fn distribution_check_detects_a_misplaced_target() {
         score_columns: 2,
         ..config(10, 4, 1, sampler, BgmDataset::ShuffleWorstCase, seed)
     };
-    let partial = Sampler::PartialShuffle { buffer_size: 8 };
+    let partial = BgmSampler::PartialShuffle { buffer_size: 8 };
     let cpu = BgmSimulator::new(scored_first_two(partial, 71))
         .unwrap()
         .simulate(RUNS, 0);
-    let tensor = TensorBgmSimulator::new(scored_first_two(Sampler::Shuffle, 72), Device::Cpu)
+    let tensor = TensorBgmSimulator::new(scored_first_two(BgmSampler::Shuffle, 72), Device::Cpu)
         .unwrap()
         .simulate(RUNS)
         .unwrap();
@@ -419,7 +426,14 @@ fn distribution_check_detects_a_misplaced_target() {
 /// one, and slices of whole chunks concatenate to the whole.
 #[test]
 fn chunks_are_reproducible_and_stream_in_slices() {
-    let c = config(10, 4, 2, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 81);
+    let c = config(
+        10,
+        4,
+        2,
+        BgmSampler::Shuffle,
+        BgmDataset::ShuffleWorstCase,
+        81,
+    );
     let sim = TensorBgmSimulator::new(c, Device::Cpu)
         .unwrap()
         .with_chunk_runs(100)
@@ -463,11 +477,18 @@ fn same_refusal(c: BgmConfig) {
 /// refuses, with the same parameter, value and expectation.
 #[test]
 fn bad_input_is_refused_like_the_cpu_simulator() {
-    let base = config(10, 4, 1, Sampler::Shuffle, BgmDataset::ShuffleWorstCase, 1);
+    let base = config(
+        10,
+        4,
+        1,
+        BgmSampler::Shuffle,
+        BgmDataset::ShuffleWorstCase,
+        1,
+    );
     // K not a multiple of B, K > n = 40, K = 0.
     for k in [6, 44, 0] {
         same_refusal(BgmConfig {
-            sampler: Sampler::PartialShuffle { buffer_size: k },
+            sampler: BgmSampler::PartialShuffle { buffer_size: k },
             ..base.clone()
         });
     }
@@ -496,7 +517,7 @@ fn bad_input_is_refused_like_the_cpu_simulator() {
     // The message names the field and what was expected.
     let err = TensorBgmSimulator::new(
         BgmConfig {
-            sampler: Sampler::PartialShuffle { buffer_size: 6 },
+            sampler: BgmSampler::PartialShuffle { buffer_size: 6 },
             ..base.clone()
         },
         Device::Cpu,

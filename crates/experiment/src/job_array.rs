@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! D/slurm/shards.sbatch   the array: task i runs `dpaudit run EXP --out-dir D/shards/i --shard auto`
+//!                         (`dpaudit bgm --config EXP …` for a BGM experiment)
 //! D/slurm/merge.sbatch    `dpaudit merge --out-dir D D/shards/*`
 //! D/slurm/shard-<i>.log   each task's output;  D/slurm/merge.log
 //! ```
@@ -128,8 +129,14 @@ impl SlurmPlan {
             quote_path(&self.out_dir.join("shards"))
         ));
         let extra: Vec<String> = self.extra_args.iter().map(|a| quote(a)).collect();
+        // `dpaudit run EXP`, but `dpaudit bgm --config EXP`.
+        let experiment_flag = if self.command == "bgm" {
+            " --config"
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "exec {} {} {} --out-dir \"$shard_dir\" --shard auto/{}{}\n",
+            "exec {} {}{experiment_flag} {} --out-dir \"$shard_dir\" --shard auto/{}{}\n",
             quote_path(&self.binary),
             quote(&self.command),
             quote_path(&self.experiment),
@@ -260,6 +267,16 @@ mod tests {
         // The quote in the path is escaped for bash.
         assert!(s.contains(r#"'/home/me/it'\''s here/exp.toml'"#), "{s}");
         assert!(s.contains("--shard auto/4 '--quiet'"), "{s}");
+        assert!(s.contains("'run' '/home/me/"), "{s}");
+        // A BGM experiment is `dpaudit bgm --config FILE`.
+        let bgm = SlurmPlan {
+            command: "bgm".into(),
+            extra_args: Vec::new(),
+            ..plan()
+        };
+        let s = bgm.shards_script();
+        assert!(s.contains("'bgm' --config '/home/me/"), "{s}");
+        assert!(s.contains("--shard auto/4\n"), "{s}");
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The standard normal distribution, accurate in the tails, and the μ-GDP
-//! ↔ (ε, δ) conversion.
+//! ↔ (ε, δ) curve: the one definition of these facts, shared by the
+//! accountant (`dpaudit-accounting`, upper bounds) and the audit statistics
+//! (`dpaudit-audit`, lower bounds), which do not depend on each other.
 //!
 //! `Φ`, its upper tail `Q = 1 − Φ` and their inverses keep full relative
 //! precision for tail probabilities down to the smallest normal f64
-//! (`Q(37) ≈ 5.7e-300`). The GDP formulas follow Dong, Roth & Su 2019
-//! Cor. 2.13 as restated in spec 001 §4 (Corollary 1) and lecture 004 D.4:
-//! `δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)`.
+//! (`Q(37) ≈ 5.7e-300`). A μ-GDP mechanism is (ε, δ(ε))-DP for every ε ≥ 0
+//! with `δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)` (Dong, Roth & Su 2022,
+//! Corollary 2.13; restated as Corollary 1 of Cebere, Bellet & Papernot
+//! 2024). `docs/accounting.md` writes out how the two crates use it.
 //!
-//! This module deliberately does not depend on the `accounting` crate: the
-//! audit statistics stand alone.
+//! This crate has no dependencies: the pure crates above it build anywhere.
 
 #[cfg(test)]
 use std::f64::consts::PI;
@@ -137,9 +139,11 @@ fn inverse_cdf_lower(p: f64) -> f64 {
     x
 }
 
-/// δ(ε) of a μ-GDP mechanism (Dong, Roth & Su 2019 Cor. 2.13; spec 001 §4
-/// Corollary 1): `Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)`.
-/// For `μ = 0` the mechanism is perfectly private and δ(ε) = 0.
+/// δ(ε) of a μ-GDP mechanism (Dong, Roth & Su 2022, Corollary 2.13):
+/// `Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)`, the second term as
+/// `exp(ε + ln Φ(…))` so that e^ε never overflows against a tiny Φ.
+/// For `μ = 0` the mechanism is perfectly private and δ(ε) = 0; for `μ = ∞`
+/// it is blatantly non-private and δ(ε) = 1.
 pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
     if mu <= 0.0 {
         return 0.0;
@@ -184,7 +188,8 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     lo
 }
 
-/// GDP trade-off function `G_μ(α) = Φ(Φ⁻¹(1 − α) − μ)` (lecture 004 D.4).
+/// GDP trade-off function `G_μ(α) = Φ(Φ⁻¹(1 − α) − μ)` (Dong, Roth & Su
+/// 2022, Definition 2.7).
 pub fn gdp_tradeoff(mu: f64, alpha: f64) -> f64 {
     cdf(inverse_sf(alpha) - mu)
 }
@@ -246,30 +251,45 @@ mod tests {
     }
 
     #[test]
-    fn gdp_delta_matches_spec_vectors() {
-        // Spec 003/004 D.4/D.6: δ(ε) for (μ, ε) = (1,1), (0.5,0.5), (2,3).
+    fn gdp_delta_matches_the_closed_form() {
+        // δ(ε) of Dong, Roth & Su 2022, Cor. 2.13, evaluated in 50-digit
+        // arithmetic (mpmath 1.3: ncdf(−ε/μ + μ/2) − exp(ε)·ncdf(−ε/μ − μ/2)).
         for (mu, eps, expected) in [
-            (1.0, 1.0, 0.126_937),
-            (0.5, 0.5, 0.052_440),
-            (2.0, 3.0, 0.183_813),
+            (1.0, 1.0, 0.126_936_737_506_643_9),
+            (0.5, 0.5, 0.052_440_323_287_669_66),
+            (2.0, 3.0, 0.183_813_076_544_472_2),
+            (1.0, 2.675_85, 0.003_933_427_630_532_709),
+            (1.0, 4.0, 4.712_241_200_793_12e-5),
         ] {
-            assert!((gdp_delta(mu, eps) - expected).abs() < 5e-7, "μ={mu}");
+            let got = gdp_delta(mu, eps);
+            assert!(
+                (got - expected).abs() <= 1e-13 * expected,
+                "μ={mu}, ε={eps}: {got} vs {expected}"
+            );
         }
-        // Spec 002 §7: δ(ε = 2.67585) at μ = 1 is 0.0039334.
-        assert!((gdp_delta(1.0, 2.675_85) - 0.003_933_4).abs() < 5e-8);
     }
 
     #[test]
-    fn gdp_epsilon_matches_spec_vectors() {
-        // Spec 003/004 D.4/D.6: ε at δ = 1e-5 for μ = 0.5, 1, 2.
-        for (mu, expected) in [(0.5, 1.9931), (1.0, 4.3772), (2.0, 9.9973)] {
-            assert!((gdp_epsilon(mu, 1e-5) - expected).abs() < 5e-5, "μ={mu}");
+    fn gdp_epsilon_matches_the_closed_form() {
+        // The root of δ(ε) = δ (Dong, Roth & Su 2022, Cor. 2.13), by
+        // bisection in 50-digit arithmetic (mpmath 1.3).
+        for (mu, delta, expected) in [
+            (0.5, 1e-5, 1.993_091_404_415_12),
+            (1.0, 1e-5, 4.377_178_095_681_22),
+            (2.0, 1e-5, 9.997_256_146_434_3),
+            (1.0, 1e-10, 6.547_924_066_864_95),
+            (1.0, 1e-12, 7.238_494_420_178_86),
+        ] {
+            let got = gdp_epsilon(mu, delta);
+            // Bisection to 1e-12 relative, from the low end.
+            assert!(
+                got <= expected + 1e-13 && expected - got < 2e-11,
+                "μ={mu}, δ={delta}: {got} vs {expected}"
+            );
         }
-        // Spec 002 §7 Fig. 11: the Gaussian UB at δ = 1e-10 is 6.5479, at 1e-12 is 7.2385.
-        assert!((gdp_epsilon(1.0, 1e-10) - 6.5479).abs() < 5e-5);
-        assert!((gdp_epsilon(1.0, 1e-12) - 7.2385).abs() < 5e-5);
         assert_eq!(gdp_epsilon(0.0, 1e-5), 0.0);
-        // Lecture 004 D.5: (0.21, 1e-5) corresponds to μ ≈ 0.0641.
+        // Karimireddy 2025 (lecture notes "Gaussian DP and privacy auditing"):
+        // the claim (0.21, 1e-5) of a CNN corresponds to μ ≈ 0.0641.
         assert!((gdp_epsilon(0.0641, 1e-5) - 0.21).abs() < 2e-3);
     }
 

@@ -1,0 +1,635 @@
+//! A BGM experiment ([`crate::bgm_audit`]) in an out-dir: claimed, resumed,
+//! sharded, merged and finalized, chunk by chunk, with the same defences as
+//! `dpaudit run` ([`crate::outdir`], [`crate::shard`]).
+//!
+//! The out-dir:
+//!
+//! - `config.json` ([`BgmManifest`], `"kind": "bgm"`): the format version,
+//!   the experiment, the engine, the chunk plan and its fingerprint;
+//! - `chunks/chunk-NNNNNN.json`: one unit of work, checksummed, written
+//!   atomically when it finishes. A unit is a slice of a setting's
+//!   evaluation runs made of whole engine chunks (so slicing changes no
+//!   score), or, for a partial-shuffle setting, the whole setting (the guess
+//!   search decides which columns the evaluation runs score, so the two
+//!   cannot be split without a second round). Reopening verifies every unit
+//!   file: a damaged one is named, set aside as `*.damaged` and recomputed;
+//! - when every unit is there: `scores.csv`, `audit.json`, `summary.md`.
+//!
+//! The out-dir is locked and known to be writable before anything is
+//! simulated. Shard `i/n` computes the units `c` with `c mod n = i`; `merge`
+//! copies verified units of shard out-dirs into one and finalizes it. The
+//! scores, bounds and every non-timing field of `audit.json` equal those of
+//! a single-process run on the same engine; the timings
+//! ([`crate::bgm_audit::TIMING_FIELDS`]) are the compute seconds summed over
+//! the processes.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use dpaudit_data::seed::Mode;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::bgm_audit::{
+    prepare_all, report_setting, search_guess, summary_markdown, BgmExperiment, BgmReport,
+    GuessSearch, PreparedSetting, SettingScores, SimulationClock,
+};
+use crate::bgm_engine::BgmEngine;
+use crate::error::{invalid, ExperimentError, Result};
+use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
+use crate::runner::{Plan, CONFIG_FILE};
+use crate::shard::Shard;
+
+/// The manifest's `kind` of a BGM out-dir.
+pub const BGM_KIND: &str = "bgm";
+
+/// At most this many units per setting: enough to spread a setting over a
+/// job array, few enough files for 10⁹ runs.
+pub const MAX_SLICES_PER_SETTING: usize = 256;
+
+/// The file of unit `c`, relative to the out-dir.
+pub fn unit_file(c: u64) -> PathBuf {
+    Path::new("chunks").join(format!("chunk-{c:06}.json"))
+}
+
+/// One unit of work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unit {
+    /// The setting's position.
+    pub setting: usize,
+    /// The engine's runs per seeding chunk for this setting.
+    pub chunk_runs: usize,
+    /// The first engine chunk of the slice.
+    pub first_chunk: u64,
+    /// Its first run (`first_chunk · chunk_runs`).
+    pub first_run: usize,
+    /// Runs per hypothesis in the slice.
+    pub runs: usize,
+    /// Partial shuffling: the unit searches the guess k first (and holds
+    /// every run of the setting).
+    pub guess_search: bool,
+}
+
+/// The units of `settings` on `engine`, in setting order.
+pub fn plan_units(settings: &[PreparedSetting], engine: &dyn BgmEngine) -> Result<Vec<Unit>> {
+    let mut units = Vec::new();
+    for (i, p) in settings.iter().enumerate() {
+        let runs = p.setting.runs;
+        if p.searches_guess() {
+            units.push(Unit {
+                setting: i,
+                chunk_runs: engine.chunk_runs(&p.config)?,
+                first_chunk: 0,
+                first_run: 0,
+                runs,
+                guess_search: true,
+            });
+            continue;
+        }
+        let chunk_runs = engine.chunk_runs(&p.config)?;
+        let chunks = runs.div_ceil(chunk_runs);
+        let per_slice = chunks.div_ceil(MAX_SLICES_PER_SETTING).max(1);
+        let mut first_chunk = 0;
+        while first_chunk < chunks {
+            let first_run = first_chunk * chunk_runs;
+            units.push(Unit {
+                setting: i,
+                chunk_runs,
+                first_chunk: first_chunk as u64,
+                first_run,
+                runs: (per_slice * chunk_runs).min(runs - first_run),
+                guess_search: false,
+            });
+            first_chunk += per_slice;
+        }
+    }
+    Ok(units)
+}
+
+/// `config.json` of a BGM out-dir.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BgmManifest {
+    /// [`BGM_KIND`].
+    pub kind: String,
+    /// [`FORMAT_VERSION`] of the dpaudit that created the out-dir.
+    pub format_version: u32,
+    /// That dpaudit's version.
+    pub dpaudit_version: String,
+    /// SHA-256 (first 16 hex digits) of the settings, the engine identity
+    /// and the units: what the scores depend on.
+    pub fingerprint: String,
+    /// The shard whose units this out-dir was created for.
+    pub shard: Shard,
+    /// The experiment file, as given.
+    pub config: String,
+    /// The experiment.
+    pub experiment: BgmExperiment,
+    /// `rust` or `tensor`.
+    pub engine: String,
+    /// `cpu` or `cuda:N`.
+    pub device: String,
+    /// CPU threads simulating (0 on a GPU).
+    pub threads: usize,
+    /// [`BgmEngine::identity`].
+    pub engine_identity: String,
+    /// The units.
+    pub units: Vec<Unit>,
+}
+
+impl BgmManifest {
+    /// Read and check `dir/config.json`: JSON, a BGM manifest, of this format.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ExperimentError::Io {
+            path: path.clone(),
+            action: "reading",
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
+                path: path.clone(),
+                reason: format!("not JSON ({e})"),
+            })?;
+        if value.get("kind").and_then(|v| v.as_str()) != Some(BGM_KIND) {
+            return Err(ExperimentError::Inconsistent {
+                path,
+                reason: "not the out-dir of a `dpaudit bgm` experiment (no \"kind\": \"bgm\"); use another --out-dir"
+                    .into(),
+            });
+        }
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(FORMAT_VERSION)) {
+            return Err(ExperimentError::Inconsistent {
+                path,
+                reason: format!(
+                    "written by out-dir format {}; this dpaudit reads and writes format {FORMAT_VERSION}: use a new --out-dir",
+                    version.map_or("unknown".to_string(), |v| v.to_string()),
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| ExperimentError::Inconsistent {
+            path,
+            reason: format!("not a dpaudit BGM manifest: {e}"),
+        })
+    }
+}
+
+/// Whether `dir` holds a BGM out-dir (its `config.json` says `"kind": "bgm"`).
+pub fn is_bgm_out_dir(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join(CONFIG_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(BGM_KIND))
+}
+
+fn fingerprint(experiment: &BgmExperiment, identity: &str, units: &[Unit]) -> Result<String> {
+    let json = serde_json::to_string(&(&experiment.settings, identity, units)).map_err(|e| {
+        ExperimentError::Inconsistent {
+            path: PathBuf::from(CONFIG_FILE),
+            reason: format!("serialising the experiment: {e}"),
+        }
+    })?;
+    Ok(hex::encode(&Sha256::digest(json.as_bytes())[..8]))
+}
+
+/// The content of a unit file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitScores {
+    unit: Unit,
+    /// The columns the evaluation runs were scored on.
+    score_columns: usize,
+    guess_search: Option<GuessSearch>,
+    /// Compute seconds of the unit (simulation and guess search).
+    seconds: f64,
+    clock: SimulationClock,
+    with_target: Vec<f64>,
+    without_target: Vec<f64>,
+}
+
+impl UnitScores {
+    /// Everything but the timings.
+    fn same_scores(&self, other: &UnitScores) -> bool {
+        self.unit == other.unit
+            && self.score_columns == other.score_columns
+            && self.guess_search == other.guess_search
+            && self.with_target == other.with_target
+            && self.without_target == other.without_target
+    }
+}
+
+enum UnitState {
+    Missing,
+    Damaged(String),
+    Intact(Box<UnitScores>),
+}
+
+fn read_unit(dir: &Path, c: u64, unit: &Unit) -> Result<UnitState> {
+    let path = dir.join(unit_file(c));
+    Ok(match read_checked(&path)? {
+        Checked::Missing => UnitState::Missing,
+        Checked::Damaged(why) => UnitState::Damaged(why),
+        Checked::Intact(bytes) => match serde_json::from_slice::<UnitScores>(&bytes) {
+            Ok(u)
+                if u.unit == *unit
+                    && u.with_target.len() == unit.runs
+                    && u.without_target.len() == unit.runs =>
+            {
+                UnitState::Intact(Box::new(u))
+            }
+            Ok(_) => UnitState::Damaged(format!(
+                "its checksum matches but it holds another unit than {unit:?} (written by another experiment)"
+            )),
+            Err(e) => UnitState::Damaged(format!("its checksum matches but it is not a unit file: {e}")),
+        },
+    })
+}
+
+/// How finalizing ended.
+#[derive(Debug)]
+pub enum BgmFinalized {
+    /// Every unit was there: the files are written.
+    Complete(Box<BgmReport>),
+    /// These units are not in the out-dir (other shards own them).
+    Incomplete(Vec<u64>),
+}
+
+/// A BGM experiment bound to its locked out-dir.
+#[derive(Debug)]
+pub struct BgmDir<'a> {
+    out: OutDir,
+    settings: &'a [PreparedSetting],
+    engine: &'a dyn BgmEngine,
+    manifest: BgmManifest,
+    shard: Shard,
+}
+
+impl<'a> BgmDir<'a> {
+    /// Bind the prepared `settings` of `experiment` (the file `file`) to the
+    /// locked out-dir `out` (take the lock with [`OutDir::open`] before
+    /// simulating anything): create or check its manifest.
+    pub fn claim(
+        out: OutDir,
+        file: &str,
+        experiment: &BgmExperiment,
+        settings: &'a [PreparedSetting],
+        engine: &'a dyn BgmEngine,
+        shard: Shard,
+    ) -> Result<Self> {
+        let units = plan_units(settings, engine)?;
+        let identity = engine.identity();
+        let manifest = BgmManifest {
+            kind: BGM_KIND.into(),
+            format_version: FORMAT_VERSION,
+            dpaudit_version: env!("CARGO_PKG_VERSION").into(),
+            fingerprint: fingerprint(experiment, &identity, &units)?,
+            shard,
+            config: file.to_string(),
+            experiment: experiment.clone(),
+            engine: engine.name().into(),
+            device: engine.device_label(),
+            threads: engine.threads(),
+            engine_identity: identity,
+            units,
+        };
+        claim(&out, &manifest)?;
+        Ok(Self {
+            out,
+            settings,
+            engine,
+            manifest,
+            shard,
+        })
+    }
+
+    /// The locked out-dir.
+    pub fn out_dir(&self) -> &OutDir {
+        &self.out
+    }
+
+    /// The units of the experiment (all shards').
+    pub fn units(&self) -> &[Unit] {
+        &self.manifest.units
+    }
+
+    /// Which of this shard's units are done and which to compute. Damaged
+    /// unit files are renamed to `*.damaged` (kept for inspection).
+    pub fn plan(&self) -> Result<Plan> {
+        let mut plan = Plan {
+            done: Vec::new(),
+            todo: Vec::new(),
+            damaged: Vec::new(),
+        };
+        for (c, unit) in self.manifest.units.iter().enumerate() {
+            let c = c as u64;
+            if !self.shard.owns(c) {
+                continue;
+            }
+            match read_unit(self.out.root(), c, unit)? {
+                UnitState::Intact(_) => plan.done.push(c),
+                UnitState::Missing => plan.todo.push(c),
+                UnitState::Damaged(why) => {
+                    let path = self.out.path(unit_file(c));
+                    let aside = path.with_extension("json.damaged");
+                    std::fs::rename(&path, &aside).map_err(|source| ExperimentError::Io {
+                        path: path.clone(),
+                        action: "setting a damaged chunk aside",
+                        source,
+                    })?;
+                    plan.damaged.push((c, why));
+                    plan.todo.push(c);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Compute unit `c` and write it.
+    pub fn run_unit(&self, c: u64) -> Result<()> {
+        let unit = usize::try_from(c)
+            .ok()
+            .and_then(|i| self.manifest.units.get(i))
+            .ok_or_else(|| {
+                invalid(
+                    "unit",
+                    c.to_string(),
+                    format!("below {}", self.manifest.units.len()),
+                )
+            })?;
+        let p = &self.settings[unit.setting];
+        let start = Instant::now();
+        let mut clock = SimulationClock::default();
+        let guess_search = if unit.guess_search {
+            Some(search_guess(self.engine, p, &mut clock)?)
+        } else {
+            None
+        };
+        let k = guess_search
+            .as_ref()
+            .map_or(p.setting.steps, |g| g.chosen_columns);
+        let sim_start = Instant::now();
+        let scores =
+            self.engine
+                .simulate(&p.config_with_columns(k), unit.first_chunk, unit.runs)?;
+        clock.seconds += sim_start.elapsed().as_secs_f64();
+        clock.observations += 2 * unit.runs;
+        let file = UnitScores {
+            unit: unit.clone(),
+            score_columns: k,
+            guess_search,
+            seconds: start.elapsed().as_secs_f64(),
+            clock,
+            with_target: scores.with_target,
+            without_target: scores.without_target,
+        };
+        let json = serde_json::to_vec(&file).map_err(|e| ExperimentError::Inconsistent {
+            path: self.out.path(unit_file(c)),
+            reason: format!("serialising the scores: {e} (a score is not finite)"),
+        })?;
+        self.out.write_checked(unit_file(c), &json)
+    }
+
+    /// If every unit is in the out-dir, write the results.
+    pub fn finalize(&self) -> Result<BgmFinalized> {
+        finalize(&self.out, &self.manifest, self.settings)
+    }
+}
+
+/// Create or check the manifest of `out`.
+fn claim(out: &OutDir, manifest: &BgmManifest) -> Result<()> {
+    let path = out.path(CONFIG_FILE);
+    if path.exists() {
+        let mine = BgmManifest::read(out.root())?;
+        if mine.fingerprint != manifest.fingerprint {
+            return Err(ExperimentError::Inconsistent {
+                path,
+                reason: format!(
+                    "belongs to a different experiment or engine (fingerprint {} vs {}); use another --out-dir",
+                    mine.fingerprint, manifest.fingerprint
+                ),
+            });
+        }
+        return Ok(());
+    }
+    write_manifest(out, manifest)
+}
+
+fn write_manifest(out: &OutDir, manifest: &BgmManifest) -> Result<()> {
+    let json =
+        serde_json::to_string_pretty(manifest).map_err(|e| ExperimentError::Inconsistent {
+            path: out.path(CONFIG_FILE),
+            reason: format!("serialising: {e}"),
+        })?;
+    out.write(CONFIG_FILE, json.as_bytes())
+}
+
+/// Read every unit of `out` and, when all are there, write `scores.csv`,
+/// `audit.json` and `summary.md`.
+fn finalize(
+    out: &OutDir,
+    manifest: &BgmManifest,
+    settings: &[PreparedSetting],
+) -> Result<BgmFinalized> {
+    let mut found = Vec::with_capacity(manifest.units.len());
+    let mut missing = Vec::new();
+    for (c, unit) in manifest.units.iter().enumerate() {
+        let c = c as u64;
+        match read_unit(out.root(), c, unit)? {
+            UnitState::Missing => missing.push(c),
+            UnitState::Damaged(why) => {
+                return Err(ExperimentError::Inconsistent {
+                    path: out.path(unit_file(c)),
+                    reason: format!(
+                        "damaged: {why}; run the experiment on this out-dir again to recompute this chunk"
+                    ),
+                })
+            }
+            UnitState::Intact(u) => found.push((c, u)),
+        }
+    }
+    if !missing.is_empty() {
+        return Ok(BgmFinalized::Incomplete(missing));
+    }
+    let mut per_setting: Vec<SettingScores> = vec![SettingScores::default(); settings.len()];
+    for (c, u) in found {
+        let unit = &u.unit;
+        let s = per_setting
+            .get_mut(unit.setting)
+            .ok_or_else(|| ExperimentError::Inconsistent {
+                path: out.path(CONFIG_FILE),
+                reason: format!(
+                    "unit {c} names setting {}, which does not exist",
+                    unit.setting
+                ),
+            })?;
+        if s.with_target.len() != unit.first_run {
+            return Err(ExperimentError::Inconsistent {
+                path: out.path(CONFIG_FILE),
+                reason: format!(
+                    "unit {c} does not continue the runs of setting {}",
+                    unit.setting
+                ),
+            });
+        }
+        s.with_target.extend_from_slice(&u.with_target);
+        s.without_target.extend_from_slice(&u.without_target);
+        if u.guess_search.is_some() {
+            s.guess_search = u.guess_search.clone();
+        }
+        s.seconds += u.seconds;
+        s.clock.seconds += u.clock.seconds;
+        s.clock.observations += u.clock.observations;
+    }
+    let mut csv = String::from("setting,run,with_target,without_target\n");
+    let mut reports = Vec::with_capacity(settings.len());
+    for (i, (p, scores)) in settings.iter().zip(&per_setting).enumerate() {
+        for (run, (w, wo)) in scores
+            .with_target
+            .iter()
+            .zip(&scores.without_target)
+            .enumerate()
+        {
+            let _ = writeln!(csv, "{i},{run},{w:?},{wo:?}");
+        }
+        reports.push(report_setting(p, scores)?);
+    }
+    let report = BgmReport {
+        config: manifest.config.clone(),
+        description: manifest.experiment.description.clone(),
+        engine: manifest.engine.clone(),
+        device: manifest.device.clone(),
+        threads: manifest.threads,
+        randomness: Mode::Replayable,
+        settings: reports,
+    };
+    let json =
+        serde_json::to_string_pretty(&report).map_err(|e| ExperimentError::Inconsistent {
+            path: out.path("audit.json"),
+            reason: format!("serialising: {e}"),
+        })?;
+    out.write("scores.csv", csv.as_bytes())?;
+    out.write("audit.json", json.as_bytes())?;
+    out.write("summary.md", summary_markdown(&report).as_bytes())?;
+    Ok(BgmFinalized::Complete(Box::new(report)))
+}
+
+/// What [`merge_bgm`] did.
+#[derive(Debug)]
+pub struct BgmMerged {
+    /// Unit files copied into the out-dir.
+    pub copied: usize,
+    /// The report.
+    pub report: Box<BgmReport>,
+}
+
+/// Copy the verified units of BGM shard out-dirs into `out_dir` and finalize
+/// it. Every shard must be of the same experiment, engine and format; a shard
+/// given twice is refused as a duplicate; units still missing are named with
+/// the shards that own them.
+pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<BgmMerged> {
+    if shards.is_empty() {
+        return Err(invalid("shards", "none", "at least one shard out-dir"));
+    }
+    // Locked, and known to be writable, before anything is read or computed.
+    let out = OutDir::open(out_dir, command)?;
+    let mut manifests: Vec<(PathBuf, BgmManifest)> = Vec::new();
+    for s in shards {
+        let m = BgmManifest::read(s)?;
+        if let Some((first, m0)) = manifests.first() {
+            if m.fingerprint != m0.fingerprint {
+                return Err(ExperimentError::Inconsistent {
+                    path: s.join(CONFIG_FILE),
+                    reason: format!(
+                        "a different experiment or engine than {} (fingerprint {} vs {})",
+                        first.display(),
+                        m.fingerprint,
+                        m0.fingerprint
+                    ),
+                });
+            }
+        }
+        let canonical = s.canonicalize().unwrap_or_else(|_| s.clone());
+        if let Some((other, _)) = manifests.iter().find(|(p, o)| {
+            p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
+                || (o.shard == m.shard && m.shard != Shard::ALL)
+        }) {
+            return Err(ExperimentError::Inconsistent {
+                path: s.join(CONFIG_FILE),
+                reason: format!(
+                    "duplicate: shard {} is given twice ({} and {}); give each shard's out-dir once",
+                    m.shard,
+                    other.display(),
+                    s.display()
+                ),
+            });
+        }
+        manifests.push((s.clone(), m));
+    }
+    let manifest = BgmManifest {
+        shard: Shard::ALL,
+        ..manifests[0].1.clone()
+    };
+    let settings = prepare_all(Path::new(&manifest.config), &manifest.experiment)?;
+    claim(&out, &manifest)?;
+    let mut copied = 0;
+    for (dir, _) in &manifests {
+        for (c, unit) in manifest.units.iter().enumerate() {
+            let c = c as u64;
+            let scores = match read_unit(dir, c, unit)? {
+                UnitState::Missing => continue,
+                UnitState::Damaged(why) => {
+                    return Err(ExperimentError::Inconsistent {
+                        path: dir.join(unit_file(c)),
+                        reason: format!(
+                            "damaged: {why}; run that shard again to recompute it, then merge"
+                        ),
+                    })
+                }
+                UnitState::Intact(u) => u,
+            };
+            match read_unit(out.root(), c, unit)? {
+                UnitState::Intact(existing) if !existing.same_scores(&scores) => {
+                    return Err(ExperimentError::Inconsistent {
+                        path: dir.join(unit_file(c)),
+                        reason: format!(
+                            "chunk {c} differs from the one in {}: the shards were not simulated from the same experiment",
+                            out_dir.display()
+                        ),
+                    })
+                }
+                UnitState::Intact(_) => {}
+                UnitState::Missing | UnitState::Damaged(_) => {
+                    let json = serde_json::to_vec(&scores).map_err(|e| ExperimentError::Inconsistent {
+                        path: out.path(unit_file(c)),
+                        reason: format!("serialising: {e}"),
+                    })?;
+                    out.write_checked(unit_file(c), &json)?;
+                    copied += 1;
+                }
+            }
+        }
+    }
+    match finalize(&out, &manifest, &settings)? {
+        BgmFinalized::Complete(report) => Ok(BgmMerged { copied, report }),
+        BgmFinalized::Incomplete(missing) => {
+            let mut owners: Vec<String> = manifests
+                .iter()
+                .map(|(_, m)| m.shard.count)
+                .flat_map(|n| missing.iter().map(move |c| format!("{}/{n}", c % n)))
+                .collect();
+            owners.sort();
+            owners.dedup();
+            Err(ExperimentError::Inconsistent {
+                path: out_dir.to_path_buf(),
+                reason: format!(
+                    "merged {copied} chunk(s), but {} chunk(s) are missing: {missing:?}, owned by shard(s) {}; run them and \
+                     merge again",
+                    missing.len(),
+                    owners.join(", ")
+                ),
+            })
+        }
+    }
+}
