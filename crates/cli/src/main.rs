@@ -76,9 +76,26 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
-fn main() -> anyhow::Result<()> {
+/// Errors are printed as their message and causes, without a stack trace
+/// (an error is a message for the user, not a crash; `RUST_BACKTRACE` is
+/// for panics), and exit with status 1.
+fn main() {
     quiet_on_closed_stdout();
     let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("Error: {e}");
+        let mut causes = e.chain().skip(1).peekable();
+        if causes.peek().is_some() {
+            eprintln!("\nCaused by:");
+            for (i, c) in causes.enumerate() {
+                eprintln!("    {i}: {c}");
+            }
+        }
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Data(c) => cmd::data::run(c),
