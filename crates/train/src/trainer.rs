@@ -38,7 +38,7 @@ pub struct PrivacyReport {
     /// What was accounted, in words (e.g. which sampler assumption).
     pub assumption: String,
     /// False when the accounting does not match the sampler (shuffle-type
-    /// samplers accounted as Poisson, the common practice spec 000 audits).
+    /// samplers accounted as Poisson, the common practice Annamalai et al. 2024 audits).
     pub valid_for_sampler: bool,
 }
 
@@ -318,7 +318,7 @@ pub fn account(
             true,
         ),
         Sampler::FixedSequence(_) => {
-            // The fixed sequence is public (spec 001 §5): a record is in a known
+            // The fixed sequence is public (Cebere et al. 2024 §5.1): a record is in a known
             // set of batches; account the most frequent record's participations.
             let mut count = vec![0u64; sampler.num_records()];
             // The fixed sequence does not depend on the run's sampler key.
@@ -341,7 +341,7 @@ pub fn account(
                 MechanismEvent::dpsgd(b / n, sigma, steps),
                 format!(
                     "{} sampler accounted as Poisson with q = B/n = {:.6} (common practice; NOT a valid bound for \
-                     shuffled batches, spec 000)",
+                     shuffled batches, Annamalai et al. 2024)",
                     other.kind(),
                     b / n
                 ),
