@@ -156,7 +156,7 @@ mod tests {
     /// Cebere et al. 2024 App. D, Algorithm 4: T = 1250, k = 5 gives 250 insertions at t = 5, 10, …,
     /// 1250 (1-based), the last at the final step.
     #[test]
-    fn schedule_matches_spec_001() {
+    fn schedule_matches_cebere_et_al() {
         let schedule = InsertionSchedule::every(5).unwrap();
         let steps: Vec<u64> = (0..1250).filter(|&s| schedule.inserts_at(s)).collect();
         assert_eq!(steps.len(), 250);
