@@ -15,7 +15,7 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
 
-    // PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718 (spec 000 §7,
+    // PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718 (docs/canary-games.md, "Reference values",
     // dp_accounting's PLD); the accounting crate pins it tightly, here 1e-2 suffices.
     // RDP is looser than PLD.
     let pld = r["epsilon_upper_pld"].as_f64().unwrap();
@@ -46,9 +46,9 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
         (0.0..=pld).contains(&poisson),
         "Poisson ε_lb = {poisson} vs ε_ub = {pld}"
     );
-    // Seed 000's finding: shuffled batches accounted as Poisson leak more than the
+    // Annamalai et al.'s finding: shuffled batches accounted as Poisson leak more than the
     // accountant says. At T = 100, σ = 1 the paper measures ε_emp = 4.01 from 10⁹ runs
-    // against the Chua et al. lower bound 4.06 (spec 000 §5.2, §7); 2·10⁴ runs can only
+    // against the Chua et al. lower bound 4.06 (Annamalai et al. 2024 §6.2.1, docs/canary-games.md, "Reference values"); 2·10⁴ runs can only
     // certify less, so the audit lands between the Poisson ε and the Chua bound.
     let shuffle = lower("shuffle");
     let chua = r["shuffle_epsilon_lower_chua"].as_f64().unwrap();
@@ -63,7 +63,7 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
 
     // The canary audit of real training: 10 insertions of a Dirac canary at σ = 2 are
     // 10 composed Gaussian mechanisms, μ = √10/2 = 1.5811-GDP, ε = 7.5113 at δ = 1e-5
-    // (spec 001 §5's closed form; the accounting crate pins the conversion).
+    // (Cebere et al. 2024 §5.1's closed form; the accounting crate pins the conversion).
     let canary = &r["canary_audit"];
     assert_eq!(canary["runs"], 200);
     let upper = canary["epsilon_upper"].as_f64().unwrap();

@@ -1,9 +1,9 @@
-//! Speed benchmark of the accounting crate (not a test; issue 3 "Done when").
+//! Speed benchmark of the accounting crate (not a test "Done when").
 //!
 //! `cargo run --release -p dpaudit-accounting --example accounting_bench`
 //!
 //! Measures, on one thread: PLD ε for q = 0.01, σ = 1.0, 10,000 steps, δ = 1e-5, and the
-//! calibration of σ for the same q, steps, δ at ε = the spec-000 targets.
+//! calibration of σ for the same q, steps, δ at the ε targets of Annamalai et al. 2024 §6.
 
 use std::time::Instant;
 

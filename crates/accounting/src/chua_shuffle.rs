@@ -2,22 +2,22 @@
 //!
 //! Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha & Zhang, "How Private are DP-SGD
 //! Implementations?" (ICML 2024) and "Scalable DP-SGD: Shuffling vs. Poisson Subsampling"
-//! (2024), as summarised in spec 000 §4 and paper 000 §3 (BGM): with the conjectured worst-case
+//! (2024), as summarised in Annamalai et al. 2024 §6.1 (§4, the BGM): with the conjectured worst-case
 //! datasets D = (+1, −1, …, −1) and D′ = (⊥, −1, …, −1), one epoch of T steps releases
 //! (after the shift by +B) P = MoG(2) against Q = MoG(1), where
 //! MoG(μ) = (1/T) Σ_t N(μ·e_t, σ² I_T).
 //!
 //! Any post-processing of the output gives a valid lower bound on its privacy loss. We keep
-//! the statistic max_t x_t (the "cube" sets E_C = {max_t x_t > C} of spec 000 §4), whose CDF
+//! the statistic max_t x_t (the "cube" sets E_C = {max_t x_t > C} of Annamalai et al. 2024 §6.1), whose CDF
 //! is Φ((C−μ)/σ)·Φ(C/σ)^{T−1}, bucketed on a grid of C with step 0.01. For one epoch the
 //! hockey-stick divergence of the bucketed pair is computed exactly (this dominates the
-//! threshold-only maximum of spec 000 §4). For E epochs (reshuffled independently, spec 000
+//! threshold-only maximum of Annamalai et al. 2024 §6.1). For E epochs (reshuffled independently, Annamalai et al. 2024
 //! §2.1) the bucketed pair is composed E times with losses rounded *down* to a grid (a valid
 //! lower bound), plus the rounding shift's Hoeffding lower bound. Both orders (P‖Q, Q‖P) are
 //! evaluated and the larger ε is returned.
 //!
 //! This is a **lower** bound on what shuffling costs: there is no known upper bound for
-//! shuffled DP-SGD (spec 000 §4). Report it beside the Poisson ε.
+//! shuffled DP-SGD (Annamalai et al. 2024 §6.1). Report it beside the Poisson ε.
 
 use serde::Serialize;
 
@@ -40,7 +40,7 @@ pub struct ShuffleEpsilonLowerBound {
     pub epochs: u64,
 }
 
-/// Bucket width on the max statistic (spec 000 §4: C grid in steps of 0.01).
+/// Bucket width on the max statistic (Annamalai et al. 2024 §6.1: C grid in steps of 0.01).
 const BUCKET: f64 = 0.01;
 /// Loss grid for multi-epoch composition.
 const LOSS_GRID: f64 = 1e-4;
@@ -97,7 +97,7 @@ fn discrete_epsilon(atoms: &[(f64, f64)], delta: f64) -> f64 {
 }
 
 /// The Chua et al. lower bound on ε(δ) of shuffle-then-batch DP-SGD with `steps_per_epoch`
-/// batches per epoch, noise multiplier σ and `epochs` epochs (spec 000 §4, §7).
+/// batches per epoch, noise multiplier σ and `epochs` epochs (Annamalai et al. 2024 §6.1, docs/canary-games.md, "Reference values").
 pub fn shuffle_lower_bound(
     noise_multiplier: f64,
     steps_per_epoch: u64,
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn one_batch_per_epoch_is_the_gaussian_mechanism() {
         // T = 1: MoG(2) vs MoG(1) is N(2,σ²) vs N(1,σ²), i.e. 1/σ-GDP; with σ = 1 the exact
-        // ε(1e-5) is 4.3772 (spec 004 D.6). Bucketing can only lower it, by O(bucket width).
+        // ε(1e-5) is 4.3772 (Dong, Roth & Su 2022, Cor. 2.13, in closed form). Bucketing can only lower it, by O(bucket width).
         let lb = shuffle_lower_bound(1.0, 1, 1, 1e-5).unwrap();
         assert!(
             lb.epsilon <= 4.3772 + 1e-4 && lb.epsilon > 4.3772 - 0.02,

@@ -1,7 +1,7 @@
 //! Mechanism events as values, and the neighbouring relation.
 //!
 //! Any accountant interprets the same [`MechanismEvent`] tree (the design of Google's
-//! `dp_accounting` `DpEvent`s, see STYLE.md "Accounting").
+//! `dp_accounting` `DpEvent`s).
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::error::{
 /// For the events of this crate (sums of clipped contributions plus Gaussian noise) both
 /// relations give the same privacy loss pair, (1−q)·N(0,σ²) + q·N(1,σ²) against N(0,σ²),
 /// in both orders: replacing a record by ⊥ whose contribution is identically zero is the same
-/// as removing it (spec 000 §1.1, "zero-out adjacency"). They are kept apart so that every
+/// as removing it (Annamalai et al. 2024 §2.1 (zero-out adjacency), "zero-out adjacency"). They are kept apart so that every
 /// reported number says which relation it is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -54,8 +54,8 @@ pub enum MechanismEvent {
     /// Sequential composition of several events (an empty list is the mechanism that reveals nothing).
     Composed(Vec<MechanismEvent>),
     /// Deterministic participation: the record is in `participations` fixed, known batches
-    /// (e.g. seed 001's canary inserted every k-th step). No amplification applies: this is
-    /// `participations` non-subsampled Gaussian mechanisms (spec 001 §5).
+    /// (e.g. Cebere et al.'s canary inserted every k-th step). No amplification applies: this is
+    /// `participations` non-subsampled Gaussian mechanisms (Cebere et al. 2024 §5.1).
     FixedBatches {
         /// σ of every step.
         noise_multiplier: f64,

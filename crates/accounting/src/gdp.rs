@@ -100,8 +100,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delta_of_mu_gdp_spec_004_d4() {
-        // Spec 004 D.4 / D.6: (μ, ε) = (1, 1), (0.5, 0.5), (2, 3) → δ = 0.126937, 0.052440, 0.183813.
+    fn delta_of_mu_gdp_closed_form() {
+        // Dong, Roth & Su 2022, Cor. 2.13, in closed form: (μ, ε) = (1, 1), (0.5, 0.5), (2, 3) → δ = 0.126937, 0.052440, 0.183813.
         for (mu, eps, expected) in [
             (1.0, 1.0, 0.126937),
             (0.5, 0.5, 0.052440),

@@ -787,7 +787,7 @@ mod tests {
     #[test]
     fn gaussian_single_step_matches_closed_form() {
         // Non-subsampled Gaussian: δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) with μ = 1/σ
-        // (Balle & Wang 2018, Thm 8; spec 004 D.4).
+        // (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022, Cor. 2.13).
         let pld = Pld::new(&[comp(1.0, 1.0, 1)], PldOptions::default(), 1e-12).unwrap();
         for eps in [0.5, 1.0, 2.0] {
             let exact = normal::cdf(-eps + 0.5) - eps.exp() * normal::cdf(-eps - 0.5);

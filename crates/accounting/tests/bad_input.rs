@@ -1,4 +1,4 @@
-//! Bad input gives a typed error naming the parameter (issue 3).
+//! Bad input gives a typed error naming the parameter.
 
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant, AccountingError,

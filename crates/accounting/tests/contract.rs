@@ -1,4 +1,4 @@
-//! The contract every accountant satisfies (STYLE.md "Accounting"): no events → ε = 0;
+//! The contract every accountant satisfies : no events → ε = 0;
 //! monotone in steps, noise and δ; ε ↔ δ round-trips; PLD ≤ RDP; PLD agrees with exact GDP
 //! for non-subsampled composition within its error bound.
 
@@ -117,7 +117,7 @@ fn pld_brackets_exact_gdp_without_subsampling() {
 
 #[test]
 fn relations_agree_for_zero_out() {
-    // Spec 000 §1.1: zero-out adjacency gives the same accounting as add/remove.
+    // Annamalai et al. 2024 §2.1 (zero-out adjacency): zero-out adjacency gives the same accounting as add/remove.
     let event = MechanismEvent::dpsgd(0.01, 1.0, 100);
     let a = epsilon(
         &event,

@@ -1,4 +1,4 @@
-//! The Chua et al. shuffle lower bound over several epochs (spec 000 §4: "Multi-epoch: compose
+//! The Chua et al. shuffle lower bound over several epochs (Annamalai et al. 2024 §6.1: "Multi-epoch: compose
 //! the single-epoch PLD of this pair").
 
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
@@ -28,7 +28,7 @@ fn monotone_in_epochs_and_noise() {
 
 #[test]
 fn several_epochs_exceed_the_poisson_epsilon() {
-    // Spec 000 §5.3 (Table 1 style): shuffled training with E epochs is compared against the
+    // Annamalai et al. 2024 §6.2.2, Table 1 (Table 1 style): shuffled training with E epochs is compared against the
     // Poisson ε with q = 1/T and T·E steps; in these regimes the lower bound already exceeds it.
     let (sigma, t, epochs) = (1.0, 100u64, 5u64);
     let shuffle = shuffle_lower_bound(sigma, t, epochs, 1e-5).unwrap().epsilon;

@@ -1,4 +1,4 @@
-//! Throughput of the CPU Batched Gaussian Mechanism simulator (spec 000 §2.3):
+//! Throughput of the CPU Batched Gaussian Mechanism simulator (Annamalai et al. 2024 §4, Algorithm 4):
 //! BGM observations (full runs, both hypotheses counted) per second at T = 100,
 //! E = 1, σ = 1, full shuffling, Λ^WC scores.
 //!

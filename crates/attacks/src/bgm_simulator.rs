@@ -1,5 +1,5 @@
 //! The Batched Gaussian Mechanism (BGM) simulator: the Worst-Case threat
-//! model of seed 000 (spec 000 §2.3, Algorithm 4; Chua et al.'s ABLQ),
+//! model of Annamalai et al. 2024 (§4, Algorithm 4; Chua et al.'s ABLQ),
 //! simulated on the CPU without a network.
 //!
 //! One *observation* is one full run of the mechanism: an E×T matrix of noisy
@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 /// Runs per chunk: the unit of work, of seeding and of streaming.
 pub const CHUNK_SIZE: usize = 4096;
 
-/// How the T batches of an epoch are formed from the n = T·B records (spec
-/// 000 §2.2). The dataset is in stored order with the target (or ⊥) at
-/// position 0 (spec 000 §6.6). Every sampler is called afresh each epoch.
+/// How the T batches of an epoch are formed from the n = T·B records
+/// (Annamalai et al. 2024 §2.2, §7; docs/samplers.md). The dataset is in stored order with the target (or ⊥) at
+/// position 0 (docs/canary-games.md). Every sampler is called afresh each epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BgmSampler {
@@ -56,13 +56,13 @@ pub enum BgmSampler {
 #[serde(rename_all = "snake_case")]
 pub enum BgmDataset {
     /// D = (+1, −1, …, −1), D′ = (⊥, −1, …, −1): Chua et al.'s conjectured
-    /// worst case for shuffling (spec 000 §2.3). Score with Λ^WC.
+    /// worst case for shuffling (Annamalai et al. 2024 §4, Algorithm 4). Score with Λ^WC.
     ShuffleWorstCase,
     /// D = (+1, 0, …, 0), D′ = (⊥, 0, …, 0): the proven worst case for
-    /// Poisson subsampling (spec 000 §2.3, Zhu et al.). Score with the Poisson LR.
+    /// Poisson subsampling (Annamalai et al. 2024 §4, Algorithm 4, Zhu et al.). Score with the Poisson LR.
     PoissonWorstCase,
     /// The first B records +1 (target at position 0), the rest −1: the
-    /// Worst-Case layout that exposes batch-then-shuffle (spec 000 §2.6,
+    /// Worst-Case layout that exposes batch-then-shuffle (Annamalai et al. 2024 §4.1–4.2, §5.3,
     /// Sec. 7.2). Score with Λ^BtS.
     FirstBatchPositive,
 }
@@ -111,7 +111,7 @@ pub struct BgmConfig {
     /// The score applied to each run.
     pub score: LikelihoodRatio,
     /// How many leading batches of each epoch the score looks at (the
-    /// adversary's guess k for partial shuffling, spec 000 §2.8); T for all.
+    /// adversary's guess k for partial shuffling, Annamalai et al. 2024 §7.1, Algorithm 2); T for all.
     pub score_columns: usize,
     /// Run seed: all randomness is derived from it.
     pub seed: u64,
@@ -363,7 +363,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// One epoch of noisy batch sums (spec 000 Algorithm 4, lines 3–5).
+    /// One epoch of noisy batch sums (Annamalai et al. 2024 Algorithm 4, lines 3–5).
     fn fill_row<R: Rng>(&mut self, hypothesis: Hypothesis, rng: &mut R) {
         let sim = self.sim;
         let c = &sim.config;

@@ -1,5 +1,5 @@
 //! A_GC-S: choose the Dirac canary's coordinate as the least-updated one in
-//! simulated training runs (spec 001 §3.3, seed 001 Algorithm 3).
+//! simulated training runs (Cebere et al. 2024 App. C, Algorithm 3).
 //!
 //! The adversary runs r simulations of training without the canary (`train`
 //! does the simulation; this module only ranks coordinates from the host
@@ -7,18 +7,18 @@
 //! `d = argmin_i S_i`:
 //! - [`CoordinateRanking::PerStep`]: S = sqrt(Σ_runs Σ_t (θ_{t+1} − θ_t)²), the
 //!   accumulated per-step update norm of each coordinate ("Noiseless-PS", the
-//!   best variant in seed 001 Fig. 4);
+//!   best variant in Cebere et al. 2024 Fig. 4);
 //! - [`CoordinateRanking::FinalModel`]: S = Σ_runs |θ_T − θ₀|, the distance of
 //!   each coordinate from its initialisation at the end of training.
 //!
-//! Errata handled as the spec recommends (spec 001 §3.3): the square root is
+//! Errata handled as docs/canary-games.md records (Cebere et al. 2024 App. C, Algorithm 3): the square root is
 //! applied once at the end (it does not change the argmin), and FinalModel
 //! accumulates over runs instead of overwriting.
 
 use crate::error::{check_finite, check_len, AttacksError, Result};
 use serde::{Deserialize, Serialize};
 
-/// How coordinates are ranked (spec 001 §3.3 `rank ∈ {PerStep, FinalModel}`).
+/// How coordinates are ranked (Cebere et al. 2024 App. C, Algorithm 3 `rank ∈ {PerStep, FinalModel}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoordinateRanking {
@@ -106,7 +106,7 @@ impl LeastUpdatedCoordinate {
     }
 
     /// The `m` least-updated distinct coordinates, least-updated first (for
-    /// `m` Dirac canaries at distinct coordinates, spec 002 §4).
+    /// `m` Dirac canaries at distinct coordinates, Steinke, Nasr & Jagielski 2023 §4).
     pub fn choose_many(&self, m: usize) -> Result<Vec<usize>> {
         if self.observations == 0 {
             return Err(AttacksError::Empty {
@@ -118,7 +118,7 @@ impl LeastUpdatedCoordinate {
 }
 
 /// The `m` coordinates with the smallest `magnitudes`, smallest first, ties to
-/// the lowest index (spec 001 §3.3 `d ← argmin S`). `magnitudes` are host
+/// the lowest index (Cebere et al. 2024 App. C, Algorithm 3 `d ← argmin S`). `magnitudes` are host
 /// per-coordinate update magnitudes, e.g. from a simulation done elsewhere.
 pub fn least_updated_coordinates(magnitudes: &[f64], m: usize) -> Result<Vec<usize>> {
     if magnitudes.is_empty() {

@@ -1,15 +1,15 @@
-//! A_S^{h*}: the adversary of seed 001 §6 that crafts both the gradient and
-//! the loss landscape, as a 1-D simulation (spec 001 §3.7, Eq. 3).
+//! A_S^{h*}: the adversary of Cebere et al. 2024 §6 that crafts both the gradient and
+//! the loss landscape, as a 1-D simulation (Cebere et al. 2024 §6, Eq. 3).
 //!
 //! One crafted gradient ∇* = C is inserted at the first step only; the
 //! adversary sees only the last iterate θ_T (hidden state). The genuine
 //! gradient sum g(θ) ∈ [−BC, BC] is chosen by the adversary:
 //! [`Landscape::Threshold`] uses g = ±BC on either side of h* = C/2 and
-//! [`Landscape::Constant`] is seed 001's Example 1.
+//! [`Landscape::Constant`] is Cebere et al.'s Example 1.
 //!
-//! Direction of the drift (spec 001 §3.7, marked erratum/inferred): the
+//! Direction of the drift (Cebere et al. 2024 §6; the erratum is in docs/canary-games.md): the
 //! literal sign of Eq. 3 pulls θ back toward h*, which contradicts the
-//! paper's reported tightness at B = 16; the spec recommends, and this module
+//! paper's reported tightness at B = 16; this module
 //! implements, the self-reinforcing version θ ← θ + s·C + Z/B with
 //! s = sign(θ − h*), which reproduces the paper's qualitative results.
 
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 pub enum Landscape {
     /// g_{φ*}: drift +C above h* = C/2 and −C below (drift away from h*).
     Threshold,
-    /// g(θ) = `gradient_sum` everywhere (seed 001 Example 1): θ moves by
+    /// g(θ) = `gradient_sum` everywhere (Cebere et al. 2024 Example 1): θ moves by
     /// −gradient_sum/B per step, identically under both hypotheses.
     Constant {
         /// The batch's gradient sum c, |c| ≤ B·C.
@@ -34,7 +34,7 @@ pub enum Landscape {
     },
 }
 
-/// A_S^{h*} simulation parameters (spec 001 §3.7 clean pseudocode).
+/// A_S^{h*} simulation parameters (Cebere et al. 2024 §6; the pseudocode in docs/canary-games.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LandscapeSimulation {
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn one_step_is_the_gaussian_mechanism() {
-        // T = 1: θ_T ~ N(b·C, C²σ²) (spec 001 §3.7, step 1).
+        // T = 1: θ_T ~ N(b·C, C²σ²) (Cebere et al. 2024 §6, step 1).
         let s = sim(Landscape::Threshold, 1, 4).simulate(40_000).unwrap();
         let (m1, v1) = mean_var(&s.with_target);
         let (m0, v0) = mean_var(&s.without_target);
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn constant_landscape_matches_example_1_closed_form() {
-        // Seed 001 Example 1 (spec 001 §3.7): with constant g the mean gap stays C
+        // Cebere et al. 2024 §6, Example 1: with constant g the mean gap stays C
         // and Var θ_T = C²σ²(1 + (T−1)/B²), so μ_T = 1/(σ√(1 + (T−1)/B²)).
         let (t, b) = (9, 2);
         let s = sim(Landscape::Constant { gradient_sum: 1.5 }, t, b)
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn threshold_landscape_keeps_the_gap_for_large_batches() {
-        // Spec 001 §3.7 [inferred]: with drift away from h*, B large relative
+        // Cebere et al. 2024 §6 (our reading, docs/canary-games.md): with drift away from h*, B large relative
         // to σ keeps the two hypotheses apart. With σ = 2, B = 16 and T = 10 the
         // noise after step 1 is tiny (std 2/16 per step), so the side of h* taken
         // at step 1 decides the sign of θ_T: P(θ_T > h*) ≈ P(N(b, 4) > 0.5),

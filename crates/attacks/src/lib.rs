@@ -1,19 +1,19 @@
 //! Membership scores under each threat model, computed from host data
 //! (losses, weight deltas, per-step observations) handed over by `train`,
-//! and the CPU simulator of the Batched Gaussian Mechanism (seed 000).
+//! and the CPU simulator of the Batched Gaussian Mechanism (Annamalai et al. 2024).
 //!
 //! This crate never depends on tch.
 //!
 //! Orientation, everywhere in this crate: **a higher score means "the target
 //! (canary) was included"**, so an estimator thresholds `score > τ ⇒ member`.
 //!
-//! | module | threat model | paper / spec |
+//! | module | threat model | paper |
 //! |---|---|---|
-//! | [`scores`] | black box, hidden state, all iterates | spec 001 §3.2–3.6, spec 002 §4 |
-//! | [`gradient_crafting`] | hidden state (choosing the Dirac coordinate) | spec 001 §3.3 |
-//! | [`landscape`] | hidden state with a crafted loss landscape | spec 001 §3.7 |
-//! | [`likelihood`] | all iterates, per-step observations | spec 000 §2.4–2.8 |
-//! | [`bgm_simulator`] | worst case | spec 000 §2.3 |
+//! | [`scores`] | black box, hidden state, all iterates | Cebere et al. 2024 App. C, Algorithm 2; App. G, Algorithms 7–8, Steinke, Nasr & Jagielski 2023 §4 |
+//! | [`gradient_crafting`] | hidden state (choosing the Dirac coordinate) | Cebere et al. 2024 App. C, Algorithm 3 |
+//! | [`landscape`] | hidden state with a crafted loss landscape | Cebere et al. 2024 §6 |
+//! | [`likelihood`] | all iterates, per-step observations | Annamalai et al. 2024 §5.2, Algorithm 1; §7.1, Algorithm 2 |
+//! | [`bgm_simulator`] | worst case | Annamalai et al. 2024 §4, Algorithm 4 |
 
 pub mod bgm_simulator;
 pub mod error;

@@ -1,11 +1,11 @@
 //! Neyman–Pearson likelihood-ratio scores over E×T observation matrices
-//! (spec 000 §2.6), computed in log space with log-sum-exp so that they stay
+//! (Annamalai et al. 2024 §4.1–4.2, §5.3), computed in log space with log-sum-exp so that they stay
 //! finite for any T and E.
 //!
 //! An observation matrix `o[epoch][step]` holds one scalar per DP-SGD step:
-//! `o = B⟨g̃, ĝ⟩/C²` for DP-SGD with a gradient canary ĝ of norm C (spec 000
+//! `o = B⟨g̃, ĝ⟩/C²` for DP-SGD with a gradient canary ĝ of norm C (Annamalai et al. 2024
 //! §2.4, [`dpsgd_observation`]), or the raw noisy sum for the Batched Gaussian
-//! Mechanism (spec 000 §2.3). Under both normalisations a step holding the
+//! Mechanism (Annamalai et al. 2024 §4, Algorithm 4). Under both normalisations a step holding the
 //! target contributes +1 and the noise has standard deviation σ (the noise
 //! multiplier). Higher score ⇒ more likely trained with the target.
 
@@ -78,7 +78,7 @@ fn invalid(parameter: &'static str, value: impl std::fmt::Display, expected: &st
     }
 }
 
-/// The DP-SGD observation `o = B⟨g̃, ĝ⟩/C²` of one step (spec 000 §2.4,
+/// The DP-SGD observation `o = B⟨g̃, ĝ⟩/C²` of one step (Annamalai et al. 2024 §5.2, Algorithm 1,
 /// "Normalisation of o"): with ‖ĝ‖ = C the canary contributes ±1 and the
 /// noise has standard deviation σ. `noisy_gradient` is g̃ = (Σ clipped + noise)/B.
 pub fn dpsgd_observation(
@@ -107,7 +107,7 @@ pub fn dpsgd_observation(
     Ok(o)
 }
 
-/// Which likelihood ratio to score with (spec 000 §2.6). All assume the
+/// Which likelihood ratio to score with (Annamalai et al. 2024 §4.1–4.2, §5.3). All assume the
 /// target's batch is uniform over the scored columns and the epochs are
 /// independent (product over epochs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -115,7 +115,7 @@ pub fn dpsgd_observation(
 pub enum LikelihoodRatio {
     /// Λ^N: means (0,…,+1,…,0) vs (0,…,0). As printed in the paper, the
     /// numerator has no 1/T prior, so Λ^N = T^E × the exact likelihood ratio
-    /// (a constant, irrelevant for thresholding; spec 000 §2.6).
+    /// (a constant, irrelevant for thresholding; Annamalai et al. 2024 §4.1–4.2, §5.3).
     Natural,
     /// Λ^PI: means (−1,…,+1,…,−1) vs (−1,…,0,…,−1).
     PartiallyInformed,
@@ -124,14 +124,14 @@ pub enum LikelihoodRatio {
         /// Batch size B (only shifts the observations).
         batch_size: usize,
     },
-    /// Λ^BtS, the batch-then-shuffle Worst-Case variant (spec 000 §2.6, Sec. 7.2):
+    /// Λ^BtS, the batch-then-shuffle Worst-Case variant (Annamalai et al. 2024 §4.1–4.2, §5.3, Sec. 7.2):
     /// means (B,−B,…,−B) vs (B−1,−B,…,−B), the special entry in a uniform batch.
     BatchThenShuffle {
         /// Batch size B.
         batch_size: usize,
     },
     /// Poisson-subsampled Gaussian LR on the Poisson worst case D = (+1,0,…,0)
-    /// vs D′ = (⊥,0,…,0) (spec 000 §2.3): every step independently
+    /// vs D′ = (⊥,0,…,0) (Annamalai et al. 2024 §4, Algorithm 4): every step independently
     /// holds the target with probability q, so
     /// Λ = Π_{i,t} [(1−q)φ₀(o) + qφ₁(o)] / φ₀(o).
     Poisson {
@@ -142,7 +142,7 @@ pub enum LikelihoodRatio {
 
 impl LikelihoodRatio {
     /// The threat model whose observations this ratio is designed for
-    /// (spec 000 §3): Natural and Partially-Informed score per-step DP-SGD
+    /// (Annamalai et al. 2024 §5.1): Natural and Partially-Informed score per-step DP-SGD
     /// observations (the adversary sees every step); the others score the
     /// Worst-Case BGM.
     pub fn threat_model(&self) -> crate::ThreatModel {
@@ -372,8 +372,8 @@ impl RowScorer {
 }
 
 /// `log Λ(𝒪)` of the chosen likelihood ratio over the first `columns` steps
-/// of every epoch (spec 000 §2.6; `columns = T` for full shuffling, the
-/// adversary's guess k for partial shuffling, spec 000 §2.8). Σ over epochs
+/// of every epoch (Annamalai et al. 2024 §4.1–4.2, §5.3; `columns = T` for full shuffling, the
+/// adversary's guess k for partial shuffling, Annamalai et al. 2024 §7.1, Algorithm 2). Σ over epochs
 /// of per-epoch log-ratios, each a difference of log-sum-exps.
 pub fn log_likelihood_ratio(
     lr: LikelihoodRatio,
@@ -408,8 +408,8 @@ pub fn log_likelihood_ratios(
         .collect()
 }
 
-/// The adversary's guesses k for the partial-shuffle search: seed 000 uses
-/// {1, 10, 20, …, 100} for T = 100 (spec 000 §2.8); for general T this is 1,
+/// The adversary's guesses k for the partial-shuffle search: Annamalai et al. 2024 uses
+/// {1, 10, 20, …, 100} for T = 100 (Annamalai et al. 2024 §7.1, Algorithm 2); for general T this is 1,
 /// the multiples of 10 below T, and T.
 pub fn default_partial_shuffle_guesses(steps: usize) -> Vec<usize> {
     let mut guesses = vec![1];
@@ -431,7 +431,7 @@ pub struct GuessResult {
 
 /// Result of [`partial_shuffle_search`]: every guess and the best one.
 ///
-/// Selection caveat (spec 000 §2.8 and §6.8): the maximum over guesses is
+/// Selection caveat (Annamalai et al. 2024 §7.1, Algorithm 2 and docs/canary-games.md): the maximum over guesses is
 /// taken on the same observations as the evaluation, as in the paper; it is
 /// not by itself a valid 95% bound. Report it labelled as such, or re-evaluate
 /// the chosen k on held-out observations.
@@ -443,7 +443,7 @@ pub struct PartialShuffleSearch {
     pub best: GuessResult,
 }
 
-/// The partial-shuffle search of seed 000 Algorithm 2 (spec 000 §2.8): for
+/// The partial-shuffle search of Annamalai et al. 2024 §7.1, Algorithm 2: for
 /// each guess k, score every matrix with Λ on its first k columns, hand the
 /// two score vectors (with target, without target) to `estimate` (the audit
 /// crate's (ε,δ) estimator) and keep the max over k.
@@ -516,7 +516,7 @@ mod tests {
     #[test]
     fn poisson_row_matches_termwise_log_sum_exp_in_every_branch() {
         // Reference: Σ_t LSE(log(1−q), log q + (2o − 1)/(2σ²)) term by term
-        // (spec 000 §2.3 mixture). The row mixes huge terms (e_t > 30), a run of
+        // (Annamalai et al. 2024 §4, Algorithm 4 mixture). The row mixes huge terms (e_t > 30), a run of
         // moderate ones whose product passes 1e250, and negligible ones.
         let (sigma, q) = (0.5, 0.1);
         let scorer = RowScorer::new(LikelihoodRatio::Poisson { sample_rate: q }, sigma).unwrap();
@@ -536,7 +536,7 @@ mod tests {
 
     #[test]
     fn default_guesses_match_seed_000_for_t_100() {
-        // Spec 000 §2.8: k ∈ {1, 10, 20, …, 100}.
+        // Annamalai et al. 2024 §7.1, Algorithm 2: k ∈ {1, 10, 20, …, 100}.
         let expected: Vec<usize> = std::iter::once(1).chain((1..=10).map(|i| 10 * i)).collect();
         assert_eq!(default_partial_shuffle_guesses(100), expected);
         assert_eq!(default_partial_shuffle_guesses(1), vec![1]);

@@ -1,23 +1,23 @@
 //! Membership scores for the black-box, hidden-state and all-iterates threat
-//! models (issue 6 §2), on host data.
+//! models, on host data.
 //!
 //! # Sign convention
 //! Every score here is oriented so that **a higher score means "the canary was
 //! included" (member)**. The audit crate can then threshold `score > τ ⇒ member`
 //! without an orientation flag. Where a paper states the opposite orientation
 //! the function says so and returns the negation:
-//! - losses: a member has a *lower* loss, so the score is `−loss` (spec 002 §4);
+//! - losses: a member has a *lower* loss, so the score is `−loss` (Steinke, Nasr & Jagielski 2023 §4);
 //! - hidden state: DP-SGD descends, so inserting the canary gradient g moves
-//!   θ *against* g and lowers `θ_T[d]` for a Dirac canary C·e_d (spec 001 §3.4
+//!   θ *against* g and lowers `θ_T[d]` for a Dirac canary C·e_d (Cebere et al. 2024 App. D, Algorithm 4
 //!   "Sign and label conventions", §8.8). The scores therefore use the descent
-//!   displacement θ₀ − θ_T, i.e. the negation of seed 001's `θ_T[d]` − `θ₀[d]` and
+//!   displacement θ₀ − θ_T, i.e. the negation of Cebere et al.'s `θ_T[d]` − `θ₀[d]` and
 //!   of its cosine cos(∇*, θ_T − θ₀);
 //! - all iterates: Σ_t ⟨θ_{t−1} − θ_t, g⟩ is positive for a member, as in
-//!   spec 002 §4 "Sign convention"; no negation needed.
+//!   Steinke, Nasr & Jagielski 2023 §4 "Sign convention"; no negation needed.
 
 use crate::error::{check_finite, check_len, AttacksError, Result};
 
-/// Black-box loss score `−loss(θ_T; x)` (spec 002 §4 "Black-box"; spec 001
+/// Black-box loss score `−loss(θ_T; x)` (Steinke, Nasr & Jagielski 2023 §4 "Black-box"; Cebere et al. 2024
 /// §3.5 A_L). Higher ⇒ member.
 pub fn loss_score(loss_final: f64) -> Result<f64> {
     check_finite("loss_final", &[loss_final])?;
@@ -25,7 +25,7 @@ pub fn loss_score(loss_final: f64) -> Result<f64> {
 }
 
 /// Black-box calibrated loss score `loss(θ₀; x) − loss(θ_T; x)`: how much
-/// training lowered the canary's loss (issue 6 §2 "loss minus loss at θ₀",
+/// training lowered the canary's loss ("loss minus loss at θ₀",
 /// negated so that higher ⇒ member).
 pub fn loss_difference_score(loss_final: f64, loss_initial: f64) -> Result<f64> {
     check_finite("loss_final", &[loss_final])?;
@@ -63,8 +63,8 @@ fn check_params(theta_initial: &[f32], theta_final: &[f32]) -> Result<()> {
 }
 
 /// Hidden-state Dirac-canary score `θ₀[d] − θ_T[d]` for a canary gradient
-/// `c·e_d` with `c > 0` (spec 001 §3.2 A_GC-R / §3.3 A_GC-S; seed 002's Dirac
-/// canary, spec 002 §4). This is the negation of seed 001's `θ_T[d] − θ₀[d]`
+/// `c·e_d` with `c > 0` (Cebere et al. 2024 App. C, Algorithm 2 A_GC-R / §3.3 A_GC-S; Steinke et al.'s Dirac
+/// canary, Steinke, Nasr & Jagielski 2023 §4). This is the negation of Cebere et al.'s `θ_T[d] − θ₀[d]`
 /// (see the module's sign convention). Higher ⇒ member.
 pub fn dirac_score(theta_initial: &[f32], theta_final: &[f32], coordinate: usize) -> Result<f64> {
     check_params(theta_initial, theta_final)?;
@@ -78,7 +78,7 @@ pub fn dirac_score(theta_initial: &[f32], theta_final: &[f32], coordinate: usize
     Ok(f64::from(theta_initial[coordinate]) - f64::from(theta_final[coordinate]))
 }
 
-/// Hidden-state scores of `m` Dirac canaries at once (one-run audits, spec 002 §4:
+/// Hidden-state scores of `m` Dirac canaries at once (one-run audits, Steinke, Nasr & Jagielski 2023 §4:
 /// distinct coordinates, one score per canary), each `θ₀[d_i] − θ_T[d_i]`.
 pub fn dirac_scores(
     theta_initial: &[f32],
@@ -107,7 +107,7 @@ fn dot_displacement(theta_initial: &[f32], theta_final: &[f32], canary: &[f32]) 
 }
 
 /// Hidden-state inner-product score `⟨θ₀ − θ_T, g⟩` for a canary gradient `g`
-/// (issue 6 §2; the telescoped form of spec 002 §4's white-box score for a
+/// (the telescoped form of Steinke, Nasr & Jagielski 2023 §4's white-box score for a
 /// fixed canary). Higher ⇒ member.
 pub fn inner_product_score(
     theta_initial: &[f32],
@@ -120,7 +120,7 @@ pub fn inner_product_score(
     Ok(dot_displacement(theta_initial, theta_final, canary).0)
 }
 
-/// Hidden-state cosine score `cos(g, θ₀ − θ_T)` (spec 001 §3.6 A_CotS,
+/// Hidden-state cosine score `cos(g, θ₀ − θ_T)` (Cebere et al. 2024 App. G, Algorithms 7–8 A_CotS,
 /// Algorithm 7, negated so that higher ⇒ member). Returns 0 when θ_T = θ₀
 /// (no direction to compare). A zero canary is refused.
 pub fn cosine_score(theta_initial: &[f32], theta_final: &[f32], canary: &[f32]) -> Result<f64> {
@@ -141,8 +141,8 @@ pub fn cosine_score(theta_initial: &[f32], theta_final: &[f32], canary: &[f32]) 
     Ok(dot / (nu.sqrt() * ng.sqrt()))
 }
 
-/// Streaming all-iterates score `Σ_t ⟨θ_{t−1} − θ_t, g_t⟩` (spec 002 §4
-/// "White-box"; issue 6 §2), fed once per optimisation step so the iterates
+/// Streaming all-iterates score `Σ_t ⟨θ_{t−1} − θ_t, g_t⟩` (Steinke, Nasr & Jagielski 2023 §4
+/// "White-box" §2), fed once per optimisation step so the iterates
 /// are never stored.
 ///
 /// `g_t` is either a fixed canary gradient given at construction (Dirac or
@@ -229,7 +229,7 @@ impl IterateScore {
     }
 
     /// Adds `⟨before − after, gradient⟩` where `gradient` is the canary's
-    /// (clipped) gradient at `before` (spec 002 §4).
+    /// (clipped) gradient at `before` (Steinke, Nasr & Jagielski 2023 §4).
     pub fn observe_with_gradient(
         &mut self,
         before: &[f32],
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn iterate_score_telescopes_for_a_fixed_canary() {
-        // Spec 002 §4 "Observation": for a fixed g the per-step sum equals ⟨θ₀ − θ_T, g⟩.
+        // Steinke, Nasr & Jagielski 2023 §4 "Observation": for a fixed g the per-step sum equals ⟨θ₀ − θ_T, g⟩.
         let g = vec![0.5, -1.0, 2.0];
         let iterates: [[f32; 3]; 4] = [
             [0.0, 0.0, 0.0],

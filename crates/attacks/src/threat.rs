@@ -16,19 +16,19 @@ pub enum ThreatModel {
     /// Query access to the final model only: losses (or logits) of chosen
     /// inputs under θ_T, and optionally under the public initialisation θ₀.
     /// Scores: [`crate::scores::loss_score`], [`crate::scores::loss_difference_score`].
-    /// Spec 002 §4 "Black-box"; spec 001 §3.5 (A_L).
+    /// Steinke, Nasr & Jagielski 2023 §4 "Black-box"; Cebere et al. 2024 §5.1 (A_L).
     BlackBox,
     /// The final parameters θ_T and the public initialisation θ₀, nothing in
-    /// between (the hidden-state model of seed 001, spec 001 §2).
+    /// between (the hidden-state model, Cebere et al. 2024 §2.2).
     /// Scores: [`crate::scores::dirac_score`], [`crate::scores::inner_product_score`],
     /// [`crate::scores::cosine_score`].
     HiddenState,
     /// Every iterate θ₀, θ₁, …, θ_T (the standard DP-SGD threat model; the
-    /// white-box one-run audit of seed 002, spec 002 §4).
+    /// white-box one-run audit, Steinke, Nasr & Jagielski 2023 §4).
     /// Score: [`crate::scores::IterateScore`], fed step by step.
     AllIterates,
     /// Every privatised aggregate, with the adversary also choosing every
-    /// record's gradient: the Batched Gaussian Mechanism of spec 000 §2.3
+    /// record's gradient: the Batched Gaussian Mechanism of Annamalai et al. 2024 §4, Algorithm 4
     /// (Algorithm 4), simulated without a network by [`crate::bgm`].
     WorstCase,
 }

@@ -1,4 +1,4 @@
-//! The BGM simulator draws what spec 000 §2.3 (Algorithm 4) says, for every
+//! The BGM simulator draws what Annamalai et al. 2024 §4, Algorithm 4 says, for every
 //! sampler, and its likelihood ratios are the exact ones where they should be.
 
 mod common;
@@ -54,7 +54,7 @@ fn noiseless_rows(c: BgmConfig, h: Hypothesis, runs: usize) -> Vec<Vec<i64>> {
 
 #[test]
 fn shuffle_worst_case_rows_have_one_special_entry() {
-    // Spec 000 §2.3: D → (−B,…,−B+2,…,−B), D′ → (−B,…,−B+1,…,−B), special entry uniform.
+    // Annamalai et al. 2024 §4, Algorithm 4: D → (−B,…,−B+2,…,−B), D′ → (−B,…,−B+1,…,−B), special entry uniform.
     let b = 3;
     for (h, special) in [
         (Hypothesis::WithTarget, -1),
@@ -87,7 +87,7 @@ fn shuffle_worst_case_rows_have_one_special_entry() {
 
 #[test]
 fn batch_then_shuffle_layout_rows() {
-    // Spec 000 §2.6 BtS variant: (B, −B, …, −B) vs (B−1, −B, …, −B).
+    // Annamalai et al. 2024 §4.1–4.2, §5.3 BtS variant: (B, −B, …, −B) vs (B−1, −B, …, −B).
     let b = 4;
     for (h, special) in [(Hypothesis::WithTarget, 4), (Hypothesis::WithoutTarget, 3)] {
         let rows = noiseless_rows(
@@ -110,7 +110,7 @@ fn batch_then_shuffle_layout_rows() {
 
 #[test]
 fn shuffled_first_batch_layout_spreads_the_positives() {
-    // "Without the bug" (spec 000 §2.6): the B positives of the first stored
+    // "Without the bug" (Annamalai et al. 2024 §4.1–4.2, §5.3): the B positives of the first stored
     // batch land in uniformly random positions. Noise-free batch sums are
     // −B + 2·(#positives in the batch) (minus 1 for ⊥), so the row sums to
     // B − (n − B) = 2B − n with the target and 2B − 1 − n without.
@@ -149,7 +149,7 @@ fn shuffled_first_batch_layout_spreads_the_positives() {
 
 #[test]
 fn partial_shuffle_confines_the_target_to_the_first_buffer() {
-    // Spec 000 §2.2 item 3: a record at position 0 can only land in the first
+    // docs/samplers.md: a record at position 0 can only land in the first
     // K/B batches, uniformly. K = B is "no shuffling".
     let (t, b) = (10, 2);
     let rows = noiseless_rows(
@@ -192,7 +192,7 @@ fn partial_shuffle_confines_the_target_to_the_first_buffer() {
 
 #[test]
 fn poisson_rows_include_the_target_with_rate_one_over_t() {
-    // Spec 000 §2.2 item 1 and the Poisson worst case (+1, 0, …, 0).
+    // docs/samplers.md and the Poisson worst case (+1, 0, …, 0).
     let t = 8;
     let rows = noiseless_rows(
         config(
@@ -232,7 +232,7 @@ fn poisson_rows_include_the_target_with_rate_one_over_t() {
 
 #[test]
 fn max_statistic_follows_chua_et_al_closed_form() {
-    // Spec 000 §4 (Chua et al. lower bound): centred BGM rows u = o + B are
+    // Annamalai et al. 2024 §6.1 (Chua et al. lower bound): centred BGM rows u = o + B are
     // MoG(μ) with μ = 2 (D) or 1 (D′), and P(max_t u_t ≤ C) = Φ((C−μ)/σ)·Φ(C/σ)^{T−1}.
     let (t, b, sigma) = (20, 3, 1.0);
     let sim = BgmSimulator::new(config(
@@ -299,7 +299,7 @@ fn ratio_has_mean_under_the_alternative(c: BgmConfig, runs: usize, kappa: f64) {
 
 #[test]
 fn worst_case_ratio_is_the_exact_likelihood_ratio_of_the_shuffle_bgm() {
-    // Λ^WC is Pr[g̃ | D]/Pr[g̃ | D′] for the shuffle BGM (spec 000 §2.6 derivation).
+    // Λ^WC is Pr[g̃ | D]/Pr[g̃ | D′] for the shuffle BGM (Annamalai et al. 2024 §4.1–4.2, §5.3 derivation).
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             epochs: 2,
@@ -349,8 +349,8 @@ fn poisson_ratio_is_exact_for_the_poisson_bgm() {
 #[test]
 fn natural_ratio_is_exact_for_shuffled_zero_fillers() {
     // Shuffling D = (+1, 0, …, 0) gives rows (0,…,+1,…,0) vs (0,…,0): the
-    // Natural threat model's noise-free signal (spec 000 §3 table). The paper's
-    // Λ^N drops the 1/T prior of the numerator only (spec 000 §2.6: "an extra
+    // Natural threat model's noise-free signal (Annamalai et al. 2024 §5.1 table). The paper's
+    // Λ^N drops the 1/T prior of the numerator only (Annamalai et al. 2024 §4.1–4.2, §5.3: "an extra
     // constant −E·log T"), so Λ^N = T^E·dP/dQ = 100·dP/dQ here.
     ratio_has_mean_under_the_alternative(
         BgmConfig {
@@ -372,7 +372,7 @@ fn natural_ratio_is_exact_for_shuffled_zero_fillers() {
 #[test]
 fn partially_informed_ratio_is_exact_for_the_unit_batch_worst_case() {
     // With B = 1 the shuffle worst case gives rows (−1,…,+1,…,−1) vs
-    // (−1,…,0,…,−1): the Partially-Informed signal (spec 000 §3 table), so Λ^PI is exact.
+    // (−1,…,0,…,−1): the Partially-Informed signal (Annamalai et al. 2024 §5.1 table), so Λ^PI is exact.
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             score: LikelihoodRatio::PartiallyInformed,
@@ -390,7 +390,7 @@ fn partially_informed_ratio_is_exact_for_the_unit_batch_worst_case() {
 
 #[test]
 fn scores_separate_in_the_member_direction_at_sigma_1_t_100() {
-    // σ = 1, T = 100 (seed 000 Fig. 3 setting): E_P[log Λ] = KL(P‖Q) > 0 and
+    // σ = 1, T = 100 (Annamalai et al. 2024 Fig. 3 setting): E_P[log Λ] = KL(P‖Q) > 0 and
     // E_Q[log Λ] = −KL(Q‖P) < 0 (Gibbs' inequality), so scores with the target
     // are higher on average.
     let c = config(
@@ -413,7 +413,7 @@ fn scores_separate_in_the_member_direction_at_sigma_1_t_100() {
 #[test]
 fn score_columns_use_only_the_leading_batches() {
     // With K = B the target is always in batch 0, so the score on the first
-    // column alone is the Gaussian LR of that column (spec 000 §2.8, k = 1).
+    // column alone is the Gaussian LR of that column (Annamalai et al. 2024 §7.1, Algorithm 2, k = 1).
     let mut c = config(
         10,
         2,

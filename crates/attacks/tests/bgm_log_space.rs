@@ -1,5 +1,5 @@
 //! Issue 7 "Bad input": likelihood ratios stay finite for T up to 1000 and E
-//! up to 500 (spec 000 §6.14: raw products under- or overflow there).
+//! up to 500 (docs/canary-games.md: raw products under- or overflow there).
 
 mod common;
 

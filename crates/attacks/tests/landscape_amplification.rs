@@ -1,4 +1,4 @@
-//! A_S^{h*} (spec 001 §3.7) reproduces seed 001's qualitative §6 results:
+//! A_S^{h*} (Cebere et al. 2024 §6) reproduces Cebere et al.'s qualitative §6 results:
 //! no amplification for a batch size large relative to σ (Implication 2), and
 //! amplification that stays above zero for small batches (Implication 3).
 
@@ -24,7 +24,7 @@ fn auc_for(batch: usize, steps: usize) -> f64 {
 #[test]
 fn large_batches_are_tight_and_small_batches_amplify() {
     // σ = 4: one Gaussian mechanism with μ = 1/σ = 0.25 (the upper bound),
-    // AUC = Φ(μ/√2) = Φ(0.177) ≈ 0.570. Spec 001 §3.7 [inferred] Monte Carlo:
+    // AUC = Φ(μ/√2) = Φ(0.177) ≈ 0.570. Cebere et al. 2024 §6 (our reading, docs/canary-games.md) Monte Carlo:
     // T = 25 gives μ ≈ 0.26 for B = 16 (tight) and ≈ 0.12 for B = 1.
     // For μ ≈ 0.12 that is AUC ≈ Φ(0.085) ≈ 0.534 (this run: 0.533; B = 16: 0.570).
     // AUC standard error at 20000 runs per class ≈ 0.003.

@@ -1,4 +1,4 @@
-//! The log-space likelihood ratios of spec 000 §2.6 against the direct
+//! The log-space likelihood ratios of Annamalai et al. 2024 §4.1–4.2, §5.3 against the direct
 //! density-product formulas, and the T = 1 / Poisson closed forms.
 
 mod common;
@@ -9,7 +9,7 @@ use dpaudit_attacks::{log_likelihood_ratio, AttacksError, LikelihoodRatio, Obser
 const SIGMA: f64 = 0.8;
 
 /// Π_i [Σ_t φ_a(o_t) Π_{t'≠t} φ_base(o_t')] / [Σ_t φ_b(o_t) Π_{t'≠t} φ_base'(o_t')],
-/// evaluated literally (spec 000 §2.6 displayed formulas).
+/// evaluated literally (Annamalai et al. 2024 §4.1–4.2, §5.3 displayed formulas).
 fn direct(m: &ObservationMatrix, num: (f64, f64), den: Option<(f64, f64)>, den_base: f64) -> f64 {
     let mut lambda = 1.0;
     for e in 0..m.epochs() {
@@ -49,7 +49,7 @@ fn matrix() -> ObservationMatrix {
 
 #[test]
 fn natural_partially_informed_worst_case_and_bts_match_direct_formulas() {
-    // Spec 000 §2.6: the LSE forms were checked against the direct formulas to
+    // Annamalai et al. 2024 §4.1–4.2, §5.3: the LSE forms were checked against the direct formulas to
     // 1e-12; at these magnitudes 1e-10 leaves room for the products' rounding.
     let m = matrix();
     let cases = [
@@ -89,7 +89,7 @@ fn natural_partially_informed_worst_case_and_bts_match_direct_formulas() {
 
 #[test]
 fn truncated_columns_equal_the_formula_on_the_first_k_columns() {
-    // Spec 000 §2.8: Λ^PI([o_1|…|o_k]).
+    // Annamalai et al. 2024 §7.1, Algorithm 2: Λ^PI([o_1|…|o_k]).
     let m = matrix();
     let k = 2;
     let values: Vec<f64> = (0..3).flat_map(|e| m.row(e)[..k].to_vec()).collect();
@@ -136,7 +136,7 @@ fn worst_case_with_one_batch_is_the_gaussian_likelihood_ratio() {
 
 #[test]
 fn poisson_ratio_is_the_mixture_formula() {
-    // Spec 000 §2.3 Poisson worst case: each step holds the target w.p. q, so
+    // Annamalai et al. 2024 §4, Algorithm 4 Poisson worst case: each step holds the target w.p. q, so
     // Λ = Π_{i,t} [(1−q)φ₀(o) + qφ₁(o)]/φ₀(o).
     let m = matrix();
     let q = 0.1;

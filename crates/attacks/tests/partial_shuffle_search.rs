@@ -1,4 +1,4 @@
-//! The partial-shuffle search over guesses k (seed 000 Algorithm 2, spec 000 §2.8).
+//! The partial-shuffle search over guesses k (Annamalai et al. 2024 §7.1, Algorithm 2.
 
 mod common;
 
@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// With B = 1 the shuffle worst case has noise-free rows (−1,…,+1,…,−1) vs
-/// (−1,…,0,…,−1): exactly the Partially-Informed signal (spec 000 §3 table).
+/// (−1,…,0,…,−1): exactly the Partially-Informed signal (Annamalai et al. 2024 §5.1 table).
 fn pi_observations(buffer: usize, runs: usize) -> (Vec<ObservationMatrix>, Vec<ObservationMatrix>) {
     let sim = BgmSimulator::new(BgmConfig {
         steps: 20,

@@ -2,9 +2,9 @@
 //!
 //! `cargo run --release -p dpaudit-audit --example bench_audit -- [N_SCORES] [N_GUESSES]`
 //!
-//! - the (ε, δ) sweep (spec 000 Alg. 5) on `N_SCORES` scores (default 10⁸),
+//! - the (ε, δ) sweep (Annamalai et al. 2024 Alg. 5) on `N_SCORES` scores (default 10⁸),
 //!   half members, Gaussian scores N(1, 1) vs N(0, 1), both selection policies;
-//! - the one-run bound (spec 002 Thm 3.1) for `N_GUESSES` guesses (default 10⁵).
+//! - the one-run bound (Steinke, Nasr & Jagielski 2023 Thm 3.1) for `N_GUESSES` guesses (default 10⁵).
 //!
 //! Single-threaded; data generation is not timed. Each line gives wall time
 //! and the process CPU time (user + system, from `/proc/self/stat`), which is

@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn limits_solve_their_defining_equations() {
         // The defining tail equations hold to high relative precision, for
-        // tails down to 1e-12 (issue 4 requirement).
+        // tails down to 1e-12 .
         for &(k, n) in &[
             (1_u64, 10_u64),
             (174, 100_000),
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn lecture_vectors() {
-        // Spec 003/004 D.6: two-sided CP at p = 1e-10 for k = 4922, n = 1e5:
+        // Kazmi et al. 2024/004 D.6: two-sided CP at p = 1e-10 for k = 4922, n = 1e5:
         // lower 0.0449180 (α⁺ = 0.955082); k = 174: upper / lower 0.0027445 / 0.0010182.
         let i = two_sided(4922, 100_000, 1.0 - 1e-10).unwrap();
         assert!((i.lower - 0.044_918_0).abs() < 5e-8, "{}", i.lower);

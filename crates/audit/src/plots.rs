@@ -700,7 +700,7 @@ fn bar_end(x: &Scale, lower: f64) -> f64 {
 
 /// Renders ε lower bounds as horizontal bars against the accountant's ε
 /// upper bound, drawn as a dashed vertical line labelled
-/// `ε upper (accountant)`: the gap plot of spec 000 Fig. 1 / spec 001 Fig. 6
+/// `ε upper (accountant)`: the gap plot of Annamalai et al. 2024 Fig. 1 / Cebere et al. 2024 Fig. 6
 /// (one bar per audit), also used to compare threat models side by side.
 ///
 /// Each bar is one `<rect>` of class `bar-valid` or `bar-invalid`, with its

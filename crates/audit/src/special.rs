@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn binomial_tails_closed_forms() {
-        // P[Bin(10, ½) ≥ 9] = 11/1024 (spec 002 §7, exact).
+        // P[Bin(10, ½) ≥ 9] = 11/1024 (docs/audit-statistics.md, "Reference values", exact).
         let got = ln_binomial_sf(9, 10, 0.5, 0.5).exp();
         assert!(rel(got, 11.0 / 1024.0) < 1e-14);
         // P[Bin(n, p) ≥ n] = p^n and P[Bin(n, p) ≤ 0] = (1−p)^n (closed forms).

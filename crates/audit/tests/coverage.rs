@@ -1,11 +1,11 @@
 //! Coverage: simulate mechanisms of known privacy many times and check that
 //! each method's bound exceeds the truth at most β of the time
-//! (P̂[bound > truth] ≤ β + 3 standard errors), issue 4 "Done when".
+//! (P̂[bound > truth] ≤ β + 3 standard errors).
 //!
 //! Mechanisms: randomized response at ε₀ (pure ε₀-DP; as a GDP mechanism it
 //! is μ-GDP with μ = −2Φ⁻¹(1/(1+e^{ε₀})), the GDP curve through its corner)
 //! and the Gaussian mechanism with shift μ and unit noise (μ-GDP; ε at δ
-//! from the exact conversion, spec 001 §4 Corollary 1).
+//! from the exact conversion, Cebere et al. 2024 App. A Corollary 1).
 
 use dpaudit_audit::bound::Evidence;
 use dpaudit_audit::gaussian::{gdp_epsilon, inverse_cdf};

@@ -1,4 +1,4 @@
-//! Spec 002 §7: the one-run audit's p-values and bounds, including the
+//! docs/audit-statistics.md, "Reference values": the one-run audit's p-values and bounds, including the
 //! numbers printed in Steinke, Nasr & Jagielski 2023 (Figs. 9–11).
 
 use dpaudit_audit::one_run::{epsilon_lower_bound, p_value};
@@ -12,7 +12,7 @@ fn close(got: f64, expected: f64, tol: f64, what: &str) {
 
 #[test]
 fn p_value_table() {
-    // Spec 002 §7 "p-value test vectors" (f64 lgamma, 50-digit check).
+    // docs/audit-statistics.md, "Reference values" "p-value test vectors" (f64 lgamma, 50-digit check).
     let cases: [(u64, u64, u64, f64, f64, f64); 6] = [
         (1000, 100, 75, 0.5, 1e-4, 0.014_587_207_651_351_3),
         (100_000, 1510, 1439, 2.0, 1e-5, 0.014_683_945_564_993_2),
@@ -69,7 +69,7 @@ fn paper_numbers() {
 
 #[test]
 fn fig9_sweep() {
-    // Spec 002 §7 "Fig. 9 sweep": (N, v, LB δ=0, LB δ=1e-5), m = r = N.
+    // docs/audit-statistics.md, "Reference values" "Fig. 9 sweep": (N, v, LB δ=0, LB δ=1e-5), m = r = N.
     let rows = [
         (100_u64, 98_u64, 2.7232, 2.7220),
         (1000, 982, 3.6008, 3.5984),
@@ -96,7 +96,7 @@ fn fig9_sweep() {
 
 #[test]
 fn fig1_and_fig2_tables() {
-    // Spec 002 §7 "Fig. 1-style" (m = r = 100): (v, LB δ=0, LB δ=1e-5).
+    // docs/audit-statistics.md, "Reference values" "Fig. 1-style" (m = r = 100): (v, LB δ=0, LB δ=1e-5).
     let fig1 = [
         (60_u64, 0.0519, 0.0517),
         (70, 0.4717, 0.4714),
@@ -147,7 +147,7 @@ fn fig1_and_fig2_tables() {
 
 #[test]
 fn fig10_sweep_and_fig11_grid() {
-    // Spec 002 §7 "Fig. 10 sweep" (m = 1e5, δ = 1e-5): r → (v, LB).
+    // docs/audit-statistics.md, "Reference values" "Fig. 10 sweep" (m = 1e5, δ = 1e-5): r → (v, LB).
     let rows = [
         (100_u64, 98_u64, 0.7218),
         (200, 195, 1.5615),
@@ -195,7 +195,7 @@ fn fig10_sweep_and_fig11_grid() {
 
 #[test]
 fn exact_coverage_case() {
-    // Spec 002 §7 validity: ε₀ = 2, r = m = 1000, δ = 0: LB > 2 first at v = 898.
+    // docs/audit-statistics.md, "Reference values" validity: ε₀ = 2, r = m = 1000, δ = 0: LB > 2 first at v = 898.
     assert!(epsilon_lower_bound(1000, 1000, 897, 0.0, 0.05).unwrap() <= 2.0);
     assert!(epsilon_lower_bound(1000, 1000, 898, 0.0, 0.05).unwrap() > 2.0);
     // and P[Bin(1000, 0.8808) ≥ 898] = 0.049228 ≤ 0.05 (the p-value at ε = 2).

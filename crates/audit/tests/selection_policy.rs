@@ -1,7 +1,7 @@
 //! Threshold selection matters: on null scores (members and non-members
 //! drawn from the same distribution, so the true ε is 0), `same-data`
 //! selection reports a positive ε far more often than β, while `split`
-//! stays within β (issue 4 "Done when").
+//! stays within β.
 //!
 //! The (ε,δ) test uses β = 0.5 so that the selection effect shows with 100
 //! scores per class (the same effect exists at β = 0.05, with more scores);

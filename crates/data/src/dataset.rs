@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::error::{DataError, Result};
 
 /// The datasets dpaudit knows, with the shapes and classes of the shuffling
-/// audit paper's experiments (spec 000 §5.1).
+/// audit paper's experiments (Annamalai et al. 2024 §6.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DatasetKind {
@@ -368,7 +368,7 @@ impl Dataset {
     /// Keeps only the records of `classes` and relabels them by position:
     /// `classes[j]` becomes label `j`. For example `[0, 1]` on Fashion-MNIST
     /// is the shuffling paper's T-shirt/top (0) vs Trouser (1) task, and on
-    /// CIFAR-10 its airplane (0) vs automobile (1) task (spec 000 §5.1).
+    /// CIFAR-10 its airplane (0) vs automobile (1) task (Annamalai et al. 2024 §6.1).
     pub fn select_classes(&self, classes: &[i64]) -> Result<Dataset> {
         let k = self.num_classes() as i64;
         if classes.is_empty() {
@@ -419,7 +419,7 @@ impl Dataset {
 
     /// A uniformly random subset of `count` records, drawn without
     /// replacement from `rng` and kept in their original order (the shuffling
-    /// paper downsamples each dataset to 10,000 records, spec 000 §5.1).
+    /// paper downsamples each dataset to 10,000 records, Annamalai et al. 2024 §6.1).
     /// Pass a named substream of the run seed, e.g. `split`.
     pub fn downsample(&self, count: usize, rng: &mut impl RngCore) -> Result<Dataset> {
         if count > self.len() {

@@ -7,7 +7,7 @@
 //! (by convention `replica`, then `epoch`, then `step`). Substreams are
 //! computationally independent of each other, and each is replayable from
 //! `(seed, stream, path)` alone: this is the "all randomness flows from the run
-//! seed" invariant of STYLE.md.
+//! seed" invariant of ARCHITECTURE.md.
 //!
 //! # Derivation (fixed; part of the results)
 //!

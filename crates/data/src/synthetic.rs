@@ -44,7 +44,7 @@ pub struct SyntheticSpec {
 impl SyntheticSpec {
     /// The embedded default: the real datasets' split sizes for the images
     /// (Fashion-MNIST 6,000 + 1,000 per class, CIFAR-10 5,000 + 1,000), so any
-    /// two classes give the shuffling paper's 10,000 records (spec 000 §5.1);
+    /// two classes give the shuffling paper's 10,000 records (Annamalai et al. 2024 §6.1);
     /// 200 + 50 per class for Purchase-100 (20,000 + 5,000 records).
     pub fn default_for(kind: DatasetKind, seed: u64) -> SyntheticSpec {
         let (train_per_class, test_per_class) = match kind {

@@ -1,5 +1,5 @@
 //! `fetch` end to end against a local HTTP server on 127.0.0.1 serving
-//! archives generated here (issue 2 point 4). No other address is contacted.
+//! archives generated here. No other address is contacted.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

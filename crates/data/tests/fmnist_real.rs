@@ -1,5 +1,5 @@
 //! The real Fashion-MNIST files of the Debian package `dataset-fashion-mnist`
-//! (installed by CI; issue 2 point 5). This test fails when they are missing.
+//! (installed by CI). This test fails when they are missing.
 
 use std::path::Path;
 
@@ -48,7 +48,7 @@ fn debian_fashion_mnist_has_the_published_counts() {
 
 #[test]
 fn shuffling_paper_task_tshirt_vs_trouser() {
-    // Spec 000 §5.1: T-shirt/top (0) vs Trouser (1), downsampled to 10,000 records.
+    // Annamalai et al. 2024 §6.1: T-shirt/top (0) vs Trouser (1), downsampled to 10,000 records.
     let splits = load(DatasetKind::Fmnist, Some(Path::new(DIR)), 0).unwrap();
     let task = splits.select_classes(&[0, 1]).unwrap();
     assert_eq!(task.train.len(), 12_000);

@@ -1,5 +1,5 @@
 //! Property tests: every parser, fed random or truncated bytes, returns an
-//! error and never panics (issue 2, "Bad input").
+//! error and never panics.
 
 use std::io::Write;
 

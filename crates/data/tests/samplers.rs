@@ -1,5 +1,5 @@
-//! Statistical and structural tests of the batch samplers (spec 000 §2.2,
-//! spec 001 §1; issue 5 "Done when": Poisson batch sizes pass a
+//! Statistical and structural tests of the batch samplers (Annamalai et al. 2024 §2.2,
+//! Cebere et al. 2024 §2.1, Eq. 2 "Done when": Poisson batch sizes pass a
 //! goodness-of-fit test against Binomial(n, q), shuffle visits every record
 //! once per epoch, partial shuffle keeps records inside their block).
 //!
@@ -222,7 +222,7 @@ fn fixed(n: usize, b: usize, batch_seed: Option<u64>) -> Sampler {
 // Poisson
 // ---------------------------------------------------------------------------
 
-/// Batch sizes of Poisson sampling are Binomial(n, q) (spec 000 §2.2 item 1).
+/// Batch sizes of Poisson sampling are Binomial(n, q) (docs/samplers.md).
 #[test]
 fn poisson_batch_sizes_fit_binomial() {
     let (n, q) = (1000, 0.05);
@@ -389,7 +389,7 @@ fn poisson_is_replayable_and_varies_across_replicas_and_epochs() {
 // Shuffle-then-batch
 // ---------------------------------------------------------------------------
 
-/// Spec 000 §2.2 item 2: every record exactly once per epoch.
+/// docs/samplers.md: every record exactly once per epoch.
 #[test]
 fn shuffle_visits_every_record_once_per_epoch() {
     for (n, b, last) in [
@@ -455,7 +455,7 @@ fn shuffle_is_replayable_and_varies_across_epochs_replicas_and_seeds() {
     );
 }
 
-/// "Reshuffled every epoch" (spec 000 §6 item 2): the steps holding record
+/// "Reshuffled every epoch" (docs/canary-games.md item 2): the steps holding record
 /// 0 in consecutive epochs are independent, uniform over the T × T = 25
 /// pairs (χ² with 24 degrees of freedom).
 #[test]
@@ -551,7 +551,7 @@ fn observed_with_bias(total: usize, n: usize) -> Vec<f64> {
 // Partial shuffle
 // ---------------------------------------------------------------------------
 
-/// Spec 000 §2.2 item 3: a record stored at position i stays inside block
+/// docs/samplers.md: a record stored at position i stays inside block
 /// ⌊i/K⌋, so its step lies in that block's K/B batches; record 0 only in
 /// the first K/B batches.
 #[test]
@@ -644,7 +644,7 @@ fn partial_shuffle_extremes() {
 // Batch-then-shuffle
 // ---------------------------------------------------------------------------
 
-/// Spec 000 §2.2 item 4: batch contents are the stored-order batches in
+/// docs/samplers.md: batch contents are the stored-order batches in
 /// every epoch; only their order changes, uniformly (χ² over T = 8 steps).
 #[test]
 fn batch_then_shuffle_keeps_batch_composition() {
@@ -696,7 +696,7 @@ fn batch_then_shuffle_remainder_rules() {
 // Fixed sequence
 // ---------------------------------------------------------------------------
 
-/// Spec 001 §1: the same batches in every run and replica.
+/// Cebere et al. 2024 §2.1, Eq. 2: the same batches in every run and replica.
 #[test]
 fn fixed_sequence_is_identical_across_seeds_and_replicas() {
     for batch_seed in [None, Some(17)] {
@@ -738,7 +738,7 @@ fn fixed_sequence_is_identical_across_seeds_and_replicas() {
 // Audit helpers, step stream, configs, errors, pinned outputs
 // ---------------------------------------------------------------------------
 
-/// Spec 000 Algorithm 2: the target (or ⊥) at stored position 0 of
+/// Annamalai et al. 2024 Algorithm 2: the target (or ⊥) at stored position 0 of
 /// `{target} ∪ D`; with a partial shuffle of K = 20, B = 5 it can only be in
 /// the first 4 steps, and `membership` marks exactly its step.
 #[test]

@@ -1,6 +1,6 @@
 //! The synthetic stand-ins are learnable: a nearest-class-mean classifier
 //! fitted on the synthetic training split is far above chance on the
-//! synthetic test split (issue 2 point 4: "a small model can actually learn").
+//! synthetic test split ("a small model can actually learn").
 
 use dpaudit_data::synthetic::{generate, SyntheticSpec};
 use dpaudit_data::{Dataset, DatasetKind};
@@ -70,7 +70,7 @@ fn purchase100_stand_in_is_learnable() {
 
 #[test]
 fn binary_task_of_the_stand_in_is_learnable_but_not_trivial_noise() {
-    // The paper's binary task on the stand-in (classes 0 vs 1, spec 000 §5.1).
+    // The paper's binary task on the stand-in (classes 0 vs 1, Annamalai et al. 2024 §6.1).
     let spec = SyntheticSpec {
         seed: 3,
         train_per_class: 100,

@@ -1,12 +1,12 @@
 //! The Batched Gaussian Mechanism (BGM) simulator vectorised on libtorch, for
-//! the GPU (`Device::Cuda`) and for CPU tensors (seed 000, spec 000 §2.3,
-//! Algorithm 4; issue 7 point 1).
+//! the GPU (`Device::Cuda`) and for CPU tensors (Annamalai et al. 2024 §4,
+//! Algorithm 4).
 //!
 //! It takes the same [`BgmConfig`] as the pure-Rust simulator
 //! [`dpaudit_attacks::BgmSimulator`] and returns the same [`PairedScores`],
 //! placing the special records exactly as that simulator does for every
-//! sampler (spec 000 §2.2) and scoring with the same log-space likelihood
-//! ratios (spec 000 §2.6). It differs only in how the work is laid out:
+//! sampler (Annamalai et al. 2024 §2.2) and scoring with the same log-space likelihood
+//! ratios (Annamalai et al. 2024 §4.1–4.2, §5.3). It differs only in how the work is laid out:
 //!
 //! - **Chunks.** Runs are cut into chunks of [`TensorBgmSimulator::chunk_runs`]
 //!   runs. All E×T noisy batch sums of one chunk and one hypothesis are one
@@ -16,7 +16,7 @@
 //!   "overflow" column when k < T that absorbs the special records landing in
 //!   unscored batches: batches beyond k are never drawn.
 //! - **Precision: float64.** Scores must agree with the CPU scorer to 1e-9 and
-//!   stay finite for T = 1000, E = 500 (issue 7 "Bad input"). In float32 the
+//!   stay finite for T = 1000, E = 500. In float32 the
 //!   raw sums `B·f + σz` lose the O(1) signal for large B (an ulp of 1000 is
 //!   6e-5), and the per-epoch log ratios, each a difference of terms of order
 //!   `B·o/σ²`, would carry errors of about 1e-3 that grow with E. The
@@ -26,7 +26,7 @@
 //! - **Log space.** Each epoch's factor is `LSE_t(a·o + c) − LSE_t(a′·o + c′)`,
 //!   evaluated as the CPU scorer does: both log-sum-exps are taken around the
 //!   row maximum, so every sum is ≥ 1 and nothing under- or overflows
-//!   (spec 000 §6.14). The Poisson mixture uses an exact softplus,
+//!   (docs/canary-games.md). The Poisson mixture uses an exact softplus,
 //!   `max(e, 0) + log1p(exp(−|e|))`.
 //! - **Randomness.** Every draw comes from the simulator's own counter-based
 //!   generator ([`crate::philox::Philox`]), keyed by the `simulation` stream of
@@ -105,10 +105,10 @@ fn from_attacks(e: AttacksError) -> TrainError {
     }
 }
 
-/// The per-epoch log-likelihood ratio on tensors (spec 000 §2.6): for rows
+/// The per-epoch log-likelihood ratio on tensors (Annamalai et al. 2024 §4.1–4.2, §5.3): for rows
 /// `o` of the scored columns, `(a − a′)·o_max + c − c′ + ln Σ exp(a(o − o_max))
 /// − ln Σ exp(a′(o − o_max))`, or the Poisson mixture. The coefficients are
-/// the log forms of spec 000 §2.6 (the same as the pure-Rust scorer's).
+/// the log forms of Annamalai et al. 2024 §4.1–4.2, §5.3 (the same as the pure-Rust scorer's).
 #[derive(Debug, Clone, Copy)]
 struct Scorer {
     lr: LikelihoodRatio,
@@ -219,7 +219,7 @@ fn all_finite(t: &Tensor) -> Result<bool, TchError> {
 }
 
 /// `log Λ` of a batch of observation matrices on any device: the tensor
-/// counterpart of [`dpaudit_attacks::log_likelihood_ratio`] (spec 000 §2.6),
+/// counterpart of [`dpaudit_attacks::log_likelihood_ratio`] (Annamalai et al. 2024 §4.1–4.2, §5.3),
 /// scoring the first `columns` steps of every epoch.
 ///
 /// `observations` is `[runs, E, T]` (float32 or float64; computed in
@@ -277,7 +277,7 @@ pub fn log_likelihood_ratios(
 }
 
 /// The BGM simulator on libtorch tensors: the Worst-Case threat model of
-/// seed 000 (spec 000 §2.3) for every sampler of spec 000 §2.2, on the CPU or
+/// Annamalai et al. 2024 (§4, Algorithm 4) for every sampler of Annamalai et al. 2024 §2.2, on the CPU or
 /// a GPU, in chunks of runs. See the module documentation for precision,
 /// memory and seeding.
 #[derive(Debug, Clone)]
@@ -353,7 +353,7 @@ impl TensorBgmSimulator {
     }
 
     /// The positions a fixed-size sampler draws the special records from: K
-    /// for partial shuffling, n otherwise (spec 000 §2.2).
+    /// for partial shuffling, n otherwise (Annamalai et al. 2024 §2.2).
     fn range(&self) -> usize {
         match self.config.sampler {
             BgmSampler::PartialShuffle { buffer_size } => buffer_size,
@@ -457,7 +457,7 @@ impl TensorBgmSimulator {
         Ok(())
     }
 
-    /// One chunk of E×W noisy batch sums (spec 000 Algorithm 4, lines 3–5),
+    /// One chunk of E×W noisy batch sums (Annamalai et al. 2024 Algorithm 4, lines 3–5),
     /// with the special records placed as the pure-Rust simulator places them.
     fn draw(&self, chunk: u64, hypothesis: Hypothesis, r: i64) -> Result<Tensor, TchError> {
         let c = &self.config;

@@ -1,4 +1,4 @@
-//! The tensor BGM simulator (`dpaudit_experiment::bgm_tensor`, issue 7 point 1) against
+//! The tensor BGM simulator (`dpaudit_experiment::bgm_tensor`) against
 //! the pure-Rust one (`dpaudit_attacks::BgmSimulator`): the same scores on the
 //! same observations, the same score distributions from independent draws,
 //! the same refusals. Runs on CPU tensors; the code is device-agnostic.
@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
 
-/// Every likelihood ratio a `BgmConfig` can name (spec 000 §2.6).
+/// Every likelihood ratio a `BgmConfig` can name (Annamalai et al. 2024 §4.1–4.2, §5.3).
 fn all_ratios(batch_size: usize, steps: usize) -> [LikelihoodRatio; 5] {
     [
         LikelihoodRatio::Natural,
@@ -71,7 +71,7 @@ fn assert_close(got: f64, want: f64, what: &str) {
 
 /// Issue 7 (a): the tensor scorer equals `dpaudit_attacks::log_likelihood_ratio`
 /// on the same matrices, for every ratio and column count, including
-/// T = 1000, E = 500 where the raw likelihood products underflow (spec 000
+/// T = 1000, E = 500 where the raw likelihood products underflow (Annamalai et al. 2024
 /// §6.14) but the log-space scores must stay finite.
 #[test]
 fn tensor_scores_equal_cpu_scores_on_the_same_observations() {
@@ -285,7 +285,7 @@ fn shuffle_matches_cpu_in_distribution() {
 
 #[test]
 fn partial_shuffle_matches_cpu_in_distribution() {
-    // K = 8 = 2B: the target only reaches batches 0 and 1 (spec 000 §2.2).
+    // K = 8 = 2B: the target only reaches batches 0 and 1 (Annamalai et al. 2024 §2.2).
     let partial = BgmSampler::PartialShuffle { buffer_size: 8 };
     let c = config(10, 4, 1, partial, BgmDataset::ShuffleWorstCase, 31);
     assert_same_distribution(c.clone(), "partial K = 8, WC, k = T");

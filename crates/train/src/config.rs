@@ -61,7 +61,7 @@ pub enum NormChoice {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ModelConfig {
     /// [`crate::models::Mlp`]; `hidden` widths between the data's features and
-    /// classes (default `[32]`, paper 000's Purchase-100 MLP).
+    /// classes (default `[32]`, the Purchase-100 MLP of Annamalai et al. 2024 §6.1).
     Mlp {
         /// Hidden widths.
         #[serde(default = "default_hidden")]
@@ -124,14 +124,14 @@ pub struct DataConfig {
     /// The dataset.
     pub dataset: DatasetChoice,
     /// Keep only these classes, relabelled `0..k` (e.g. `[0, 1]`: T-shirt/top vs
-    /// Trouser on Fashion-MNIST, spec 000 §5.1). Absent: all classes.
+    /// Trouser on Fashion-MNIST, Annamalai et al. 2024 §6.1). Absent: all classes.
     #[serde(default)]
     pub classes: Option<Vec<i64>>,
     /// Directory with the real files; absent: the default location, else the
     /// synthetic stand-in (the output says which).
     #[serde(default)]
     pub data_dir: Option<PathBuf>,
-    /// Downsample the training split to this many records (spec 000 §5.1 uses
+    /// Downsample the training split to this many records (Annamalai et al. 2024 §6.1 uses
     /// 10,000), drawn from the run seed's `split` stream.
     #[serde(default)]
     pub train_size: Option<usize>,

@@ -1,4 +1,4 @@
-//! The microbatch oracle, shared by every layer and model test (STYLE.md: "the
+//! The microbatch oracle, shared by every layer and model test (ARCHITECTURE.md, "Testing"; "the
 //! universal test"): the same batch run one sample at a time through plain
 //! autograd must give the per-sample gradients the engine computes.
 //!

@@ -39,7 +39,7 @@ pub struct PrivacyReport {
     /// What was accounted, in words (e.g. which sampler assumption).
     pub assumption: String,
     /// False when the accounting does not match the sampler (shuffle-type
-    /// samplers accounted as Poisson, the common practice spec 000 audits).
+    /// samplers accounted as Poisson, the common practice Annamalai et al. 2024 audits).
     pub valid_for_sampler: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Bad input (issue 5 "Done when"): BatchNorm is refused with the reason;
+//! Bad input: BatchNorm is refused with the reason;
 //! unknown fields, missing DP fields and impossible shapes give clear errors;
 //! a NaN loss stops the run naming the step.
 

@@ -1,4 +1,4 @@
-//! Clipping and noise (issue 5 "Done when"): clipped per-sample norms are ≤ C,
+//! Clipping and noise: clipped per-sample norms are ≤ C,
 //! gradients already within C pass unchanged, a zero gradient is handled, and
 //! the noise measured on a zero-gradient run has std σC/normaliser.
 

@@ -1,4 +1,4 @@
-//! The microbatch oracle (STYLE.md) for every model: per-sample gradients,
+//! The microbatch oracle (`dpaudit_train::testing`) for every model: per-sample gradients,
 //! squared norms and clipped sums equal one-sample-at-a-time autograd within a
 //! relative error of 1e-5 per tensor (`‖engine − oracle‖ ≤ 1e-5·‖oracle‖`,
 //! fp32, CPU), for batches of 0, 1 and several samples, with and without

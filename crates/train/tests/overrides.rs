@@ -1,4 +1,4 @@
-//! Per-sample gradient overrides (issue 5 point 4; spec 001 §3.2 gradient
+//! Per-sample gradient overrides (Cebere et al. 2024 App. C, Algorithm 2 gradient
 //! canaries): a given gradient, a zero gradient, an excluded slot. Their
 //! contribution to the clipped sum is exact and obeys the clipping rule.
 
@@ -63,7 +63,7 @@ fn gradient_override_adds_the_clipped_vector_exactly() {
         ),
     )
     .unwrap();
-    // A Dirac canary C·e_d (spec 001 §3.2): norm exactly C, passes unchanged.
+    // A Dirac canary C·e_d (Cebere et al. 2024 App. C, Algorithm 2): norm exactly C, passes unchanged.
     let d = 7;
     let dirac = Tensor::zeros([p], (Kind::Float, Device::Cpu));
     let _ = dirac.get(d).fill_(C);

@@ -1,5 +1,5 @@
 //! Every model states its parameter count; these are checked here against the
-//! numbers of the papers (spec 000 §5.1, spec 001 §6.2) and, for WRN-16-4, the
+//! numbers of the papers (Annamalai et al. 2024 §6.1, Cebere et al. 2024 §5.1 and App. D, Table 2) and, for WRN-16-4, the
 //! sum of the layer shapes in `models/wrn.rs`.
 
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
@@ -15,7 +15,7 @@ fn init(m: usize) -> Init {
 
 #[test]
 fn mlp_purchase100_has_22532_parameters() {
-    // spec 000 §5.1: 600 → 32 → 100.
+    // Annamalai et al. 2024 §6.1: 600 → 32 → 100.
     assert_eq!(
         Mlp::purchase100(&mut init(1)).unwrap().num_parameters(),
         22_532
@@ -29,7 +29,7 @@ fn mlp_purchase100_has_22532_parameters() {
 
 #[test]
 fn lenet5_two_classes_has_61026_parameters() {
-    // spec 000 §5.1, Table 3 of paper 000.
+    // Annamalai et al. 2024 App. C, Table 3.
     assert_eq!(
         LeNet5::new(&mut init(1), 2).unwrap().num_parameters(),
         61_026
@@ -38,7 +38,7 @@ fn lenet5_two_classes_has_61026_parameters() {
 
 #[test]
 fn shallow_cnn_two_classes_has_549538_parameters() {
-    // spec 000 §5.1, Table 2 of paper 000.
+    // Annamalai et al. 2024 App. C, Table 2.
     assert_eq!(
         ShallowCnn::new(&mut init(1), 2).unwrap().num_parameters(),
         549_538
@@ -47,7 +47,7 @@ fn shallow_cnn_two_classes_has_549538_parameters() {
 
 #[test]
 fn convnet_has_62006_parameters() {
-    // spec 001 §6.2 / Table 2 of paper 001.
+    // Cebere et al. 2024 §5.1 and App. D, Table 2.
     assert_eq!(
         ConvNet::new(&mut init(1), 10).unwrap().num_parameters(),
         62_006
@@ -56,7 +56,7 @@ fn convnet_has_62006_parameters() {
 
 #[test]
 fn resnet18_ten_classes_has_11173962_parameters() {
-    // spec 001 §6.2 / Table 2 of paper 001.
+    // Cebere et al. 2024 §5.1 and App. D, Table 2.
     assert_eq!(
         ResNet18::new(&mut init(1), 10, 32, [3, 32, 32])
             .unwrap()

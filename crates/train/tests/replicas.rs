@@ -1,4 +1,4 @@
-//! Replicas (issue 5 point 3): a stack of M replicas trains exactly like M
+//! Replicas: a stack of M replicas trains exactly like M
 //! separate models, and masked (padding) slots contribute exactly zero.
 
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.

@@ -1,4 +1,4 @@
-"""Independent check of the multi-epoch Chua et al. lower bound (spec 000 §4): numpy
+"""Independent check of the multi-epoch Chua et al. lower bound (Annamalai et al. 2024 §6.1): numpy
 convolution of the bucketed max-statistic pair, losses rounded down and up to 1e-3.
 Run: /tmp/dpacc/bin/python crates/accounting/tests/reference/chua_composition_check.py
 Printed for sigma=1.0, T=100, E=3, delta=1e-5: floor 5.885025, ceil 5.888025 (P||Q order).

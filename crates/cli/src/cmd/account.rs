@@ -1,5 +1,5 @@
 //! `dpaudit account` and `dpaudit calibrate`: ε upper bounds of DP-SGD and the noise
-//! multiplier for a target ε (issue 3; `dpaudit_accounting`).
+//! multiplier for a target ε (`dpaudit_accounting`).
 
 use anyhow::Context;
 use dpaudit_accounting::{
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn json_carries_epsilon_and_its_bounds() {
-        // Spec 000 §7: q = 0.01, σ = 1.0, 100 steps, δ = 1e-5 → 0.718 (PLD).
+        // docs/canary-games.md, "Reference values": q = 0.01, σ = 1.0, 100 steps, δ = 1e-5 → 0.718 (PLD).
         let e = dpsgd_epsilon(0.01, 1.0, 100, 1e-5, Accountant::Pld).unwrap();
         let v = upper_bound_json(&e);
         let eps = v["epsilon"].as_f64().unwrap();

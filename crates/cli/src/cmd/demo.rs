@@ -5,17 +5,17 @@
 //! is installed, a labelled synthetic stand-in otherwise), the accountants'
 //! ε upper bounds for a DP-SGD configuration, and an audit of that same
 //! mechanism in the Worst-Case threat model (the Batched Gaussian Mechanism of
-//! spec 000 §2.3): ε lower bounds from simulated runs, once with Poisson
+//! Annamalai et al. 2024 §4, Algorithm 4): ε lower bounds from simulated runs, once with Poisson
 //! batches (as accounted) and once with shuffled batches accounted as Poisson
-//! (seed 000's finding), beside the Chua et al. lower bound for shuffling.
+//! (Annamalai et al.'s finding), beside the Chua et al. lower bound for shuffling.
 //! Before the audit it trains LeNet-5 with exactly that mechanism (100 Poisson
 //! steps at q = 0.01, σ = 1) on the default data, so the ε being audited is the
 //! ε of a real model whose test accuracy is printed.
-//! Then a canary audit of real DP-SGD training (issue 6 point 7): an MLP
+//! Then a canary audit of real DP-SGD training: an MLP
 //! trained `--canary-runs` times on the same data with a Dirac gradient
 //! canary inserted at every step of 10 fixed batches in half of the runs,
 //! scored in the hidden-state threat model (final model only), with ε lower
-//! bounds beside the accountant's ε (spec 001 §3.2, §3.4).
+//! bounds beside the accountant's ε (Cebere et al. 2024 App. C, Algorithm 2, App. D, Algorithm 4).
 
 use anyhow::Context;
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
@@ -112,7 +112,7 @@ learning_rate = 1.0
 "#;
 
 /// The audited DP-SGD configuration: one epoch of T Poisson batches at rate
-/// q = 1/T with noise multiplier σ, the BGM setting of spec 000 §5.2
+/// q = 1/T with noise multiplier σ, the BGM setting of Annamalai et al. 2024 §6.2.1
 /// (T = 100, σ = 1.0), where shuffling leaks clearly more than its Poisson ε.
 pub(crate) const STEPS: usize = 100;
 pub(crate) const NOISE_MULTIPLIER: f64 = 1.0;
@@ -320,7 +320,7 @@ fn data_summary(seed: u64) -> anyhow::Result<DataSummary> {
     })
 }
 
-/// Worst-Case audit (spec 000 §3) of one epoch of `STEPS` batches: simulate the
+/// Worst-Case audit (Annamalai et al. 2024 §5.1) of one epoch of `STEPS` batches: simulate the
 /// BGM under both hypotheses, score each run with the likelihood ratio that is
 /// exact for its dataset pair, and bound ε with Clopper–Pearson at 95 %,
 /// choosing the threshold on one half of the runs and bounding on the other.
@@ -406,7 +406,7 @@ fn print_text(r: &DemoReport) {
         r.epsilon_upper_pld, r.epsilon_upper_rdp
     );
     println!(
-        "audit     Worst-Case threat model (BGM, spec 000 §2.3), {} simulated runs per hypothesis, \
+        "audit     Worst-Case threat model (BGM, Annamalai et al. 2024 §4, Algorithm 4), {} simulated runs per hypothesis, \
          Clopper–Pearson at {:.0}%",
         m.runs_per_hypothesis,
         CONFIDENCE * 100.0

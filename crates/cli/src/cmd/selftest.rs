@@ -1,5 +1,5 @@
 //! `dpaudit selftest`: audit deliberately broken DP-SGD variants next to the
-//! correct pipeline and report which the audit catches (issue 6 point 5).
+//! correct pipeline and report which the audit catches.
 //!
 //! Every variant is a small canary audit on the Fashion-MNIST T-shirt/Trouser
 //! task (the synthetic stand-in when the Debian package is missing) with a
@@ -14,14 +14,14 @@
 //! | clipping removed | same | the canary enters with norm 4·C |
 //! | noise halved | same | noise std σC/2 |
 //! | realised batch size | random-direction, sampled (Poisson), tiny batches | sum divided by the realised batch size |
-//! | shuffled, accounted as Poisson | Worst-Case BGM simulation (spec 000 §2.3) | shuffling claimed with the Poisson accountant |
+//! | shuffled, accounted as Poisson | Worst-Case BGM simulation (Annamalai et al. 2024 §4, Algorithm 4) | shuffling claimed with the Poisson accountant |
 //!
 //! Bounds are Clopper–Pearson based at 99 % with split selection. The
 //! realised-batch-size variant is reported but not required: a final-model
 //! score sees the normaliser only through the noise scale of a few steps, and
 //! 1,000 runs do not resolve it. Trained models cannot catch the shuffling
-//! variant at this budget either (spec 000 §5.4: 10⁴ observations barely do at
-//! ε = 1), so it is audited by simulating the mechanism, as seed 000 does for
+//! variant at this budget either (Annamalai et al. 2024 §6.3.1: 10⁴ observations barely do at
+//! ε = 1), so it is audited by simulating the mechanism, as Annamalai et al. 2024 does for
 //! its Worst-Case threat model.
 
 use anyhow::Context;
@@ -153,8 +153,8 @@ fn variants(seed: u64, runs: u64) -> Vec<Variant> {
         Variant {
             name: "shuffled, accounted as Poisson",
             breaks: "shuffle-then-batch (the target in exactly one batch per epoch) claimed with Poisson's ε; \
-                     audited in the Worst-Case threat model by simulating the mechanism (spec 000 §2.3): \
-                     trained models would need 10⁵–10⁶ runs (spec 000 §5.4–5.5)",
+                     audited in the Worst-Case threat model by simulating the mechanism (Annamalai et al. 2024 §4, Algorithm 4): \
+                     trained models would need 10⁵–10⁶ runs (Annamalai et al. 2024 §6.3.1; §6.3.2)",
             fault: None,
             must_catch: true,
             toml: None,
@@ -176,7 +176,7 @@ struct Row {
 }
 
 /// Shuffling accounted as Poisson, audited like the demo: the BGM of 100
-/// shuffled batches at σ = 1 (spec 000 §5.2) in the Worst-Case threat model,
+/// shuffled batches at σ = 1 (Annamalai et al. 2024 §6.2.1) in the Worst-Case threat model,
 /// Clopper–Pearson region with split selection.
 fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
     use super::demo::{bgm_audit, DELTA, NOISE_MULTIPLIER, STEPS};

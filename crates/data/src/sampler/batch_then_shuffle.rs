@@ -1,5 +1,5 @@
 //! Batch-then-shuffle, the "wrong" order of `dataset.batch(B).shuffle(..)`
-//! (spec 000 §2.2 item 4, §5.8; Sec. 7.2, Fig. 11 and App. D.2 of the paper):
+//! (docs/samplers.md, §5.8; Sec. 7.2, Fig. 11 and App. D.2 of the paper):
 //! the stored order `0..n` is cut once into consecutive batches of `B`, and
 //! every epoch only the order of those batches is permuted uniformly. The
 //! content of every batch, and the order inside it, never changes.

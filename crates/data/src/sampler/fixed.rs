@@ -1,4 +1,4 @@
-//! The fixed batch sequence of spec 001 §1 (Cebere et al.): the mini-batches
+//! The fixed batch sequence of Cebere et al. 2024 §2.1, Eq. 2 (Cebere et al.): the mini-batches
 //! `B_1 … B_T` are fixed before training and known to the adversary, the
 //! same in every auditing run and every replica, so that no subsampling
 //! amplification applies. They never depend on the run seed.

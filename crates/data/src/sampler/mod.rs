@@ -2,8 +2,8 @@
 //!
 //! A sampler turns `(key, replica, epoch)` into the batches of one epoch,
 //! each a list of record indices in `0..n`; nothing here touches tensors.
-//! The samplers are those of spec 000 §2.2 (Algorithm 3 calls the sampler
-//! afresh every epoch) plus the fixed batch sequence of spec 001 §1:
+//! The samplers are those of Annamalai et al. 2024 §2.2 (Algorithm 3 calls the sampler
+//! afresh every epoch) plus the fixed batch sequence of Cebere et al. 2024 §2.1, Eq. 2:
 //!
 //! | config `kind`          | semantics                                            | file                    |
 //! |------------------------|------------------------------------------------------|-------------------------|
@@ -18,17 +18,17 @@
 //! `.child(step)`), see [`crate::seed`]; the fixed sequence uses its own
 //! `batch_seed` instead of the run seed.
 //!
-//! **Records not filling the last batch.** Spec 000 §2.2 has `T = |D|/B`
+//! **Records not filling the last batch.** Annamalai et al. 2024 §2.2 has `T = |D|/B`
 //! batches and assumes `B` divides `|D|`. When it does not, the config must
 //! say what to do ([`LastBatch`]); there is no default, because the choice
 //! changes which records a step can hold.
 //!
 //! **Normalisation.** DP-SGD divides the noisy sum by a public constant
-//! (spec 000 §2.1, STYLE.md): [`BatchSampler::expected_batch_size`] is
+//! (Annamalai et al. 2024 App. A, Algorithm 3; docs/samplers.md): [`BatchSampler::expected_batch_size`] is
 //! `sample_rate · n` for Poisson and `batch_size` for the others, also for a
 //! short last batch.
 //!
-//! **Target at a stored position.** The audits of spec 000 (Algorithm 2,
+//! **Target at a stored position.** The audits of Annamalai et al. 2024 (Algorithm 2,
 //! §6 item 6) put the target or the zero-out record at stored position 0;
 //! [`TargetLayout`] maps sampler indices to records, and [`EpochPlan`] says
 //! in which step and slot a record sits (Algorithm 1 needs "is the target in
@@ -85,15 +85,15 @@ pub enum LastBatch {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SamplerConfig {
-    /// Poisson subsampling (spec 000 §2.2 item 1).
+    /// Poisson subsampling (docs/samplers.md).
     Poisson(PoissonConfig),
-    /// Shuffle-then-batch (spec 000 §2.2 item 2).
+    /// Shuffle-then-batch (docs/samplers.md).
     Shuffle(ShuffleConfig),
-    /// Partial shuffle with a buffer (spec 000 §2.2 item 3).
+    /// Partial shuffle with a buffer (docs/samplers.md).
     PartialShuffle(PartialShuffleConfig),
-    /// Batch-then-shuffle (spec 000 §2.2 item 4).
+    /// Batch-then-shuffle (docs/samplers.md).
     BatchThenShuffle(BatchThenShuffleConfig),
-    /// The fixed batch sequence (spec 001 §1).
+    /// The fixed batch sequence (Cebere et al. 2024 §2.1, Eq. 2).
     FixedSequence(FixedSequenceConfig),
 }
 

@@ -1,4 +1,4 @@
-//! Partial shuffle with a buffer of `K` records (spec 000 §2.2 item 3,
+//! Partial shuffle with a buffer of `K` records (docs/samplers.md,
 //! Sec. 7.1 and Fig. 10 of the paper; "shuffled within a small buffer",
 //! Ponomareva et al.): block-wise, not tf.data's streaming reservoir.
 //!

@@ -1,13 +1,13 @@
 //! What the audits need around the samplers: a special record at a stored
 //! position, and the canary insertion schedule.
 //!
-//! * Spec 000 Algorithm 2 builds `{(x̂,ŷ)} ∪ D` and `{(x_⊥,y_⊥)} ∪ D`: the
+//! * Annamalai et al. 2024 Algorithm 2 builds `{(x̂,ŷ)} ∪ D` and `{(x_⊥,y_⊥)} ∪ D`: the
 //!   target or the zero-out record sits at stored position 0 (§2.2, §6 item
 //!   6), which is what makes partial shuffling and batch-then-shuffle leak.
 //!   [`TargetLayout`] maps the sampler's indices `0..n` to "the special
 //!   record" or a base record; an [`super::EpochPlan`] then says in which
 //!   step and slot it sits.
-//! * Spec 001 §3.4 (Algorithm 4) inserts the crafted gradient at the steps
+//! * Cebere et al. 2024 App. D, Algorithm 4 inserts the crafted gradient at the steps
 //!   `t` with `t mod k = 0`, `t = 1..T`: [`InsertionSchedule`].
 
 use super::{invalid, DataError};
@@ -30,7 +30,7 @@ pub struct TargetLayout {
 }
 
 impl TargetLayout {
-    /// The special record first, as in spec 000 Algorithm 2.
+    /// The special record first, as in Annamalai et al. 2024 Algorithm 2.
     pub fn first(base_len: usize) -> Self {
         Self {
             base_len,
@@ -89,7 +89,7 @@ impl TargetLayout {
     }
 }
 
-/// Canary insertion every `period`-th step (spec 001 §3.4, §8 item 5):
+/// Canary insertion every `period`-th step (Cebere et al. 2024 App. D, Algorithm 4, docs/canary-games.md item 5):
 /// 1-based steps `t` with `t mod k = 0`, so the last insertion of a run of
 /// `T = m·k` steps is at its final step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl InsertionSchedule {
     }
 
     /// Insertions in a run of `steps` steps: `⌊steps / k⌋` (the number of
-    /// compositions the accountant counts, spec 001 §5).
+    /// compositions the accountant counts, Cebere et al. 2024 §5.1).
     pub fn insertions(&self, steps: u64) -> u64 {
         steps / self.period
     }
@@ -153,10 +153,10 @@ mod tests {
         assert!(TargetLayout::at(3, 4).is_err());
     }
 
-    /// Spec 001 §3.4: T = 1250, k = 5 gives 250 insertions at t = 5, 10, …,
+    /// Cebere et al. 2024 App. D, Algorithm 4: T = 1250, k = 5 gives 250 insertions at t = 5, 10, …,
     /// 1250 (1-based), the last at the final step.
     #[test]
-    fn schedule_matches_spec_001() {
+    fn schedule_matches_cebere_et_al() {
         let schedule = InsertionSchedule::every(5).unwrap();
         let steps: Vec<u64> = (0..1250).filter(|&s| schedule.inserts_at(s)).collect();
         assert_eq!(steps.len(), 250);

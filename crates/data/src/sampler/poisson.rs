@@ -1,4 +1,4 @@
-//! Poisson subsampling (spec 000 §2.2 item 1; Abadi et al. 2016): in every
+//! Poisson subsampling (docs/samplers.md; Abadi et al. 2016): in every
 //! step each record is included independently with probability
 //! `sample_rate`, so batch sizes are Binomial(n, q) and vary.
 
@@ -14,7 +14,7 @@ use crate::seed::SeedKey;
 pub struct PoissonConfig {
     /// The inclusion probability `q` of every record in every step, in `(0, 1]`.
     pub sample_rate: f64,
-    /// Steps per epoch; absent: `round(1 / sample_rate)` (spec 000 §2.2:
+    /// Steps per epoch; absent: `round(1 / sample_rate)` (Annamalai et al. 2024 §2.2:
     /// `T = |D|/B` with `q = B/|D|`).
     #[serde(default)]
     pub steps_per_epoch: Option<usize>,
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn steps_default_to_round_inverse_rate() {
-        // q = B/|D| = 100/10000 gives T = 100 (spec 000 §2.2).
+        // q = B/|D| = 100/10000 gives T = 100 (Annamalai et al. 2024 §2.2).
         assert_eq!(sampler(10_000, 0.01, None).unwrap().steps_per_epoch(), 100);
         assert_eq!(sampler(10, 0.3, None).unwrap().steps_per_epoch(), 3);
         assert_eq!(sampler(10, 0.3, Some(7)).unwrap().steps_per_epoch(), 7);

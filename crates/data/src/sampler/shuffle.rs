@@ -1,4 +1,4 @@
-//! Shuffle-then-batch (spec 000 §2.2 item 2): a uniformly random
+//! Shuffle-then-batch (docs/samplers.md): a uniformly random
 //! permutation of all records, cut into consecutive batches of `batch_size`;
 //! redrawn every epoch.
 

@@ -1,7 +1,7 @@
 //! Layers with per-sample gradients.
 //!
 //! Every activation carries two leading axes, `[B, M, ...]`: `B` batch slots and
-//! `M` independent replicas (issue 5 point 3). A slot `(b, m)` is one sample of
+//! `M` independent replicas. A slot `(b, m)` is one sample of
 //! replica `m`; replicas never mix. `M = 1` is ordinary training.
 //!
 //! A trainable layer records its (detached) input and its output on a [`Tape`]

@@ -1,6 +1,6 @@
-//! The ConvNet of paper 001 for CIFAR-10.
+//! The ConvNet of Cebere et al. 2024 (§5.1, App. D Table 2) for CIFAR-10.
 //!
-//! Paper 001 (hidden-state audit, §6.2 / App. D Table 2; spec 001 §6.2): 62,006
+//! Paper 001 (hidden-state audit, §6.2 / App. D Table 2; Cebere et al. 2024 §5.1 and App. D, Table 2): 62,006
 //! trainable parameters, which is exactly the PyTorch CIFAR-10 tutorial network:
 //! `Conv(3→6, 5) → ReLU → MaxPool 2 → Conv(6→16, 5) → ReLU → MaxPool 2 → flatten
 //! 400 → FC 120 → ReLU → FC 84 → ReLU → FC 10`:

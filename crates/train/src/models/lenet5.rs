@@ -1,6 +1,6 @@
 //! LeNet-5 with tanh and average pooling.
 //!
-//! Paper 000 (Annamalai et al., shuffling audit, App. C Table 3; spec 000 §5.1),
+//! Paper 000 (Annamalai et al., shuffling audit, App. C Table 3; Annamalai et al. 2024 §6.1),
 //! after LeCun et al. 1998, for 28×28 Fashion-MNIST:
 //! `Conv(1→6, 5×5, pad 2) → tanh → AvgPool 2 → Conv(6→16, 5×5) → tanh → AvgPool 2
 //! → flatten 400 → FC 120 → tanh → FC 84 → tanh → FC classes`.

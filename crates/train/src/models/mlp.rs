@@ -1,9 +1,9 @@
 //! Multi-layer perceptron with ReLU.
 //!
-//! Paper 000 (Annamalai et al., shuffling audit, §6 / App. C; spec 000 §5.1):
+//! Paper 000 (Annamalai et al., shuffling audit, §6 / App. C; Annamalai et al. 2024 §6.1):
 //! Purchase-100 model, "32 hidden neurons and ReLU activations", i.e.
 //! 600 → 32 → 100: `600·32 + 32 + 32·100 + 100 = 22,532` parameters.
-//! Widths are configurable; the GPU.md baseline uses 600 → 256 → 100.
+//! Widths are configurable; the Opacus comparison in benches/RESULTS.md uses 600 → 256 → 100.
 
 use tch::Tensor;
 
@@ -40,7 +40,7 @@ impl Mlp {
         Ok(Self { fcs, names })
     }
 
-    /// The Purchase-100 MLP of paper 000: 600 → 32 → 100.
+    /// The Purchase-100 MLP of Annamalai et al. 2024 (§6.1): 600 → 32 → 100.
     pub fn purchase100(init: &mut Init) -> Result<Self> {
         Self::new(init, &[600, 32, 100])
     }

@@ -1,6 +1,6 @@
 //! CIFAR-style ResNet-18 with GroupNorm in place of BatchNorm.
 //!
-//! Paper 001 (hidden-state audit, §6.2; spec 001 §6.2): 11,173,962 trainable
+//! Paper 001 (hidden-state audit, §6.2; Cebere et al. 2024 §5.1 and App. D, Table 2): 11,173,962 trainable
 //! parameters with 10 classes, which is the CIFAR layout of He et al. 2016 as in
 //! kuangliu/pytorch-cifar: 3×3 stride-1 stem (64, no bias), no max-pool,
 //! BasicBlock stages [2, 2, 2, 2] of widths 64/128/256/512 with 1×1 convolution

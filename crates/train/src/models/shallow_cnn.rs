@@ -1,6 +1,6 @@
-//! The shallow CNN of paper 000 for CIFAR-10.
+//! The shallow CNN of Annamalai et al. 2024 (App. C, Table 2) for CIFAR-10.
 //!
-//! Paper 000 (Annamalai et al., shuffling audit, App. C Table 2; spec 000 §5.1),
+//! Paper 000 (Annamalai et al., shuffling audit, App. C Table 2; Annamalai et al. 2024 §6.1),
 //! from Dörmann et al. (a modification of Tramèr & Boneh 2021), tanh activations:
 //! two 3×3 convolutions (padding 1) per stage with 32, 64, 128 filters, each stage
 //! followed by 2×2 max pooling, then FC 2048 → 128 → classes.

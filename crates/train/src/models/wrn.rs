@@ -1,6 +1,6 @@
 //! Wide ResNet (Zagoruyko & Komodakis 2016) with GroupNorm, pre-activation
-//! blocks, in the layout of the GPU baseline `shared/bench/opacus_baseline.py`
-//! (the model of the Opacus comparison in GPU.md): stem 3×3 conv to 16 channels
+//! blocks, in the layout of the Opacus baseline the GPU benchmarks compare against
+//! (the model of the Opacus comparison in benches/RESULTS.md): stem 3×3 conv to 16 channels
 //! (no bias), three groups of `n = (depth − 4)/6` blocks of widths
 //! `16k, 32k, 64k` (strides 1, 2, 2), each block
 //! `o = relu(n1 x); y = c2(relu(n2(c1 o))); y + (x or sc(o))`, then

@@ -1,4 +1,4 @@
-//! Test vectors from the method specs (shared/spec), each with its source and exact step count.
+//! Test vectors from the papers and our computations (docs/accounting.md, docs/canary-games.md "Reference values"), each with its source and exact step count.
 
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, epsilon, gdp, shuffle_lower_bound, Accountant,
@@ -12,8 +12,8 @@ fn pld(q: f64, sigma: f64, steps: u64) -> f64 {
 }
 
 #[test]
-fn spec_000_section_7_poisson_pld_q_001_100_steps() {
-    // Spec 000 §4 (Fig. 3 cross-check) and §7: q = 0.01, steps = 100, δ = 1e-5;
+fn annamalai_poisson_pld_q_001_100_steps() {
+    // Annamalai et al. 2024 §6.1 (Fig. 3 cross-check) and §7: q = 0.01, steps = 100, δ = 1e-5;
     // dp_accounting PLD gives 6.476, 0.718, 0.292 for σ = 0.5, 1.0, 1.5 (3 decimals).
     for (sigma, expected) in [(0.5, 6.476), (1.0, 0.718), (1.5, 0.292)] {
         let e = pld(0.01, sigma, 100);
@@ -25,15 +25,15 @@ fn spec_000_section_7_poisson_pld_q_001_100_steps() {
 }
 
 #[test]
-fn spec_000_section_7_cifar10_table1_row() {
-    // Spec 000 §7: σ = 3.0, q = 1/11, steps = 11·168 = 1848, δ = 1e-5 → 6.232 (PLD); paper 6.24.
+fn annamalai_cifar10_table1_row() {
+    // docs/canary-games.md, "Reference values": σ = 3.0, q = 1/11, steps = 11·168 = 1848, δ = 1e-5 → 6.232 (PLD); paper 6.24.
     let e = pld(1.0 / 11.0, 3.0, 1848);
     assert!((e - 6.232).abs() < 1e-3, "{e}");
 }
 
 #[test]
-fn spec_000_section_4_calibrated_noise_one_epoch() {
-    // Spec 000 §4, "Calibrated σ … assuming E=1": B=100 (q=0.01, 100 steps), ε=1 → σ = 0.902;
+fn annamalai_calibrated_noise_one_epoch() {
+    // Annamalai et al. 2024 §6.1, "Calibrated σ … assuming E=1": B=100 (q=0.01, 100 steps), ε=1 → σ = 0.902;
     // B=1000 (q=0.1, 10 steps), ε=1 → σ = 1.741 (PLD exact, 3 decimals).
     for (q, steps, expected) in [(0.01, 100u64, 0.902), (0.1, 10, 1.741)] {
         let c = calibrate_noise_multiplier(q, steps, 1e-5, 1.0, Accountant::Pld, 1e-4).unwrap();
@@ -48,8 +48,8 @@ fn spec_000_section_4_calibrated_noise_one_epoch() {
 }
 
 #[test]
-fn spec_000_section_7_chua_shuffle_lower_bounds() {
-    // Spec 000 §4 table and §7: T = 100: σ = 1.0 → 4.06, σ = 1.5 → 1.46; T = 1000, σ = 1.5 → 0.348
+fn annamalai_chua_shuffle_lower_bounds() {
+    // Annamalai et al. 2024 §6.1 table and §7: T = 100: σ = 1.0 → 4.06, σ = 1.5 → 1.46; T = 1000, σ = 1.5 → 0.348
     // (one epoch, δ = 1e-5, C grid 0.01). Our bucketed divergence dominates the threshold-set one,
     // so it may only be slightly larger.
     for (sigma, t, expected, tol) in [
@@ -67,8 +67,8 @@ fn spec_000_section_7_chua_shuffle_lower_bounds() {
 }
 
 #[test]
-fn spec_000_shuffle_lower_bound_exceeds_poisson_epsilon() {
-    // Spec 000 §5.2: Poisson ε (q = 1/T = 0.01, 100 steps) is 0.73 at σ = 1.0 while the shuffle
+fn annamalai_shuffle_lower_bound_exceeds_poisson_epsilon() {
+    // Annamalai et al. 2024 §6.2.1: Poisson ε (q = 1/T = 0.01, 100 steps) is 0.73 at σ = 1.0 while the shuffle
     // lower bound is 4.06: shuffling costs more than the Poisson ε reported for it.
     let poisson = pld(0.01, 1.0, 100);
     let shuffle = shuffle_lower_bound(1.0, 100, 1, 1e-5).unwrap().epsilon;
@@ -76,9 +76,9 @@ fn spec_000_shuffle_lower_bound_exceeds_poisson_epsilon() {
 }
 
 #[test]
-fn spec_001_section_5_fixed_batch_canary_gdp() {
-    // Spec 001 §5: σ = 4, 250 non-subsampled compositions → μ = √250/4 = 3.9528 (exact).
-    // The spec's "ε ≈ 24.02" is off by 0.1%: the closed form (DRS Cor. 2.13, bisection) and
+fn cebere_fixed_batch_canary_gdp() {
+    // Cebere et al. 2024 §5.1: σ = 4, 250 non-subsampled compositions → μ = √250/4 = 3.9528 (exact).
+    // The value "ε ≈ 24.02" quoted for this setting is off by 0.1%: the closed form (DRS Cor. 2.13, bisection) and
     // dp_accounting 0.6.0 (PLD, Δ = 1e-4) both give 23.99536, which we test.
     let event = MechanismEvent::fixed_batches(4.0, 250);
     let g = epsilon(
@@ -92,7 +92,7 @@ fn spec_001_section_5_fixed_batch_canary_gdp() {
     assert!((g.epsilon - 23.99536).abs() < 1e-4, "{}", g.epsilon);
     assert!((g.epsilon - 24.02).abs() / 24.02 < 2e-3);
     // One insertion: μ = 1/σ → 4.377 (σ=1), 1.993 (2), 1.271 (3), 0.926 (4), 0.726 (5),
-    // 0.594 (6), 0.502 (7), 0.434 (8) (spec 001 §5).
+    // 0.594 (6), 0.502 (7), 0.434 (8) (Cebere et al. 2024 §5.1).
     for (sigma, expected) in [
         (1.0, 4.377),
         (2.0, 1.993),
@@ -111,8 +111,8 @@ fn spec_001_section_5_fixed_batch_canary_gdp() {
 }
 
 #[test]
-fn spec_004_d4_d6_mu_gdp_and_epsilon_delta() {
-    // Spec 004 D.4 / D.6: δ(ε) for (μ, ε) = (1,1), (0.5,0.5), (2,3) = 0.126937, 0.052440, 0.183813.
+fn drs_mu_gdp_and_epsilon_delta() {
+    // Dong, Roth & Su 2022, Cor. 2.13, in closed form: δ(ε) for (μ, ε) = (1,1), (0.5,0.5), (2,3) = 0.126937, 0.052440, 0.183813.
     for (mu, eps, expected) in [
         (1.0, 1.0, 0.126937),
         (0.5, 0.5, 0.052440),
@@ -134,7 +134,7 @@ fn spec_004_d4_d6_mu_gdp_and_epsilon_delta() {
 }
 
 #[test]
-fn spec_004_gdp_clt_is_labelled_approximate() {
+fn drs_gdp_clt_is_labelled_approximate() {
     let e = dpsgd_epsilon(256.0 / 60000.0, 1.1, 14062, 1e-5, Accountant::GdpClt).unwrap();
     assert!(e.approximate);
     assert!((e.mu.unwrap() - 0.5736).abs() < 5e-5);
@@ -146,8 +146,8 @@ fn spec_004_gdp_clt_is_labelled_approximate() {
 }
 
 #[test]
-fn spec_000_section_4_table1_poisson_epsilon_recomputed() {
-    // Spec 000 §4, "Table 1 ε recomputed at δ=1e-5 with q=1/T and steps T·E (PLD)":
+fn annamalai_table1_poisson_epsilon_recomputed() {
+    // Annamalai et al. 2024 §6.1, "Table 1 ε recomputed at δ=1e-5 with q=1/T and steps T·E (PLD)":
     // Places-365 (σ=1.00, T=440, E=509 → 223,960 steps) 6.59; CIFAR-10 (3.00, 11, 168 → 1,848) 6.23;
     // SST-2 (0.79, 117, 10 → 1,170) 2.97; QNLI (0.87, 195, 30 → 5,850) 2.88;
     // MNLI (0.73, 781, 50 → 39,050) 2.60; Persona-Chat (0.82, 254, 30 → 7,620) 2.84.
