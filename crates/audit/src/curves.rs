@@ -1,7 +1,7 @@
 //! Trade-off curves (type I error α = FPR on x, type II error β = FNR on y):
 //! the (ε, δ) curve `f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)}`
 //! (Wasserman & Zhou 2010 Prop. 2.5, as on the f-DP slide of Karimireddy
-//! 2025), the μ-GDP curve `G_μ(α) = Φ(Φ⁻¹(1 − α) − μ)` (Cebere et al. 2025
+//! 2025), the μ-GDP curve `G_μ(α) = Φ(Φ⁻¹(1 − α) − μ)` (Cebere et al. 2024
 //! Eq. (7)), and empirical error points with their Clopper–Pearson upper
 //! bounds; as data and as SVG: the trade-off view on linear axes and the ROC
 //! view (TPR = 1 − β against FPR) on log–log axes, the convention of Carlini

@@ -15,7 +15,7 @@
 //! | entry point | paper | output |
 //! |---|---|---|
 //! | [`region::eps_delta_lower_bound`] | Annamalai et al. 2024, Eq. (1), Alg. 5 | [`bound::EpsilonLowerBound`] |
-//! | [`region::gdp_lower_bound`] | Cebere et al. 2025, App. A (Lemma 1, Cor. 1) | [`bound::EpsilonLowerBound`] (+ μ⁻) |
+//! | [`region::gdp_lower_bound`] | Cebere et al. 2024, App. A (Lemma 1, Cor. 1) | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`one_run::one_run_lower_bound`] | Steinke, Nasr & Jagielski 2023, Thm 3.1 | [`bound::EpsilonLowerBound`] |
 //! | [`one_run_fdp::one_run_fdp_lower_bound`] | Mahloujifar, Melis & Chaudhuri 2024 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`panoramia::panoramia`] | Kazmi et al. 2024 | [`panoramia::PanoramiaMeasurement`] (not a bound) |

@@ -169,7 +169,7 @@ pub enum Selection {
         splits: u32,
     },
     /// Choose and bound on the same data, as the papers do (Annamalai et
-    /// al. 2024 §3.2; Cebere et al. 2025 App. A; Steinke et al. 2023 §5).
+    /// al. 2024 §3.2; Cebere et al. 2024 App. A; Steinke et al. 2023 §5).
     /// The maximum over candidates is **not** a valid bound at the stated
     /// confidence.
     SameData,
@@ -232,7 +232,7 @@ pub enum Method {
     /// Clopper–Pearson (ε,δ) region (Annamalai et al. 2024, Eq. (1) and
     /// Algorithm 5).
     EpsDelta,
-    /// GDP audit (Cebere et al. 2025, App. A, Lemma 1 and Corollary 1).
+    /// GDP audit (Cebere et al. 2024, App. A, Lemma 1 and Corollary 1).
     Gdp,
     /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
     OneRun,

@@ -8,7 +8,7 @@
 //!   threshold audits separate exactly these two samples).
 //! - [`epsilon_bars_svg`]: empirical ε lower bounds against the accountant's
 //!   ε upper bound, one bar per audit or threat model: the gap plots of
-//!   Annamalai et al. 2024 (Fig. 1) and Cebere et al. 2025 (Fig. 6). A bound
+//!   Annamalai et al. 2024 (Fig. 1) and Cebere et al. 2024 (Fig. 6). A bound
 //!   that is not valid at its stated confidence (see
 //!   [`crate::observations::Selection`]) has a hatched bar, and its label says so.
 //!

@@ -6,7 +6,7 @@
 //!   lecture notes of Karimireddy 2025 (privacy auditing). For a threshold
 //!   with upper confidence bounds FPR̄, FNR̄:
 //!   `ε = max{ln((1 − FPR̄ − δ)/FNR̄), ln((1 − FNR̄ − δ)/FPR̄), 0}`.
-//! - GDP: Cebere, Bellet & Papernot 2025, App. A (Lemma 1, Corollary 1):
+//! - GDP: Cebere, Bellet & Papernot 2024, App. A (Lemma 1, Corollary 1):
 //!   `μ⁻ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, then ε at δ from the exact μ-GDP
 //!   δ(ε) by bisection ([`crate::gaussian::gdp_epsilon`]). μ⁻ is a valid lower
 //!   bound on the smallest μ for which the mechanism is μ-GDP; the ε derived
@@ -99,7 +99,7 @@ fn raw_epsilon(fpr: f64, fnr: f64, delta: f64) -> f64 {
     branch(1.0 - fpr - delta, fnr).max(branch(1.0 - fnr - delta, fpr))
 }
 
-/// Cebere et al. 2025 Lemma 1 (and the GDP slide of Karimireddy 2025):
+/// Cebere et al. 2024 Lemma 1 (and the GDP slide of Karimireddy 2025):
 /// `μ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)` (symmetric in the two rates; may be
 /// negative).
 pub fn mu_from_error_bounds(fpr_upper: f64, fnr_upper: f64) -> f64 {
@@ -551,7 +551,7 @@ pub fn eps_delta_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<E
     Ok(finish(cfg, Method::EpsDelta, epsilon, found, split_bounds))
 }
 
-/// The GDP audit of Cebere et al. 2025 App. A: a μ lower bound from the
+/// The GDP audit of Cebere et al. 2024 App. A: a μ lower bound from the
 /// error-rate upper bounds, then ε at δ for μ-GDP. Needs δ > 0.
 pub fn gdp_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
     check_gdp_delta(cfg.delta)?;

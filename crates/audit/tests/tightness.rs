@@ -30,7 +30,7 @@ fn gaussian(n: usize, mu: f64, seed: u64) -> Observations {
 
 #[test]
 fn gdp_audit_is_tight_on_the_gaussian_mechanism() {
-    // μ = 1: true ε(1e-5) = 4.3772 from the μ-GDP δ(ε) of Cebere et al. 2025
+    // μ = 1: true ε(1e-5) = 4.3772 from the μ-GDP δ(ε) of Cebere et al. 2024
     // Corollary 1 (Steinke et al. 2023 §6 print it as 4.38).
     let obs = gaussian(200_000, 1.0, 1);
     let truth = gdp_epsilon(1.0, 1e-5);

@@ -235,7 +235,7 @@ pub fn analyse(
                         Ok(b) => {
                             let mut e = entry(&b, kind, epsilon_upper, None, None);
                             if *method == MethodChoice::Gdp && !gaussian_shaped {
-                                // Cebere et al. 2025 Remark 3: the GDP conversion
+                                // Cebere et al. 2024 Remark 3: the GDP conversion
                                 // assumes a Gaussian trade-off; sampled canaries
                                 // are not.
                                 e.valid_at_confidence = false;
@@ -339,11 +339,11 @@ pub fn analyse(
     {
         notes.push(if gaussian_shaped {
             "gdp, one_run_fdp: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's \
-             trade-off curve is Gaussian-shaped, as here (Cebere et al. 2025, Remark 3)"
+             trade-off curve is Gaussian-shaped, as here (Cebere et al. 2024, Remark 3)"
                 .into()
         } else {
             "gdp, one_run_fdp: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off \
-             curve is not Gaussian and the ε derived from μ⁻ is NOT a valid lower bound (Cebere et al. 2025, \
+             curve is not Gaussian and the ε derived from μ⁻ is NOT a valid lower bound (Cebere et al. 2024, \
              Remark 3); use eps_delta or one_run"
                 .into()
         });

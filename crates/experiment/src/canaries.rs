@@ -3,14 +3,14 @@
 //!
 //! See `docs/canary-audits.md` for the methods in our words.
 //!
-//! * Gradient canaries (Cebere, Bellet & Papernot 2025, §4 and Alg. 2; the random-gradient canary A_CotS of Andrew et al. 2024; Steinke, Nasr & Jagielski 2023, §4.1): a *Dirac* canary is
+//! * Gradient canaries (Cebere, Bellet & Papernot 2024, §4 and Alg. 2; the random-gradient canary A_CotS of Andrew et al. 2024; Steinke, Nasr & Jagielski 2023, §4.1): a *Dirac* canary is
 //!   `s·C·e_d` (one coordinate, distinct across canaries), a *random-direction*
 //!   canary is `s·C·u` with `u` uniform on the unit sphere. `s` = `scale`, 1 by
 //!   default, so clipping leaves the canary unchanged; the self-test uses
 //!   `s > 1` to check that clipping is applied to it. A gradient canary fills
 //!   one batch slot through [`Override::Gradient`], so it is clipped by the same
 //!   rule as every record and the sum is divided by the same public normaliser.
-//! * Input canaries (Steinke, Nasr & Jagielski 2023, §2 and §4.2; the loss-based baseline A_L of Cebere, Bellet & Papernot 2025, §5.1): test records, either
+//! * Input canaries (Steinke, Nasr & Jagielski 2023, §2 and §4.2; the loss-based baseline A_L of Cebere, Bellet & Papernot 2024, §5.1): test records, either
 //!   mislabeled (a uniformly chosen label different from the true one) or kept
 //!   as they are (in-distribution). They go through the ordinary per-sample
 //!   pipeline.
@@ -21,11 +21,11 @@
 //!   shuffle samplers (a uniform step; among the first `K/B` steps under a
 //!   partial shuffle with buffer `K`).
 //! * Inclusion: canary `j` of run `r` is included with probability 1/2,
-//!   independently (Steinke, Nasr & Jagielski 2023, Alg. 1; Cebere, Bellet & Papernot 2025, Alg. 1), from the
+//!   independently (Steinke, Nasr & Jagielski 2023, Alg. 1; Cebere, Bellet & Papernot 2024, Alg. 1), from the
 //!   `membership` stream, so the bits do not depend on how runs are batched.
-//! * The Dirac coordinate is drawn at random (A_GC-R, Cebere, Bellet & Papernot 2025, Alg. 2) or
+//! * The Dirac coordinate is drawn at random (A_GC-R, Cebere, Bellet & Papernot 2024, Alg. 2) or
 //!   chosen as the least-updated coordinate of a noiseless simulation of the
-//!   training run without canaries (A_GC-S, Cebere, Bellet & Papernot 2025, Alg. 3, Noiseless-PS: the
+//!   training run without canaries (A_GC-S, Cebere, Bellet & Papernot 2024, Alg. 3, Noiseless-PS: the
 //!   variant the paper found best).
 //!
 //! Scores are oriented "higher = member" and computed on the device for all
@@ -74,7 +74,7 @@ impl CanaryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Insertion {
-    /// Deterministically, every `every`-th step (the periodicity `k` of Cebere, Bellet & Papernot 2025, Alg. 4).
+    /// Deterministically, every `every`-th step (the periodicity `k` of Cebere, Bellet & Papernot 2024, Alg. 4).
     Every,
     /// Like an ordinary record of the sampler: Poisson with the sampler's rate,
     /// or once per epoch at a uniform step for the shuffle samplers.
@@ -85,12 +85,12 @@ pub enum Insertion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CoordinateChoice {
-    /// Uniformly at random, distinct (A_GC-R, Cebere, Bellet & Papernot 2025, Alg. 2).
+    /// Uniformly at random, distinct (A_GC-R, Cebere, Bellet & Papernot 2024, Alg. 2).
     #[default]
     Random,
     /// The least-updated coordinates of a noiseless simulation without
     /// canaries, ranked by the accumulated squared per-step update (A_GC-S
-    /// Noiseless-PS, Cebere, Bellet & Papernot 2025, Alg. 3).
+    /// Noiseless-PS, Cebere, Bellet & Papernot 2024, Alg. 3).
     LeastUpdated,
 }
 
@@ -98,10 +98,10 @@ pub enum CoordinateChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InitChoice {
-    /// The same θ₀ for every run, known to the adversary (Cebere, Bellet & Papernot 2025, §2.2, the default).
+    /// The same θ₀ for every run, known to the adversary (Cebere, Bellet & Papernot 2024, §2.2, the default).
     #[default]
     Fixed,
-    /// A fresh θ₀ per run (Cebere, Bellet & Papernot 2025, Remark 1).
+    /// A fresh θ₀ per run (Cebere, Bellet & Papernot 2024, Remark 1).
     Random,
 }
 
@@ -146,7 +146,7 @@ pub struct CanaryConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScoreKind {
-    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2025, Alg. 2, with the descent
+    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2024, Alg. 2, with the descent
     /// sign flipped so that members score high).
     Dirac,
     /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
@@ -156,7 +156,7 @@ pub enum ScoreKind {
     /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
     /// canary gradient (clipped, at `θ_t` for input canaries) (Steinke, Nasr & Jagielski 2023, §2).
     Iterates,
-    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2025, §5.1).
+    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2024, §5.1).
     Loss,
     /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
     LossDifference,
@@ -250,7 +250,7 @@ impl CanaryConfig {
                         "canary.insertion",
                         "sampled",
                         "\"every\" with the fixed batch sequence: its batches are public and fixed, so a canary \
-                         cannot be sampled like a record (Cebere, Bellet & Papernot 2025, §2.1)",
+                         cannot be sampled like a record (Cebere, Bellet & Papernot 2024, §2.1)",
                     ));
                 }
             }
@@ -278,7 +278,8 @@ impl CanaryConfig {
     /// Insertions of an included canary over `steps` steps when they are
     /// deterministic ([`Insertion::Every`]).
     pub fn deterministic_insertions(&self, steps: u64) -> Option<u64> {
-        (self.insertion == Insertion::Every).then(|| steps / self.every)
+        (self.insertion == Insertion::Every)
+            .then(|| dpaudit_train::claim::insertions(steps, self.every))
     }
 }
 

@@ -322,11 +322,11 @@ impl Prepared {
     }
 }
 
-/// A_GC-S (Cebere, Bellet & Papernot 2025, Alg. 3, Noiseless-PS): train one model from the fixed θ₀
+/// A_GC-S (Cebere, Bellet & Papernot 2024, Alg. 3, Noiseless-PS): train one model from the fixed θ₀
 /// on the (seed's) batches of run 0 without canaries and without noise, sum
 /// the squared per-step update of every coordinate, and return the `m`
 /// coordinates with the smallest sums (ties by lower index). Noiseless
-/// simulation is deterministic, so one simulation suffices (our reading of Cebere, Bellet & Papernot 2025, Alg. 3).
+/// simulation is deterministic, so one simulation suffices (our reading of Cebere, Bellet & Papernot 2024, Alg. 3).
 pub fn least_updated_coordinates(
     config: &ExperimentConfig,
     train: &Dataset,

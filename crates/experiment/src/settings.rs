@@ -20,7 +20,7 @@ use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 pub enum MethodChoice {
     /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
     EpsDelta,
-    /// GDP audit over runs (one canary per run; Cebere et al. 2025, App. A).
+    /// GDP audit over runs (one canary per run; Cebere et al. 2024, App. A).
     Gdp,
     /// One-run audit over the canaries of each run (Steinke, Nasr &
     /// Jagielski 2023).

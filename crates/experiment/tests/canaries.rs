@@ -592,7 +592,7 @@ methods = ["gdp"]
 "#,
     );
     let p = Prepared::new(&cfg, None).unwrap();
-    // A_CotS (Andrew et al. 2024, as in Cebere, Bellet & Papernot 2025, App.): C·u with ‖u‖ = 1.
+    // A_CotS (Andrew et al. 2024, as in Cebere, Bellet & Papernot 2024, App.): C·u with ‖u‖ = 1.
     let g = host(p.canaries.gradients.as_ref().unwrap());
     let norm = g.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
     assert!((norm - 1.0).abs() < 1e-5, "‖g‖ = {norm}, expected C = 1");
@@ -732,7 +732,7 @@ fn dirac_canary_moves_only_its_coordinate_by_exactly_eta_c_over_b_per_insertion(
         // Every other coordinate: bit for bit the same run (the canary's only
         // nonzero entry never enters a forward pass or another coordinate).
         assert_eq!(with[1..], without[1..], "σ = {sigma}");
-        // 3 insertions × η·C/B = 3 × 0.5 × 1 / 6 = 0.25 (Cebere, Bellet & Papernot 2025, Alg. 4: each
+        // 3 insertions × η·C/B = 3 × 0.5 × 1 / 6 = 0.25 (Cebere, Bellet & Papernot 2024, Alg. 4: each
         // insertion lowers θ[d] by η·C/|B|). Tolerance: float32 rounding of
         // the ≤ 4 operations per step on values of magnitude ≤ 10, over 5
         // steps: 5 × 4 × 10 × 2⁻²⁴ < 1.2e-5.
@@ -776,7 +776,7 @@ fn clipping_applies_to_the_canary_and_removing_it_shows_four_c() {
 
 /// 60 synthetic Purchase-100 records, binary features with background rates
 /// in [0.02, 0.10] (`dpaudit_data::synthetic`): some of the 600 features are 0
-/// in all 60 records, so A_GC-S (Cebere, Bellet & Papernot 2025, Alg. 3, Noiseless-PS) finds
+/// in all 60 records, so A_GC-S (Cebere, Bellet & Papernot 2024, Alg. 3, Noiseless-PS) finds
 /// coordinates whose simulated update is exactly 0.
 const ZERO_UPDATE: Shape = Shape {
     runs: 8,
@@ -986,7 +986,7 @@ fn every_k_inserts_at_steps_k_minus_one_2k_minus_one() {
     for t in [1u64, 7, 10, 25] {
         for k in 1..=t {
             c.every = k;
-            // Algorithm 4 of Cebere, Bellet & Papernot 2025: insert when t mod k = 0, t = 1..T,
+            // Algorithm 4 of Cebere, Bellet & Papernot 2024: insert when t mod k = 0, t = 1..T,
             // i.e. zero-based steps k−1, 2k−1, …, ⌊T/k⌋·k − 1.
             let want: Vec<u64> = (1..=t / k).map(|i| i * k - 1).collect();
             for run in [0, 5] {

@@ -21,6 +21,7 @@
 use dpaudit_accounting::{
     Accountant, AccountingError, EpsilonUpperBound, MechanismEvent, NeighbouringRelation,
 };
+use dpaudit_data::sampler::placement::InsertionSchedule;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::SeedKey;
 
@@ -54,9 +55,13 @@ pub struct Claim {
 }
 
 /// The number of steps a canary inserted every `every`-th of `steps` steps
-/// is in: `⌊T/k⌋` (steps `k, 2k, …`). `every` is at least 1 (configs refuse 0).
+/// is in: `⌊T/k⌋` (steps `k, 2k, …`), as the sampler's
+/// [`InsertionSchedule`] places it. `every` is at least 1 (configs refuse 0;
+/// 0 is read as 1).
 pub fn insertions(steps: u64, every: u64) -> u64 {
-    steps / every.max(1)
+    InsertionSchedule::every(every.max(1))
+        .map(|s| s.insertions(steps))
+        .unwrap_or(steps)
 }
 
 /// The mechanism of `participation` over `steps` steps at noise multiplier

@@ -6,9 +6,9 @@
 //!   of its trade-off curve (Dong, Roth & Su 2019, the ε-DP/GDP relation).
 //! - Laplace with shift ε₀ and scale 1: pure ε₀-DP; its smallest μ is
 //!   `sup_t Φ⁻¹(1 − α(t)) − Φ⁻¹(β(t))` over thresholds t (likelihood-ratio
-//!   tests are thresholds; Cebere et al. 2025 Lemma 1 at every t).
+//!   tests are thresholds; Cebere et al. 2024 Lemma 1 at every t).
 //! - Gaussian with shift μ and unit noise: μ-GDP, ε at δ from the exact
-//!   conversion (Cebere et al. 2025 Corollary 1).
+//!   conversion (Cebere et al. 2024 Corollary 1).
 
 #![allow(dead_code)]
 

@@ -17,7 +17,7 @@
 //! Both error rates get a one-sided Clopper–Pearson upper bound at tail
 //! `(1 − confidence)/2` (a union bound over the two, which equals the
 //! lecture's two-sided intervals); then ε from Eq. (1) of Annamalai et al.
-//! 2024 and μ⁻ from Lemma 1 of Cebere et al. 2025 (ε at δ of μ⁻-GDP via
+//! 2024 and μ⁻ from Lemma 1 of Cebere et al. 2024 (ε at δ of μ⁻-GDP via
 //! their Corollary 1, reported only for δ > 0: at δ = 0 a μ-GDP mechanism
 //! with μ > 0 has no finite ε).
 

@@ -36,7 +36,7 @@ use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig
 pub enum MethodArg {
     /// Clopper–Pearson (ε,δ) region over thresholds (Annamalai et al. 2024, Alg. 5).
     EpsDelta,
-    /// GDP audit: μ lower bound, then ε at δ (Cebere et al. 2025, App. A).
+    /// GDP audit: μ lower bound, then ε at δ (Cebere et al. 2024, App. A).
     Gdp,
     /// One-run audit from canary scores (Steinke, Nasr & Jagielski 2023, Thm 3.1).
     OneRun,
@@ -178,7 +178,7 @@ pub fn assumptions(method: Method, family: Option<TradeoffFamily>) -> Vec<&'stat
             "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP",
             "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
              curve is Gaussian-shaped (e.g. Gaussian noise without subsampling or shuffling); for \
-             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2025, Remark 3)",
+             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2024, Remark 3)",
             "δ > 0",
         ],
         (Method::OneRun, _) => vec![
