@@ -6,6 +6,9 @@
 //!   scores of every threat model, computed on the device.
 //! - [`chunk`]: a chunk of runs trained as one replica stack, a pure function
 //!   of the config and the chunk index.
+//! - [`throughput`]: the training loop against the engine alone, and its
+//!   cost per step as replicas grow (`dpaudit bench --end-to-end`,
+//!   `--overhead`).
 //! - [`outdir`]: the exclusive lock, atomic and checksummed writes, the
 //!   format version.
 //! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
@@ -33,6 +36,8 @@ pub mod runner;
 pub mod settings;
 pub mod shard;
 pub mod slurm;
+#[deny(clippy::arithmetic_side_effects)]
+pub mod throughput;
 
 pub use error::{ExperimentError, Result};
 pub use outdir::{Checked, OutDir, FORMAT_VERSION};
