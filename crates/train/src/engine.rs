@@ -172,8 +172,8 @@ fn rank_ranges(replicas: &[usize]) -> Option<Vec<(i64, i64)>> {
     Some(ranges)
 }
 
-/// The override table of `batch` (checked against the model's parameter
-/// count), with the `[B, M]` flags of the slots it overrides.
+/// The override table of `batch`, checked against the model's parameter
+/// count (built once per step, by [`forward_backward`]).
 fn override_table(model: &dyn Model, batch: &Batch) -> Result<Option<OverrideTable>> {
     let p = model.num_parameters();
     if let Some(g) = &batch.gradient_rows {
@@ -515,8 +515,9 @@ impl Backprops {
             })
             .map_err(|e| e.in_layer(name))?;
         }
+        // The overrides come from the table `forward_backward` built from `batch`.
+        let _ = batch;
         let mut sq = torch("masking the per-sample norms", || sq.f_mul(&self.computed))?;
-        let _ = (model, batch);
         let overrides_finite = torch("the norms of the overriding gradients", || {
             let Some(t) = &self.overrides else {
                 return Tensor::f_ones([], (Kind::Bool, sq.device()));
@@ -550,7 +551,8 @@ impl Backprops {
                     .map_err(|e| e.in_layer(name))?,
             );
         }
-        // (Overrides are added below; their finiteness is checked on their norms.)
+        // (Overrides are added below, from the table `forward_backward` built
+        // from `batch`; their finiteness is checked on their norms.)
         let _ = batch;
         let sizes = param_sizes(model);
         if let (Some(t), Some(c)) = (&self.overrides, &coef.overrides) {
@@ -641,6 +643,7 @@ impl PerSampleNorms {
         batch: &Batch,
     ) -> Result<ClipCoefficients> {
         let all = clip_coefficients(&self.sq, max_grad_norm)?;
+        // The overrides are those of `backprops`' table (built from `batch`).
         let _ = (model, batch);
         let (computed, overrides) = torch("masking the clip coefficients", || {
             let computed = all.f_mul(&backprops.computed)?;
