@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Everything the training-loop issue measures, in one call, into one results file.
 #
-#   benches/gpu.sh [--device cuda|cpu] [--tiny] [--bin PATH] [--python PY] [--out FILE]
+#   benches/gpu.sh [--device cuda|cpu] [--tiny] [--bin PATH] [--python PY] [--wheels DIR] [--out FILE]
+#
+# --wheels DIR: wheels to install offline (no network on GPU hosts) before timing Opacus, e.g. the opacus
+# wheel fetched here with `python3 -m pip download --no-deps -d DIR opacus==1.6.0`.
 #
 # On a GPU host (no cargo there: build --release here, strip and carry the binary, see README.md):
 #   1. the microbatch oracle of every layer and model on the device (`dpaudit bench --oracle`),
@@ -16,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-device=cuda tiny=0 bin="" py="" out=""
+device=cuda tiny=0 bin="" py="" out="" wheels=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) device=$2; shift 2 ;;
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
         --bin) bin=$2; shift 2 ;;
         --python) py=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --wheels) wheels=$2; shift 2 ;;
         *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
     esac
 done
@@ -63,6 +67,11 @@ section "1. microbatch oracle on $device"
 
 section "2-3. bench rows and replicas: dpaudit, PyTorch, Opacus (JSON lines)"
 opacus_flag=""
+if [ -n "$wheels" ] && ! "$py" -c 'import opacus' 2>/dev/null; then
+    site=$(mktemp -d)
+    "$py" -m pip install -q --no-index --no-deps --target "$site" "$wheels"/*.whl
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 if ! "$py" -c 'import opacus' 2>/dev/null; then
     opacus_flag="--no-opacus"
     echo "# opacus cannot be imported by $py: PyTorch non-private only" | tee -a "$out"
