@@ -36,7 +36,8 @@ pub struct BenchSpec {
     pub replicas: usize,
 }
 
-/// The rows of issue 5.
+/// The standard rows: WRN-16-4, LeNet-5 and the MLP at the batch sizes of the
+/// PyTorch/Opacus baselines, and LeNet-5 replica stacks.
 pub const STANDARD_ROWS: [BenchSpec; 7] = [
     BenchSpec {
         model: BenchModel::Wrn16x4,
