@@ -5,14 +5,14 @@
 //! config and the chunk index, so chunks can be trained in any order, on any
 //! machine, and give the same scores (on the same device kind).
 
-use tch::{Device, Kind};
+use tch::{Device, Kind, Tensor};
 
 use dpaudit_data::dataset::Dataset;
-use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::sampler::{BatchSampler, Sampler, StepStream};
 use dpaudit_data::seed::{Randomness, RunSeed, Stream};
-use dpaudit_train::engine::{DpSgd, Fault, Override, SlotOverride};
+use dpaudit_train::engine::{Batch, DpSgd, Fault, StepReport};
 use dpaudit_train::error::{invalid, Result, TrainError};
-use dpaudit_train::gather::Extra;
+use dpaudit_train::gather::{DeviceData, Extra, RowOverride};
 use dpaudit_train::init::Init;
 use dpaudit_train::models::Model;
 use dpaudit_train::noise::NoiseStreams;
@@ -21,8 +21,8 @@ use dpaudit_train::trainer::{
 };
 
 use crate::canaries::{
-    copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits, insertion_steps,
-    Canaries, CanaryKind, CoordinateChoice, InitChoice, ObservationSetup, ScoreBook,
+    copy_replica_zero, flat_parameters, inclusion_bits, insertion_steps, Canaries, CanaryKind,
+    CoordinateChoice, InitChoice, ObservationSetup, ScoreBook,
 };
 use crate::settings::{claimed_bound, ClaimedBound, ExperimentConfig};
 
@@ -197,6 +197,17 @@ impl Prepared {
     /// Train chunk `chunk` (runs `chunk·M ..`, fewer in the last chunk) and
     /// score every canary.
     pub fn run_chunk(&self, chunk: u64, observer: &mut dyn Observer) -> Result<ChunkScores> {
+        let mut run = self.start_chunk(chunk)?;
+        observer.on_start(self.config.steps());
+        while let Some(report) = run.step()? {
+            observer.on_step(&report);
+        }
+        run.finish()
+    }
+
+    /// Everything chunk `chunk` needs before its first step: the model, the
+    /// insertion schedule, the data on the device, the score book.
+    pub fn start_chunk(&self, chunk: u64) -> Result<ChunkRun<'_>> {
         let cfg = &self.config;
         let seed = RunSeed(cfg.train.seed);
         let first_run = chunk * cfg.chunk_size();
@@ -231,13 +242,16 @@ impl Prepared {
                 }
             }
         }
-        let negative = match (&self.canaries.gradients, cfg.canary.partially_informed) {
+        // The gradient table: the canaries, then (Partially-Informed) −ĝ₀.
+        let gradients = match (&self.canaries.gradients, cfg.canary.partially_informed) {
             (Some(g), true) => Some(
                 g.f_get(0)
-                    .and_then(|t| t.f_neg())
+                    .and_then(|t| t.f_neg()?.f_unsqueeze(0))
+                    .and_then(|neg| Tensor::f_cat(&[g, &neg], 0))
                     .map_err(TrainError::torch("negating the canary gradient"))?,
             ),
-            _ => None,
+            (Some(g), false) => Some(g.shallow_clone()),
+            (None, _) => None,
         };
         let runs: Vec<u64> = (first_run..first_run + replicas as u64).collect();
         let randomness = self.randomness();
@@ -247,7 +261,7 @@ impl Prepared {
         if let Some(f) = self.fault {
             dp = dp.with_fault(f);
         }
-        let mut book = ScoreBook::start(
+        let book = ScoreBook::start(
             model.as_ref(),
             &self.canaries,
             &cfg.audit.scores,
@@ -260,63 +274,138 @@ impl Prepared {
             steps_per_epoch: self.sampler.steps_per_epoch(),
         });
         let sampler_key = randomness.stream(Stream::Sampler);
-        let mut streams: Vec<_> = runs
+        let streams: Vec<_> = runs
             .iter()
             .map(|&r| self.sampler.steps(sampler_key, r))
             .collect();
-        observer.on_start(steps);
-        let gradient = self.canaries.config.kind.is_gradient();
-        for s in 0..steps as usize {
-            let batches: Vec<Vec<usize>> = streams
-                .iter_mut()
-                .map(|st| st.next().map(|x| x.batch).unwrap_or_default())
-                .collect();
-            let extras: Vec<Vec<Extra>> = schedule
-                .iter()
-                .map(|sched| {
-                    sched[s]
-                        .iter()
-                        .map(|&j| {
-                            if gradient {
-                                Extra::Gradient(j)
-                            } else {
-                                Extra::Record(j)
-                            }
-                        })
-                        .collect()
-                })
-                .collect();
-            let mut batch = gather_with_canaries(
-                &self.train,
-                &batches,
-                Some(&self.canaries),
-                &extras,
-                self.device,
-            )?;
-            if let Some(neg) = &negative {
-                // Annamalai et al. 2024 (§5.1), Partially-Informed: the last record of every batch that holds
-                // neither the target nor the zero-out record carries −ĝ.
-                for (r, genuine) in batches.iter().enumerate() {
-                    if !special[r][s] && !genuine.is_empty() {
-                        batch.overrides.push(SlotOverride {
-                            slot: genuine.len() - 1,
-                            replica: r,
-                            kind: Override::Gradient(neg.shallow_clone()),
-                        });
-                    }
+        let data = DeviceData::upload(&self.train, self.canaries.records.as_ref(), self.device)?;
+        Ok(ChunkRun {
+            prepared: self,
+            first_run,
+            bits,
+            schedule,
+            special,
+            gradients,
+            model,
+            dp,
+            book,
+            streams,
+            data,
+            step: 0,
+            steps: steps as usize,
+        })
+    }
+}
+
+/// One chunk in training: [`ChunkRun::step`] until it returns `None`, then
+/// [`ChunkRun::finish`] for the scores.
+///
+/// Per step the host draws each replica's batch indices and the canary
+/// schedule, and uploads them in one integer tensor; the records (uploaded
+/// once per chunk), the mask, the canary gradients (one batched override
+/// table) and the scores stay on the device. The host also draws the DP noise
+/// (`dpaudit_train::noise`, by design) and reads back the step's report.
+pub struct ChunkRun<'a> {
+    prepared: &'a Prepared,
+    first_run: u64,
+    bits: Vec<Vec<bool>>,
+    schedule: Vec<Vec<Vec<usize>>>,
+    special: Vec<Vec<bool>>,
+    gradients: Option<Tensor>,
+    model: Box<dyn Model>,
+    dp: DpSgd,
+    book: ScoreBook,
+    streams: Vec<StepStream<'a>>,
+    data: DeviceData,
+    step: usize,
+    steps: usize,
+}
+
+impl std::fmt::Debug for ChunkRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkRun")
+            .field("first_run", &self.first_run)
+            .field("replicas", &self.bits.len())
+            .field("step", &self.step)
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChunkRun<'_> {
+    /// The model being trained (all replicas of the chunk).
+    pub fn model(&self) -> &dyn Model {
+        self.model.as_ref()
+    }
+
+    /// The batch of the next step for all replicas, on the device. It
+    /// advances the samplers without training: [`ChunkRun::step`] calls it;
+    /// benchmarks call it to time the engine on a real batch.
+    pub fn next_batch(&mut self) -> Result<Batch> {
+        let s = self.step;
+        let batches: Vec<Vec<usize>> = self
+            .streams
+            .iter_mut()
+            .map(|st| st.next().map(|x| x.batch).unwrap_or_default())
+            .collect();
+        let gradient = self.prepared.canaries.config.kind.is_gradient();
+        let extras: Vec<Vec<Extra>> = self
+            .schedule
+            .iter()
+            .map(|sched| {
+                sched[s]
+                    .iter()
+                    .map(|&j| match gradient {
+                        true => Extra::Gradient(j),
+                        false => Extra::Record(j),
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut more = Vec::new();
+        if self.prepared.config.canary.partially_informed {
+            // Annamalai et al. 2024 (§5.1), Partially-Informed: the last
+            // record of every batch that holds neither the target nor the
+            // zero-out record carries −ĝ (the last row of the table).
+            let row = self.prepared.canaries.count();
+            for (r, genuine) in batches.iter().enumerate() {
+                if !self.special[r][s] && !genuine.is_empty() {
+                    more.push(RowOverride {
+                        slot: genuine.len() - 1,
+                        replica: r,
+                        row,
+                    });
                 }
             }
-            book.before_step(model.as_ref(), &self.canaries)?;
-            let report = dp.step(model.as_ref(), &batch)?;
-            book.after_step(model.as_ref())?;
-            observer.on_step(&report);
         }
-        let scores = book.finish(model.as_ref(), &self.canaries)?;
-        let test_accuracy = evaluate(model.as_ref(), &self.eval, self.device)?;
+        self.data
+            .batch(&batches, &extras, self.gradients.as_ref(), &more)
+    }
+
+    /// One DP-SGD step of every replica, with its canaries and scores; `None`
+    /// after the last step.
+    pub fn step(&mut self) -> Result<Option<StepReport>> {
+        if self.step >= self.steps {
+            return Ok(None);
+        }
+        let batch = self.next_batch()?;
+        let canaries = &self.prepared.canaries;
+        self.book.before_step(self.model.as_ref(), canaries)?;
+        let report = self.dp.step(self.model.as_ref(), &batch)?;
+        self.book.after_step(self.model.as_ref())?;
+        self.step += 1;
+        Ok(Some(report))
+    }
+
+    /// The scores of every canary and the test accuracy of every replica.
+    pub fn finish(self) -> Result<ChunkScores> {
+        let p = self.prepared;
+        let scores = self.book.finish(self.model.as_ref(), &p.canaries)?;
+        let test_accuracy = evaluate(self.model.as_ref(), &p.eval, p.device)?;
         Ok(ChunkScores {
-            first_run,
+            first_run: self.first_run,
             scores,
-            bits,
+            bits: self.bits,
             test_accuracy,
         })
     }

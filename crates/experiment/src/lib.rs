@@ -6,6 +6,9 @@
 //!   scores of every threat model, computed on the device.
 //! - [`chunk`]: a chunk of runs trained as one replica stack, a pure function
 //!   of the config and the chunk index.
+//! - [`throughput`]: the training loop against the engine alone, and its
+//!   cost per step as replicas grow (`dpaudit bench --end-to-end`,
+//!   `--overhead`).
 //! - [`outdir`]: the exclusive lock, atomic and checksummed writes, the
 //!   format version.
 //! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
@@ -14,6 +17,8 @@
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
 //! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
+//! - [`throughput`]: the training loop against the engine alone, and its
+//!   cost per step as replicas grow (`dpaudit bench --end-to-end`, `--overhead`).
 //! - [`runner`]: an experiment bound to its out-dir: claim, resume,
 //!   finalize, merge; and in memory.
 //! - [`bgm_audit`]: shuffling audits of the Batched Gaussian Mechanism
@@ -42,6 +47,7 @@ pub mod outdir;
 pub mod runner;
 pub mod settings;
 pub mod shard;
+pub mod throughput;
 
 pub use error::{ExperimentError, Result};
 pub use outdir::{Checked, OutDir, FORMAT_VERSION};

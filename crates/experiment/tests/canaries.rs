@@ -701,6 +701,7 @@ impl ZeroFeature {
                     replica: 0,
                     kind,
                 }],
+                gradient_rows: None,
             };
             dp.step(&model, &batch).unwrap();
         }

@@ -1,5 +1,7 @@
 //! Throughput of the DP step against our own non-private step on the same
-//! model, device and random data (issue 5 "Done when", the benchmark table).
+//! model, device and random data; and the microbatch oracle of every model on
+//! a chosen device (`dpaudit bench --oracle`, for GPU hosts, which have no
+//! cargo to run the test suite).
 
 use std::time::Instant;
 
@@ -9,7 +11,7 @@ use tch::{Device, Tensor};
 use crate::engine::{non_private_step, Batch, DpSgd, DpSgdConfig, Normaliser, Sgd};
 use crate::error::{Result, TrainError};
 use crate::init::Init;
-use crate::models::{LeNet5, Mlp, Model, WideResNet};
+use crate::models::{ConvNet, LeNet5, Mlp, Model, ResNet18, ShallowCnn, WideResNet};
 use crate::noise::NoiseStreams;
 
 /// One benchmark row.
@@ -34,7 +36,8 @@ pub struct BenchSpec {
     pub replicas: usize,
 }
 
-/// The rows of issue 5.
+/// The standard rows: WRN-16-4, LeNet-5 and the MLP at the batch sizes of the
+/// PyTorch/Opacus baselines, and LeNet-5 replica stacks.
 pub const STANDARD_ROWS: [BenchSpec; 7] = [
     BenchSpec {
         model: BenchModel::Wrn16x4,
@@ -158,4 +161,89 @@ pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> 
         dp: dp_rate,
         ratio: dp_rate / non_private,
     })
+}
+
+/// The relative tolerance of the oracle, as in `tests/model_oracle.rs`.
+pub const ORACLE_TOL: f64 = 1e-5;
+
+/// One case of the microbatch oracle.
+#[derive(Debug, Clone, Serialize)]
+pub struct OracleRow {
+    /// The model.
+    pub model: &'static str,
+    /// Replicas.
+    pub replicas: usize,
+    /// Batch size.
+    pub batch: i64,
+    /// `None` when the engine matched one-sample-at-a-time autograd within
+    /// [`ORACLE_TOL`]; else what differed.
+    pub failure: Option<String>,
+}
+
+type Make = fn(&mut Init) -> Result<Box<dyn Model>>;
+
+/// `(replicas, batch sizes)` of oracle cases.
+type Sizes = &'static [(usize, &'static [i64])];
+
+/// The cases of `tests/model_oracle.rs` (every model, batches of 0, 1 and
+/// several samples, with and without replicas; the large models on tiny
+/// images), run on `device`.
+pub fn oracle(device: Device) -> Result<Vec<OracleRow>> {
+    let small: Sizes = &[(1, &[0, 1, 3]), (2, &[0, 1, 3])];
+    let large: Sizes = &[(1, &[0, 2]), (2, &[1])];
+    let cases: [(&'static str, Make, Sizes, u64); 6] = [
+        (
+            "mlp",
+            |i| Ok(Box::new(Mlp::new(i, &[12, 8, 5])?)),
+            small,
+            10,
+        ),
+        ("lenet5", |i| Ok(Box::new(LeNet5::new(i, 2)?)), small, 11),
+        (
+            "shallow_cnn",
+            |i| Ok(Box::new(ShallowCnn::new(i, 2)?)),
+            small,
+            12,
+        ),
+        ("convnet", |i| Ok(Box::new(ConvNet::new(i, 10)?)), small, 13),
+        (
+            "resnet18",
+            |i| Ok(Box::new(ResNet18::new(i, 10, 32, [3, 4, 4])?)),
+            large,
+            14,
+        ),
+        (
+            "wrn16_4",
+            |i| Ok(Box::new(WideResNet::new(i, 16, 4, 10, 16, [3, 4, 4])?)),
+            large,
+            15,
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, make, sizes, seed) in cases {
+        for &(m, batches) in sizes {
+            let model = make(&mut Init::new(5, m, device))?;
+            for &b in batches {
+                let (x, y) = crate::testing::random_batch(model.as_ref(), b, seed + b as u64)?;
+                let to = |t: Tensor| {
+                    t.f_to_device(device)
+                        .map_err(TrainError::torch("uploading the oracle batch"))
+                };
+                let failure = crate::testing::check_against_oracle(
+                    model.as_ref(),
+                    &to(x)?,
+                    &to(y)?,
+                    ORACLE_TOL,
+                )
+                .err();
+                out.push(OracleRow {
+                    model: name,
+                    replicas: m,
+                    batch: b,
+                    failure,
+                });
+            }
+        }
+    }
+    Ok(out)
 }

@@ -60,6 +60,26 @@ pub struct SlotOverride {
     pub kind: Override,
 }
 
+/// Gradient overrides of many slots as one tensor: row `k` of `rows`
+/// replaces the computed gradient of slot `host[k] = (slot, replica)`, like an
+/// [`Override::Gradient`] of that slot. Rows are in *rank-major* order: first
+/// the first override of every replica that has one, then the second, and so
+/// on; so each rank adds into every replica at most once, and the clipped sum
+/// adds a replica's overrides in the order they were listed for it, as it does
+/// for the per-slot [`Batch::overrides`].
+#[derive(Debug)]
+pub struct GradientRows {
+    /// `[K]` int64 slot indices, on the model's device.
+    pub slots: Tensor,
+    /// `[K]` int64 replica indices, on the model's device.
+    pub replicas: Tensor,
+    /// `[K, P]` float32, flat over all parameters of one replica in
+    /// [`Model::named_parameters`] order, on the model's device.
+    pub rows: Tensor,
+    /// `(slot, replica)` of every row, on the host (checks and grouping only).
+    pub host: Vec<(usize, usize)>,
+}
+
 /// One batch for all replicas.
 #[derive(Debug)]
 pub struct Batch {
@@ -72,6 +92,9 @@ pub struct Batch {
     pub mask: Option<Tensor>,
     /// Per-slot overrides; at most one per slot.
     pub overrides: Vec<SlotOverride>,
+    /// Gradient overrides of many slots in one tensor (the training loop's
+    /// canaries); not together with [`Batch::overrides`].
+    pub gradient_rows: Option<GradientRows>,
 }
 
 impl Batch {
@@ -82,6 +105,7 @@ impl Batch {
             targets,
             mask: None,
             overrides: Vec::new(),
+            gradient_rows: None,
         }
     }
 }
@@ -112,6 +136,107 @@ pub struct Backprops {
     pub computed: Tensor,
     /// `[B, M]` 1.0 where the slot is present (real and not excluded).
     pub present: Tensor,
+    /// The batch's gradient overrides as one table (`None` without any).
+    pub overrides: Option<OverrideTable>,
+}
+
+/// Every gradient override of a batch, from [`Batch::overrides`] or
+/// [`Batch::gradient_rows`], as tensors: `rows` `[K, P]` in rank-major order
+/// (see [`GradientRows`]), their slots and replicas `[K]`, and the row ranges
+/// of each rank.
+#[derive(Debug)]
+pub struct OverrideTable {
+    slots: Tensor,
+    replicas: Tensor,
+    rows: Tensor,
+    ranks: Vec<(i64, i64)>,
+}
+
+/// Row ranges `(start, length)` of each rank of a rank-major list of
+/// replicas, or `None` if the list is not rank-major.
+fn rank_ranges(replicas: &[usize]) -> Option<Vec<(i64, i64)>> {
+    let mut seen = std::collections::HashMap::<usize, usize>::new();
+    let mut ranges: Vec<(i64, i64)> = Vec::new();
+    for (k, r) in replicas.iter().enumerate() {
+        let rank = *seen.entry(*r).and_modify(|c| *c += 1).or_insert(0);
+        match rank.cmp(&ranges.len()) {
+            std::cmp::Ordering::Equal => ranges.push((k as i64, 1)),
+            std::cmp::Ordering::Less if rank + 1 == ranges.len() => {
+                if let Some(last) = ranges.last_mut() {
+                    last.1 += 1;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(ranges)
+}
+
+/// The override table of `batch`, checked against the model's parameter
+/// count (built once per step, by [`forward_backward`]).
+fn override_table(model: &dyn Model, batch: &Batch) -> Result<Option<OverrideTable>> {
+    let p = model.num_parameters();
+    if let Some(g) = &batch.gradient_rows {
+        if !batch.overrides.is_empty() {
+            return Err(TrainError::Override {
+                slot: 0,
+                replica: 0,
+                reason: "per-slot overrides and gradient rows in one batch".into(),
+            });
+        }
+        let k = g.host.len() as i64;
+        if g.rows.size() != [k, p] || g.slots.size() != [k] || g.replicas.size() != [k] {
+            return Err(TrainError::Shape {
+                what: "gradient rows".into(),
+                got: g.rows.size(),
+                expected: format!("[{k}, {p}] rows with [{k}] slots and replicas"),
+            });
+        }
+        let reps: Vec<usize> = g.host.iter().map(|&(_, r)| r).collect();
+        let ranks = rank_ranges(&reps).ok_or_else(|| TrainError::Override {
+            slot: g.host.first().map_or(0, |h| h.0),
+            replica: g.host.first().map_or(0, |h| h.1),
+            reason: "gradient rows are not in rank-major order".into(),
+        })?;
+        return Ok(Some(OverrideTable {
+            slots: g.slots.shallow_clone(),
+            replicas: g.replicas.shallow_clone(),
+            rows: g.rows.shallow_clone(),
+            ranks,
+        }));
+    }
+    let listed = override_gradients(model, batch)?;
+    if listed.is_empty() {
+        return Ok(None);
+    }
+    // Rank-major order: a stable sort by each entry's rank within its replica.
+    let mut seen = std::collections::HashMap::<usize, usize>::new();
+    let mut order: Vec<(usize, usize)> = listed
+        .iter()
+        .enumerate()
+        .map(|(k, (o, _))| {
+            let rank = *seen.entry(o.replica).and_modify(|c| *c += 1).or_insert(0);
+            (rank, k)
+        })
+        .collect();
+    order.sort();
+    let sorted: Vec<&(&SlotOverride, &Tensor)> = order.iter().map(|&(_, k)| &listed[k]).collect();
+    let reps: Vec<usize> = sorted.iter().map(|(o, _)| o.replica).collect();
+    let ranks = rank_ranges(&reps).unwrap_or_default();
+    let device = listed[0].1.device();
+    torch("stacking the overriding gradients", || {
+        let ints = |f: &dyn Fn(&SlotOverride) -> usize| -> Result<Tensor, TchError> {
+            let host: Vec<i64> = sorted.iter().map(|(o, _)| f(o) as i64).collect();
+            Tensor::f_from_slice(&host)?.f_to_device(device)
+        };
+        let rows: Vec<&Tensor> = sorted.iter().map(|(_, v)| *v).collect();
+        Ok(Some(OverrideTable {
+            slots: ints(&|o| o.slot)?,
+            replicas: ints(&|o| o.replica)?,
+            rows: Tensor::f_stack(&rows, 0)?,
+            ranks,
+        }))
+    })
 }
 
 fn check_shape(what: &str, t: &Tensor, expected: &[i64]) -> Result<()> {
@@ -169,7 +294,36 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
             present_host[k] = 0.0;
         }
     }
-    let (computed, present) = if batch.overrides.is_empty() {
+    let rows_host: &[(usize, usize)] = batch.gradient_rows.as_ref().map_or(&[], |g| &g.host);
+    for &(slot, replica) in rows_host {
+        if slot as i64 >= b || replica as i64 >= m {
+            return Err(TrainError::Override {
+                slot,
+                replica,
+                reason: format!("outside the batch of {b} slots × {m} replicas"),
+            });
+        }
+        let k = slot * m as usize + replica;
+        if computed_host[k] == 0.0 {
+            return Err(TrainError::Override {
+                slot,
+                replica,
+                reason: "more than one override for this slot".into(),
+            });
+        }
+        computed_host[k] = 0.0;
+    }
+    let table = override_table(model, batch)?;
+    let (computed, present) = if let (Some(g), true) =
+        (&batch.gradient_rows, batch.overrides.is_empty())
+    {
+        // On the device: the overridden slots drop their computed gradient.
+        torch("masking the overridden slots", || {
+            let zero = crate::scalar::number(0.0, Kind::Float)?.f_to_device(device)?;
+            let computed = mask.f_index_put(&[Some(&g.slots), Some(&g.replicas)], &zero, false)?;
+            Ok((computed, mask.shallow_clone()))
+        })?
+    } else if batch.overrides.is_empty() {
         (mask.shallow_clone(), mask.shallow_clone())
     } else {
         torch("uploading the override masks", || {
@@ -203,6 +357,7 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
         losses: torch("detaching the losses", || losses.f_detach())?,
         computed,
         present,
+        overrides: table,
     })
 }
 
@@ -264,9 +419,10 @@ pub struct PerSampleNorms {
 pub struct ClipCoefficients {
     /// Coefficients of the computed per-sample gradients.
     pub computed: Tensor,
-    /// Coefficients of the overriding gradients, one per
-    /// [`Override::Gradient`] in batch order.
-    pub overrides: Vec<Tensor>,
+    /// Coefficients of the overriding gradients, `[K]`, in the rank-major
+    /// order of [`GradientRows`] (batch order when no replica has two
+    /// overrides); `None` without overrides.
+    pub overrides: Option<Tensor>,
 }
 
 /// `Σ_i c_i g_i` per parameter, `[M, ...]` each, in
@@ -359,18 +515,20 @@ impl Backprops {
             })
             .map_err(|e| e.in_layer(name))?;
         }
-        let sq = torch("masking the per-sample norms", || sq.f_mul(&self.computed))?;
-        let overrides = override_gradients(model, batch)?;
+        // The overrides come from the table `forward_backward` built from `batch`.
+        let _ = batch;
+        let mut sq = torch("masking the per-sample norms", || sq.f_mul(&self.computed))?;
         let overrides_finite = torch("the norms of the overriding gradients", || {
-            let mut overrides_finite = Tensor::f_ones([], (Kind::Bool, sq.device()))?;
-            for (o, v) in overrides {
-                let v2 = v.f_square()?.f_sum(Kind::Float)?;
-                overrides_finite = overrides_finite.f_logical_and(&v2.f_isfinite()?)?;
-                sq.f_get(o.slot as i64)?
-                    .f_get(o.replica as i64)?
-                    .f_copy_(&v2)?;
-            }
-            Ok(overrides_finite)
+            let Some(t) = &self.overrides else {
+                return Tensor::f_ones([], (Kind::Bool, sq.device()));
+            };
+            let v2 = t
+                .rows
+                .f_square()?
+                .f_sum_dim_intlist(1, false, Kind::Float)?;
+            let finite = v2.f_isfinite()?.f_all()?;
+            sq = sq.f_index_put(&[Some(&t.slots), Some(&t.replicas)], &v2, false)?;
+            Ok(finite)
         })?;
         finite.push(overrides_finite);
         Ok(PerSampleNorms { sq, finite })
@@ -393,23 +551,30 @@ impl Backprops {
                     .map_err(|e| e.in_layer(name))?,
             );
         }
-        // (Overrides are added below; their finiteness is checked on their norms.)
+        // (Overrides are added below, from the table `forward_backward` built
+        // from `batch`; their finiteness is checked on their norms.)
+        let _ = batch;
         let sizes = param_sizes(model);
-        let overrides = override_gradients(model, batch)?;
-        torch("adding the overriding gradients to the clipped sum", || {
-            for ((o, v), c) in overrides.into_iter().zip(&coef.overrides) {
-                let scaled = v.f_mul(c)?;
-                let mut offset = 0;
-                for (sum, (shape, n)) in sums.iter_mut().zip(&sizes) {
-                    let part = scaled
-                        .f_narrow(0, offset, *n)?
-                        .f_reshape(shape.as_slice())?;
-                    let _ = sum.f_get(o.replica as i64)?.f_add_(&part)?;
-                    offset += n;
+        if let (Some(t), Some(c)) = (&self.overrides, &coef.overrides) {
+            torch("adding the overriding gradients to the clipped sum", || {
+                // One rank at a time, so that each index_add_ meets every
+                // replica at most once (deterministic on every device).
+                let scaled = t.rows.f_mul(&c.f_unsqueeze(1)?)?;
+                for &(start, len) in &t.ranks {
+                    let rows = scaled.f_narrow(0, start, len)?;
+                    let reps = t.replicas.f_narrow(0, start, len)?;
+                    let mut offset = 0;
+                    for (sum, (shape, n)) in sums.iter_mut().zip(&sizes) {
+                        let mut full = vec![len];
+                        full.extend(shape);
+                        let part = rows.f_narrow(1, offset, *n)?.f_reshape(full.as_slice())?;
+                        let _ = sum.f_index_add_(0, &reps, &part)?;
+                        offset += n;
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
+        }
         Ok(ClippedSum(sums))
     }
 
@@ -478,13 +643,14 @@ impl PerSampleNorms {
         batch: &Batch,
     ) -> Result<ClipCoefficients> {
         let all = clip_coefficients(&self.sq, max_grad_norm)?;
-        let overrides = override_gradients(model, batch)?;
+        // The overrides are those of `backprops`' table (built from `batch`).
+        let _ = (model, batch);
         let (computed, overrides) = torch("masking the clip coefficients", || {
             let computed = all.f_mul(&backprops.computed)?;
-            let overrides = overrides
-                .into_iter()
-                .map(|(o, _)| all.f_get(o.slot as i64)?.f_get(o.replica as i64))
-                .collect::<Result<_, TchError>>()?;
+            let overrides = match &backprops.overrides {
+                Some(t) => Some(all.f_index(&[Some(&t.slots), Some(&t.replicas)])?),
+                None => None,
+            };
             Ok((computed, overrides))
         })?;
         Ok(ClipCoefficients {
@@ -761,7 +927,7 @@ impl DpSgd {
             coef = ClipCoefficients {
                 computed: bp.computed.shallow_clone(),
                 overrides: torch("the fault's coefficients", || {
-                    coef.overrides.iter().map(|c| c.f_ones_like()).collect()
+                    coef.overrides.as_ref().map(|c| c.f_ones_like()).transpose()
                 })?,
             };
         }

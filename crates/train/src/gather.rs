@@ -7,7 +7,7 @@ use tch::{Device, Tensor};
 
 use dpaudit_data::dataset::Dataset;
 
-use crate::engine::{Batch, Override, SlotOverride};
+use crate::engine::{Batch, GradientRows, Override, SlotOverride};
 use crate::error::{torch, Result};
 
 /// What an extra slot (after a replica's genuine records) holds.
@@ -98,6 +98,217 @@ pub fn gather_slots(
                 ),
             },
             overrides,
+            gradient_rows: None,
         })
     })
+}
+
+/// A dataset and its extra records resident on the device: uploaded once,
+/// then every step's batch for all replicas is gathered there from one
+/// integer tensor (see [`DeviceData::batch`]). This is what keeps the host's
+/// work per step independent of the record size: the host only lists indices.
+#[derive(Debug)]
+pub struct DeviceData {
+    /// `[N + E + 1, record…]`: the records, the extra records, one zero row.
+    features: Tensor,
+    /// `[N + E + 1]` int64; 0 for the zero row.
+    labels: Tensor,
+    records: usize,
+    extras: usize,
+    shape: Vec<i64>,
+}
+
+/// A gradient override of one slot, by row of a table of gradients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowOverride {
+    /// Index along the batch axis `B`.
+    pub slot: usize,
+    /// Index along the replica axis `M`.
+    pub replica: usize,
+    /// Row of the gradient table.
+    pub row: usize,
+}
+
+impl DeviceData {
+    /// Upload `data`, then `extra` (records of the same shape), then a zero
+    /// row for padding.
+    pub fn upload(data: &Dataset, extra: Option<&Dataset>, device: Device) -> Result<Self> {
+        let len = data.record_len();
+        let shape: Vec<i64> = data.shape().iter().map(|&d| d as i64).collect();
+        let extras = extra.map_or(0, Dataset::len);
+        if let Some(e) = extra {
+            if e.shape() != data.shape() {
+                return Err(crate::error::invalid(
+                    "canary records",
+                    format!("{:?}", e.shape()),
+                    format!("records of the training data's shape {:?}", data.shape()),
+                ));
+            }
+        }
+        let rows = data.len() + extras + 1;
+        let mut x = Vec::with_capacity(rows * len);
+        x.extend_from_slice(data.features());
+        let mut y = Vec::with_capacity(rows);
+        y.extend_from_slice(data.labels());
+        if let Some(e) = extra {
+            x.extend_from_slice(e.features());
+            y.extend_from_slice(e.labels());
+        }
+        x.resize(rows * len, 0.0);
+        y.push(0);
+        let mut full = vec![rows as i64];
+        full.extend(&shape);
+        let (features, labels) = torch("uploading the training data", || {
+            Ok((
+                Tensor::f_from_slice(&x)?
+                    .f_reshape(full.as_slice())?
+                    .f_to_device(device)?,
+                Tensor::f_from_slice(&y)?.f_to_device(device)?,
+            ))
+        })?;
+        Ok(Self {
+            features,
+            labels,
+            records: data.len(),
+            extras,
+            shape,
+        })
+    }
+
+    /// Index of the zero row (padding and gradient slots).
+    fn zero_row(&self) -> i64 {
+        (self.records + self.extras) as i64
+    }
+
+    /// The batch of one step for all replicas: replica `r` gets the records
+    /// `batches[r]`, then its `extras[r]` (an extra record `j`, or a gradient
+    /// slot holding row `j` of `gradients`), padded with masked zero slots,
+    /// exactly as [`gather_slots`] lays them out; `more` adds gradient
+    /// overrides of existing slots (after each replica's extras).
+    ///
+    /// One host-to-device copy: the record indices `[B·M]`, the batch sizes
+    /// `[M]` and the overrides' slots, replicas and rows `[3K]` in one int64
+    /// tensor. Inputs, targets, the mask (from the sizes) and the override
+    /// rows are gathered on the device.
+    pub fn batch(
+        &self,
+        batches: &[Vec<usize>],
+        extras: &[Vec<Extra>],
+        gradients: Option<&Tensor>,
+        more: &[RowOverride],
+    ) -> Result<Batch> {
+        let m = batches.len();
+        let none = Vec::new();
+        let lengths: Vec<usize> = (0..m)
+            .map(|r| batches[r].len() + extras.get(r).map_or(0, Vec::len))
+            .collect();
+        let b = lengths.iter().copied().max().unwrap_or(0);
+        let pad = self.zero_row();
+        let mut host = vec![pad; b * m + m];
+        // Overrides of each replica in listing order, then rank-major.
+        let mut listed: Vec<Vec<(usize, usize)>> = vec![Vec::new(); m];
+        for (r, batch) in batches.iter().enumerate() {
+            for (i, &idx) in batch.iter().enumerate() {
+                if idx >= self.records {
+                    return Err(crate::error::invalid(
+                        "batch",
+                        idx,
+                        format!("a record index below {}", self.records),
+                    ));
+                }
+                host[i * m + r] = idx as i64;
+            }
+            for (i, e) in extras.get(r).unwrap_or(&none).iter().enumerate() {
+                let slot = batch.len() + i;
+                match *e {
+                    Extra::Record(j) if j < self.extras => {
+                        host[slot * m + r] = (self.records + j) as i64;
+                    }
+                    Extra::Record(j) => {
+                        return Err(crate::error::invalid(
+                            "extra record",
+                            j,
+                            format!("below the {} uploaded extra records", self.extras),
+                        ))
+                    }
+                    Extra::Gradient(j) => listed[r].push((slot, j)),
+                }
+            }
+            host[b * m + r] = lengths[r] as i64;
+        }
+        for o in more {
+            if o.replica >= m {
+                return Err(crate::error::invalid(
+                    "override replica",
+                    o.replica,
+                    format!("below {m}"),
+                ));
+            }
+            listed[o.replica].push((o.slot, o.row));
+        }
+        let mut order: Vec<(usize, usize, usize)> = Vec::new();
+        let depth = listed.iter().map(Vec::len).max().unwrap_or(0);
+        for rank in 0..depth {
+            for (r, l) in listed.iter().enumerate() {
+                if let Some(&(slot, row)) = l.get(rank) {
+                    order.push((slot, r, row));
+                }
+            }
+        }
+        let k = order.len();
+        if k > 0 && gradients.is_none() {
+            return Err(crate::error::invalid(
+                "gradient overrides",
+                k,
+                "a table of gradients for them",
+            ));
+        }
+        host.extend(order.iter().map(|o| o.0 as i64));
+        host.extend(order.iter().map(|o| o.1 as i64));
+        host.extend(order.iter().map(|o| o.2 as i64));
+        let full = lengths.iter().all(|&l| l == b);
+        let device = self.features.device();
+        let (bm, mi, bi, ki) = (m * b, m as i64, b as i64, k as i64);
+        let mut shape = vec![bi, mi];
+        shape.extend(&self.shape);
+        torch("gathering a batch on the device", || {
+            let all = Tensor::f_from_slice(&host)?.f_to_device(device)?;
+            let idx = all.f_narrow(0, 0, bm as i64)?;
+            let inputs = self
+                .features
+                .f_index_select(0, &idx)?
+                .f_reshape(shape.as_slice())?;
+            let targets = self.labels.f_index_select(0, &idx)?.f_reshape([bi, mi])?;
+            let mask = if full {
+                None
+            } else {
+                // Slot i of replica r is real iff i + 1 ≤ its batch size.
+                let sizes = all.f_narrow(0, bm as i64, mi)?.f_unsqueeze(0)?;
+                let position = Tensor::f_ones([bi], (tch::Kind::Int64, device))?
+                    .f_cumsum(0, tch::Kind::Int64)?
+                    .f_unsqueeze(1)?;
+                Some(position.f_le_tensor(&sizes)?.f_to_kind(tch::Kind::Float)?)
+            };
+            let gradient_rows = match gradients {
+                Some(g) if k > 0 => {
+                    let base = bm as i64 + mi;
+                    let rows = all.f_narrow(0, base + 2 * ki, ki)?;
+                    Some(GradientRows {
+                        slots: all.f_narrow(0, base, ki)?,
+                        replicas: all.f_narrow(0, base + ki, ki)?,
+                        rows: g.f_index_select(0, &rows)?,
+                        host: order.iter().map(|o| (o.0, o.1)).collect(),
+                    })
+                }
+                _ => None,
+            };
+            Ok(Batch {
+                inputs,
+                targets,
+                mask,
+                overrides: Vec::new(),
+                gradient_rows,
+            })
+        })
+    }
 }

@@ -35,7 +35,7 @@ pub mod trainer;
 
 pub use engine::{
     forward_backward, Backprops, Batch, ClipCoefficients, ClippedSum, DpSgd, DpSgdConfig, Fault,
-    NoisySum, Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
+    GradientRows, NoisySum, Normaliser, Override, PerSampleNorms, Sgd, SlotOverride, StepReport,
 };
 pub use error::{Result, TrainError};
 pub use init::Init;

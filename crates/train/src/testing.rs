@@ -180,7 +180,8 @@ pub fn check_against_oracle(
     }
     // Squared norms (ghost or materialised, as each layer chooses) against the
     // materialised per-sample gradients.
-    let mut sq = Tensor::f_zeros([b, m], (Kind::Float, tch::Device::Cpu)).map_err(text)?;
+    let device = inputs.device();
+    let mut sq = Tensor::f_zeros([b, m], (Kind::Float, device)).map_err(text)?;
     for g in &psg {
         let _ = g
             .f_square()
@@ -192,14 +193,17 @@ pub fn check_against_oracle(
     let norms = bp.norms(model, &batch).map_err(|e| e.to_string())?;
     close("per-sample squared norms", &norms.sq, &sq, tol)?;
     // Clipped sum with arbitrary coefficients against Σ_b c_b g_b.
-    let coef = uniform_tensor(&[b, m], b as u64 * 1_000 + m as u64).map_err(|e| e.to_string())?;
+    let coef = uniform_tensor(&[b, m], b as u64 * 1_000 + m as u64)
+        .map_err(|e| e.to_string())?
+        .f_to_device(device)
+        .map_err(text)?;
     let sums = bp
         .clipped_sum(
             model,
             &batch,
             &ClipCoefficients {
                 computed: coef.shallow_clone(),
-                overrides: vec![],
+                overrides: None,
             },
         )
         .map_err(|e| e.to_string())?;

@@ -409,6 +409,8 @@ pub fn train(
         .iter()
         .map(|&r| sampler.steps(sampler_key, r))
         .collect();
+    // The records go to the device once; each step sends only indices.
+    let on_device = crate::gather::DeviceData::upload(&train_data, None, device)?;
     observer.on_start(steps);
     let mut last_loss = f64::NAN;
     for _ in 0..steps {
@@ -416,7 +418,7 @@ pub fn train(
             .iter_mut()
             .map(|s| s.next().map(|st| st.batch).unwrap_or_default())
             .collect();
-        let batch = gather(&train_data, &batches, device)?;
+        let batch = on_device.batch(&batches, &[], None, &[])?;
         let report = dp.step(model.as_ref(), &batch)?;
         last_loss = if report.samples > 0.0 {
             report.loss_sum / report.samples

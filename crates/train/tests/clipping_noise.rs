@@ -65,7 +65,7 @@ fn zero_gradient_override_has_coefficient_one_and_contributes_nothing() {
     let norms = bp.norms(&model, &batch).unwrap();
     let coef = norms.clip(1.0, &bp, &model, &batch).unwrap();
     // min(1, C/0) = min(1, +∞) = 1 (engine.rs docs), never NaN.
-    assert_eq!(coef.overrides[0].double_value(&[]), 1.0);
+    assert_eq!(coef.overrides.as_ref().unwrap().double_value(&[0]), 1.0);
     let sum = bp.clipped_sum(&model, &batch, &coef).unwrap();
     assert!(sum
         .0

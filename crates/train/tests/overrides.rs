@@ -42,6 +42,7 @@ fn with(x: &Tensor, y: &Tensor, overrides: Vec<SlotOverride>) -> Batch {
         targets: y.shallow_clone(),
         mask: None,
         overrides,
+        gradient_rows: None,
     }
 }
 

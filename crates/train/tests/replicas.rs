@@ -72,6 +72,7 @@ fn masked_slots_contribute_exactly_zero() {
             targets: y.shallow_clone(),
             mask: Some(mask.shallow_clone()),
             overrides: vec![],
+            gradient_rows: None,
         };
         let bp = forward_backward(&model, &batch).unwrap();
         let norms = bp.norms(&model, &batch).unwrap();

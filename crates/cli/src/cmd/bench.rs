@@ -1,8 +1,13 @@
 //! `dpaudit bench`: the DP step against our own non-private step, same run,
-//! same model, same random batch (issue 5 benchmark table).
+//! same model, same random batch; with `--end-to-end`, the real training
+//! loop against the engine alone; with `--overhead`, the loop's own cost per
+//! step as the number of replicas grows.
 
 use anyhow::Context;
-use dpaudit_train::bench::{run_row, BenchModel, STANDARD_ROWS};
+use dpaudit_experiment::throughput::{
+    measure, LoopModel, LoopRow, LoopSpec, END_TO_END_ROWS, OVERHEAD_REPLICAS,
+};
+use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,12 +23,36 @@ pub struct Args {
     /// Only rows whose model is one of these (`wrn16_4`, `lenet5`, `mlp`).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Explicit rows instead of the standard ones: `model:batch[:replicas]`,
+    /// comma-separated (e.g. `wrn16_4:64,lenet5:100:64`).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<String>,
     /// Only the replica rows (`M > 1`), or none of them.
     #[arg(long)]
     pub replicas_only: bool,
     /// Print JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The real training step (sampler, batch gathered on the device,
+    /// canary, DP-SGD, per-step scores) against the engine's step alone on a
+    /// pre-built batch of the same model.
+    #[arg(long, conflicts_with = "overhead")]
+    pub end_to_end: bool,
+    /// The loop's cost per step with a model whose compute is negligible
+    /// (MLP 600 → 1 → 100, 2 records per replica), for M = 1, 64, 512, 4096.
+    #[arg(long)]
+    pub overhead: bool,
+    /// The microbatch oracle of every model on `--device` (the cases of the
+    /// model oracle tests): for GPU hosts, which have no cargo.
+    #[arg(long, conflicts_with_all = ["end_to_end", "overhead"])]
+    pub oracle: bool,
+    /// Rounds of `--iters` steps for `--end-to-end` and `--overhead`
+    /// (loop and engine interleaved; the best round counts).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Largest replica count of `--overhead` (smaller for quick runs).
+    #[arg(long, default_value_t = 4096)]
+    pub max_replicas: usize,
 }
 
 fn name(m: BenchModel) -> &'static str {
@@ -32,6 +61,169 @@ fn name(m: BenchModel) -> &'static str {
         BenchModel::LeNet5 => "lenet5",
         BenchModel::Mlp => "mlp",
     }
+}
+
+fn run_oracle(device: tch::Device, json: bool) -> anyhow::Result<()> {
+    let rows = dpaudit_train::bench::oracle(device).context("the microbatch oracle")?;
+    let failed = rows.iter().filter(|r| r.failure.is_some()).count();
+    for r in &rows {
+        if json {
+            println!("{}", serde_json::to_string(r)?);
+        } else {
+            println!(
+                "oracle {:<12} M={} B={}: {}",
+                r.model,
+                r.replicas,
+                r.batch,
+                r.failure.as_deref().unwrap_or("ok")
+            );
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} oracle cases differ from one-sample-at-a-time autograd on {device:?} (tolerance {:e})",
+            rows.len(),
+            dpaudit_train::bench::ORACLE_TOL
+        );
+    }
+    if !json {
+        println!(
+            "oracle: all {} cases match on {device:?} (relative tolerance {:e})",
+            rows.len(),
+            dpaudit_train::bench::ORACLE_TOL
+        );
+    }
+    Ok(())
+}
+
+fn parse_row(text: &str) -> anyhow::Result<BenchSpec> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let model = match parts.first().copied() {
+        Some("wrn16_4") => BenchModel::Wrn16x4,
+        Some("lenet5") => BenchModel::LeNet5,
+        Some("mlp") => BenchModel::Mlp,
+        _ => anyhow::bail!(
+            "--rows {text}: expected model:batch[:replicas] with model wrn16_4, lenet5 or mlp"
+        ),
+    };
+    let number =
+        |i: usize, default: Option<i64>| -> anyhow::Result<i64> {
+            match (parts.get(i), default) {
+                (Some(v), _) => v.parse::<i64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    anyhow::anyhow!("--rows {text}: {v:?} is not a positive integer")
+                }),
+                (None, Some(d)) => Ok(d),
+                (None, None) => anyhow::bail!("--rows {text}: expected model:batch[:replicas]"),
+            }
+        };
+    if parts.len() > 3 {
+        anyhow::bail!("--rows {text}: expected model:batch[:replicas]");
+    }
+    Ok(BenchSpec {
+        model,
+        batch: number(1, None)?,
+        replicas: number(2, Some(1))? as usize,
+    })
+}
+
+fn parse_loop_row(text: &str) -> anyhow::Result<LoopSpec> {
+    let (model, rest) = text.split_once(':').unwrap_or((text, ""));
+    let model = match model {
+        "lenet5" => LoopModel::LeNet5,
+        "mlp" => LoopModel::Mlp,
+        "tiny" => LoopModel::Tiny,
+        _ => anyhow::bail!(
+            "--rows {text}: expected model:batch[:replicas] with model lenet5, mlp or tiny"
+        ),
+    };
+    // The batch and replica syntax is the engine rows'.
+    let spec = parse_row(&format!("mlp:{rest}")).with_context(|| format!("--rows {text}"))?;
+    Ok(LoopSpec {
+        model,
+        batch: spec.batch as usize,
+        replicas: spec.replicas,
+    })
+}
+
+fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(row)?);
+    } else {
+        let samples = (row.spec.batch * row.spec.replicas) as f64;
+        println!(
+            "{:<8} {:>6} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.3} {:>10.3}",
+            row.spec.model.name(),
+            row.spec.batch,
+            row.spec.replicas,
+            row.end_to_end * 1e3,
+            row.engine * 1e3,
+            samples / row.end_to_end,
+            samples / row.engine,
+            row.ratio,
+            row.noise * 1e3,
+        );
+    }
+    Ok(())
+}
+
+fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
+    let specs: Vec<LoopSpec> = if args.overhead {
+        OVERHEAD_REPLICAS
+            .iter()
+            .filter(|&&m| m <= args.max_replicas)
+            .map(|&replicas| LoopSpec {
+                model: LoopModel::Tiny,
+                batch: 2,
+                replicas,
+            })
+            .collect()
+    } else if !args.rows.is_empty() {
+        args.rows
+            .iter()
+            .map(|r| parse_loop_row(r))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        END_TO_END_ROWS
+            .into_iter()
+            .filter(|s| args.models.is_empty() || args.models.iter().any(|m| m == s.model.name()))
+            .filter(|s| !args.replicas_only || s.replicas > 1)
+            .collect()
+    };
+    if !args.json {
+        println!(
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved",
+            device,
+            tch::get_num_threads(),
+            args.rounds,
+            args.iters,
+            args.warmup
+        );
+        println!(
+            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10}",
+            "model",
+            "batch",
+            "replicas",
+            "loop ms",
+            "engine ms",
+            "loop/s",
+            "engine/s",
+            "ratio",
+            "noise ms"
+        );
+    }
+    for spec in specs {
+        let row =
+            measure(spec, device, args.iters, args.rounds, args.warmup).with_context(|| {
+                format!(
+                    "loop benchmark {} B={} M={}",
+                    spec.model.name(),
+                    spec.batch,
+                    spec.replicas
+                )
+            })?;
+        print_loop_row(&row, args.json)?;
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -46,6 +238,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.iters == 0 {
         anyhow::bail!("--iters 0: expected at least 1 timed step");
     }
+    if args.oracle {
+        return run_oracle(device, args.json);
+    }
+    if args.end_to_end || args.overhead {
+        return run_loop(&args, device);
+    }
     if !args.json {
         println!(
             "device {:?}, {} threads, {} timed steps per row after {} warm-up",
@@ -59,7 +257,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "model", "batch", "replicas", "non-private/s", "DP/s", "DP/np"
         );
     }
-    for spec in STANDARD_ROWS {
+    let rows = match args.rows.is_empty() {
+        true => STANDARD_ROWS.to_vec(),
+        false => args
+            .rows
+            .iter()
+            .map(|r| parse_row(r))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    for spec in rows {
         if !args.models.is_empty() && !args.models.iter().any(|m| m == name(spec.model)) {
             continue;
         }

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Everything the training-loop issue measures, in one call, into one results file.
+#
+#   benches/gpu.sh [--device cuda|cpu] [--tiny] [--bin PATH] [--python PY] [--wheels DIR] [--out FILE]
+#
+# --wheels DIR: wheels to install offline (no network on GPU hosts) before timing Opacus, e.g. the opacus
+# wheel fetched here with `python3 -m pip download --no-deps -d DIR opacus==1.6.0`.
+#
+# On a GPU host (no cargo there: build --release here, strip and carry the binary, see README.md):
+#   1. the microbatch oracle of every layer and model on the device (`dpaudit bench --oracle`),
+#   2. every `dpaudit bench` row next to PyTorch, Opacus hooks and Opacus ghost on the same device
+#      (benches/torch_rows.py; Opacus where it can be imported, else PyTorch alone, said in the file),
+#   3. replica throughput: LeNet-5 M × B = 64 × 100 and 512 × 100 against the PyTorch replica reference,
+#   4. the training loop: `dpaudit bench --end-to-end` and `--overhead`,
+#   5. a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
+#      fewer runs and steps),
+# then the ratio table (benches/ratios.py). `--tiny --device cpu` runs the same steps at toy sizes in a
+# minute or two: CI runs it so that this script cannot rot.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+device=cuda tiny=0 bin="" py="" out="" wheels=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --device) device=$2; shift 2 ;;
+        --tiny) tiny=1; shift ;;
+        --bin) bin=$2; shift 2 ;;
+        --python) py=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --wheels) wheels=$2; shift 2 ;;
+        *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+bin=${bin:-${CARGO_TARGET_DIR:-target}/release/dpaudit}
+if [ -z "$py" ]; then
+    if [ -x "${DPAUDIT_VENV:-.venv}/bin/python" ]; then py=${DPAUDIT_VENV:-.venv}/bin/python; else py=python3; fi
+fi
+out=${out:-${TMPDIR:-/tmp}/dpaudit-gpu-$device-$(date -u +%Y%m%dT%H%M%SZ).txt}
+[ -x "$bin" ] || { echo "$bin: no dpaudit binary (build it with ./dev cargo build --release -p dpaudit-cli, or pass --bin)" >&2; exit 1; }
+
+if [ "$tiny" = 1 ]; then
+    iters=1 rounds=1 warmup=0
+    bench_rows="lenet5:8,mlp:16,wrn16_4:2,lenet5:4:4"
+    torch_rows="lenet5:8,mlp:16,wrn16_4:2,replicas:4:4"
+    replica_rows="lenet5:4:8" replica_ref="replicas:4:8"
+    loop_rows="lenet5:8,tiny:2:4" max_replicas=64
+    runs=16 replicas=16 steps=2 train_size=64 audit_batch=8
+else
+    iters=20 rounds=3 warmup=3
+    bench_rows="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,wrn16_4:256,wrn16_4:1024,lenet5:100:64"
+    torch_rows="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,wrn16_4:256,wrn16_4:1024,replicas:100:64"
+    replica_rows="lenet5:100:512,lenet5:100:1024" replica_ref="replicas:100:512,replicas:100:1024"
+    loop_rows="" max_replicas=4096
+    runs=500 replicas=500 steps=50 train_size=50000 audit_batch=128
+fi
+
+section() { printf '\n## %s\n' "$*" | tee -a "$out"; }
+: > "$out"
+{
+    echo "# benches/gpu.sh $(date -u +%FT%TZ) on $(uname -n), device $device, tiny=$tiny"
+    echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$bin" doctor 2>&1 | sed 's/^/# /' || true
+} | tee -a "$out"
+
+section "1. microbatch oracle on $device"
+"$bin" bench --oracle --device "$device" 2>&1 | tee -a "$out"
+
+section "2-3. bench rows and replicas: dpaudit, PyTorch, Opacus (JSON lines)"
+opacus_flag=""
+if [ -n "$wheels" ] && ! "$py" -c 'import opacus' 2>/dev/null; then
+    site=$(mktemp -d)
+    "$py" -m pip install -q --no-index --no-deps --target "$site" "$wheels"/*.whl
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+if ! "$py" -c 'import opacus' 2>/dev/null; then
+    opacus_flag="--no-opacus"
+    echo "# opacus cannot be imported by $py: PyTorch non-private only" | tee -a "$out"
+fi
+for r in 1 2; do
+    "$bin" bench --json --device "$device" --iters "$iters" --warmup "$warmup" --rows "$bench_rows,$replica_rows" \
+        | sed 's/^{/{"who":"dpaudit",/' | tee -a "$out"
+    "$py" benches/torch_rows.py --device "$device" --iters "$iters" --warmup "$warmup" $opacus_flag \
+        --rows "$torch_rows,$replica_ref" | sed 's/^{/{"who":"torch",/' | tee -a "$out"
+    [ "$tiny" = 1 ] && break
+done
+"$py" benches/torch_rows.py --device "$device" --check | tee -a "$out"
+
+section "4. training loop: end to end against the engine, and the overhead per step"
+loop_flag=()
+[ -n "$loop_rows" ] && loop_flag=(--rows "$loop_rows")
+"$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" 2>&1 | tee -a "$out"
+"$bin" bench --overhead --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" \
+    --max-replicas "$max_replicas" 2>&1 | tee -a "$out"
+
+section "5. reduced seed-001 ConvNet audit: $runs runs, $steps steps"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sed -e "s/^runs = .*/runs = $runs/" -e "s/^replicas = .*/replicas = $replicas/" -e "s/^steps = .*/steps = $steps/" \
+    -e "s/^device = .*/device = \"$device\"/" -e "s/^batch_size = .*/batch_size = $audit_batch/" -e "s/^dataset = \"cifar10\"/dataset = \"cifar10\"\ntrain_size = $train_size/" \
+    experiments/seed001-convnet-k1-dirac.toml > "$work/audit.toml"
+start=$(date +%s.%N)
+"$bin" run "$work/audit.toml" --out-dir "$work/run" 2>&1 | tee -a "$out"
+echo "wall: $(awk "BEGIN { print $(date +%s.%N) - $start }") s" | tee -a "$out"
+
+section "ratios (best of the repeats)"
+"$py" benches/ratios.py "$out" | tee -a "$out.ratios"
+cat "$out.ratios" >> "$out" && rm -f "$out.ratios"
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out"
+echo "results: $out" >&2

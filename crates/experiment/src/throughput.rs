@@ -1,0 +1,240 @@
+//! Throughput of the real training loop: a chunk's step (sampler, batch on
+//! the device, canaries, DP-SGD, per-step scores) against the engine's step
+//! alone on a pre-built batch of the same model, and the loop's fixed cost
+//! per step as the number of replicas grows. `dpaudit bench --end-to-end`
+//! and `dpaudit bench --overhead` print these.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tch::Device;
+
+use dpaudit_train::engine::DpSgd;
+use dpaudit_train::error::{Result, TrainError};
+use dpaudit_train::noise::NoiseStreams;
+use dpaudit_train::trainer::dp_config;
+
+use crate::chunk::Prepared;
+use crate::settings::ExperimentConfig;
+
+/// The model of a throughput row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopModel {
+    /// LeNet-5 on Fashion-MNIST (the real files when installed, else the
+    /// synthetic stand-in).
+    LeNet5,
+    /// MLP 600 → 256 → 100 on the synthetic Purchase-100 stand-in.
+    Mlp,
+    /// MLP 600 → 1 → 100: compute is negligible, what is left is the loop's
+    /// own cost per step.
+    Tiny,
+}
+
+impl LoopModel {
+    /// Name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopModel::LeNet5 => "lenet5",
+            LoopModel::Mlp => "mlp",
+            LoopModel::Tiny => "tiny",
+        }
+    }
+}
+
+/// One row: a model, a batch size per replica and a number of replicas.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LoopSpec {
+    /// The model.
+    pub model: LoopModel,
+    /// Records per replica and step.
+    pub batch: usize,
+    /// Replicas trained at once.
+    pub replicas: usize,
+}
+
+/// The rows of `dpaudit bench --end-to-end`.
+pub const END_TO_END_ROWS: [LoopSpec; 3] = [
+    LoopSpec {
+        model: LoopModel::LeNet5,
+        batch: 256,
+        replicas: 1,
+    },
+    LoopSpec {
+        model: LoopModel::Mlp,
+        batch: 4096,
+        replicas: 1,
+    },
+    LoopSpec {
+        model: LoopModel::LeNet5,
+        batch: 100,
+        replicas: 64,
+    },
+];
+
+/// The replica counts of `dpaudit bench --overhead`.
+pub const OVERHEAD_REPLICAS: [usize; 4] = [1, 64, 512, 4096];
+
+/// The experiment a row trains: one Dirac canary inserted at every step,
+/// scored by its coordinate and by the iterates (a per-step score), shuffled
+/// batches of fixed size, replayable noise.
+pub fn experiment(spec: LoopSpec, steps: u64, device: Device) -> Result<ExperimentConfig> {
+    let (model, data, records) = match spec.model {
+        LoopModel::LeNet5 => (
+            "kind = \"lenet5\"",
+            "dataset = \"fmnist\"",
+            (spec.batch * 4).max(1024),
+        ),
+        LoopModel::Mlp => (
+            "kind = \"mlp\"\nhidden = [256]",
+            "dataset = \"purchase100\"",
+            (spec.batch * 2).max(1024),
+        ),
+        LoopModel::Tiny => (
+            "kind = \"mlp\"\nhidden = [1]",
+            "dataset = \"purchase100\"",
+            (spec.batch * 8).max(256),
+        ),
+    };
+    let device = match device {
+        Device::Cpu => "cpu",
+        _ => "cuda",
+    };
+    let text = format!(
+        r#"
+name = "throughput"
+runs = {replicas}
+[train]
+seed = 1
+replicas = {replicas}
+steps = {steps}
+delta = 1e-5
+device = "{device}"
+[train.model]
+{model}
+[train.data]
+{data}
+train_size = {records}
+[train.sampler]
+kind = "shuffle"
+batch_size = {batch}
+last_batch = "drop"
+[train.dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.01
+[canary]
+kind = "dirac"
+count = 1
+insertion = "every"
+[audit]
+scores = ["dirac", "iterates"]
+methods = ["eps_delta"]
+"#,
+        replicas = spec.replicas,
+        batch = spec.batch,
+    );
+    ExperimentConfig::from_toml(&text, "the throughput benchmark")
+}
+
+/// One measured row of `--end-to-end` or `--overhead`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoopRow {
+    /// What was measured.
+    pub spec: LoopSpec,
+    /// Timed steps per round.
+    pub iters: usize,
+    /// Rounds (end-to-end and engine-only interleaved).
+    pub rounds: usize,
+    /// Seconds per end-to-end step: the best round.
+    pub end_to_end: f64,
+    /// Seconds per engine-only step on a pre-built batch: the best round.
+    pub engine: f64,
+    /// `engine / end_to_end` (throughput of the loop relative to the engine).
+    pub ratio: f64,
+    /// Seconds to draw one step's DP noise for all replicas on the host
+    /// (part of both timings): the best of `iters` draws.
+    pub noise: f64,
+    /// Parameters per replica.
+    pub parameters: usize,
+}
+
+fn sync(device: Device) {
+    if let Device::Cuda(i) = device {
+        tch::Cuda::synchronize(i as i64);
+    }
+}
+
+/// Time `iters` steps of the real loop against `iters` engine steps on a
+/// pre-built batch, `rounds` times interleaved after `warmup` loop steps, and
+/// the host noise draw alone.
+pub fn measure(
+    spec: LoopSpec,
+    device: Device,
+    iters: usize,
+    rounds: usize,
+    warmup: usize,
+) -> Result<LoopRow> {
+    let iters = iters.max(1);
+    let rounds = rounds.max(1);
+    let steps = (warmup + rounds * iters + 1) as u64;
+    let config = experiment(spec, steps, device)?;
+    let prepared = Prepared::new(&config, None)?;
+    let mut run = prepared.start_chunk(0)?;
+    for _ in 0..warmup {
+        run.step()?;
+    }
+    let batch = run.next_batch()?;
+    let mut engine = DpSgd::new(
+        dp_config(&config.train, &prepared.sampler),
+        NoiseStreams::replayable(2, spec.replicas),
+    )?;
+    let (mut best_loop, mut best_engine) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..rounds {
+        sync(device);
+        let start = Instant::now();
+        for _ in 0..iters {
+            run.step()?;
+        }
+        sync(device);
+        best_loop = best_loop.min(start.elapsed().as_secs_f64() / iters as f64);
+        let start = Instant::now();
+        for _ in 0..iters {
+            engine.step(run.model(), &batch)?;
+        }
+        sync(device);
+        best_engine = best_engine.min(start.elapsed().as_secs_f64() / iters as f64);
+    }
+    let params: Vec<_> = run
+        .model()
+        .named_parameters()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let mut noise = NoiseStreams::replayable(3, spec.replicas);
+    let mut best_noise = f64::INFINITY;
+    for _ in 0..iters {
+        let start = Instant::now();
+        let draws = noise.next_step(1.0, &params, device)?;
+        sync(device);
+        best_noise = best_noise.min(start.elapsed().as_secs_f64());
+        drop(draws);
+    }
+    if !(best_loop.is_finite() && best_engine.is_finite()) {
+        return Err(TrainError::InvalidConfig {
+            field: "iters".into(),
+            value: iters.to_string(),
+            expected: "at least one timed step".into(),
+        });
+    }
+    Ok(LoopRow {
+        spec,
+        iters,
+        rounds,
+        end_to_end: best_loop,
+        engine: best_engine,
+        ratio: best_engine / best_loop,
+        noise: best_noise,
+        parameters: prepared.num_parameters,
+    })
+}

@@ -1,0 +1,107 @@
+//! Where the time of one DP-SGD step goes, phase by phase and layer by layer,
+//! for LeNet-5 (or the MLP) on a random batch, with the convolutions' squared
+//! norms computed each way (ghost, materialised, and the automatic choice).
+//!
+//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp] [batch] [iters]`
+//!
+//! Each figure is the best of `iters` repetitions, in milliseconds; CPU only.
+
+// An example may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
+#![allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
+
+use std::time::Instant;
+
+use dpaudit_train::engine::{forward_backward, non_private_step, Batch, Sgd};
+use dpaudit_train::layers::conv2d::NormStrategy;
+use dpaudit_train::models::{LeNet5, Mlp};
+use dpaudit_train::testing::random_batch;
+use dpaudit_train::{Init, Model, NoiseStreams};
+
+fn best(iters: usize, mut f: impl FnMut()) -> f64 {
+    (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn profile(model: &dyn Model, batch: &Batch, iters: usize, label: &str) {
+    let fb = best(iters, || {
+        forward_backward(model, batch).unwrap();
+    });
+    let bp = forward_backward(model, batch).unwrap();
+    let mut per_layer = Vec::new();
+    for ((name, layer), (rec, d)) in model
+        .layers()
+        .iter()
+        .zip(bp.records.iter().zip(&bp.backprops))
+    {
+        let norms = best(iters, || {
+            let _ = layer.per_sample_sq_norms(rec, d).unwrap();
+        });
+        let coef = bp.computed.shallow_clone();
+        let sum = best(iters, || {
+            layer.clipped_sum(rec, d, &coef).unwrap();
+        });
+        per_layer.push(format!("{name}: norms {norms:.2}, sum {sum:.2}"));
+    }
+    let norms = best(iters, || {
+        bp.norms(model, batch).unwrap();
+    });
+    let n = bp.norms(model, batch).unwrap();
+    let coef = n.clip(1.0, &bp, model, batch).unwrap();
+    let sum = best(iters, || {
+        bp.clipped_sum(model, batch, &coef).unwrap();
+    });
+    let params: Vec<_> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let mut noise = NoiseStreams::replayable(1, model.replicas() as usize);
+    let draw = best(iters, || {
+        noise.next_step(1.0, &params, tch::Device::Cpu).unwrap();
+    });
+    let mut sgd = Sgd::new(0.0, 0.0, 0.0);
+    let np = best(iters, || {
+        non_private_step(model, &mut sgd, batch).unwrap();
+    });
+    println!(
+        "{label}: forward+backward {fb:.2} | all norms {norms:.2} | clipped sum {sum:.2} | noise {draw:.2} | \
+         non-private step {np:.2}\n    {}",
+        per_layer.join("; ")
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let which = args.get(1).map_or("lenet5", String::as_str);
+    let b: i64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4096);
+    let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
+    println!(
+        "{which}, B = {b}, {} threads, best of {iters}, ms",
+        tch::get_num_threads()
+    );
+    match which {
+        "mlp" => {
+            let model = Mlp::new(&mut Init::new(0, 1, tch::Device::Cpu), &[600, 256, 100]).unwrap();
+            let (x, y) = random_batch(&model, b, 0).unwrap();
+            profile(&model, &Batch::new(x, y), iters, "mlp");
+        }
+        _ => {
+            for (label, strategy) in [
+                ("auto", NormStrategy::Auto),
+                ("ghost", NormStrategy::Ghost),
+                ("materialise", NormStrategy::Materialise),
+            ] {
+                let mut model = LeNet5::new(&mut Init::new(0, 1, tch::Device::Cpu), 10).unwrap();
+                model.conv1.norm_strategy = strategy;
+                model.conv2.norm_strategy = strategy;
+                let (x, y) = random_batch(&model, b, 0).unwrap();
+                profile(&model, &Batch::new(x, y), iters, label);
+            }
+        }
+    }
+}
