@@ -21,9 +21,14 @@ pub struct EpsilonLowerBound {
     pub method: Method,
     /// How the threshold / guess counts were chosen.
     pub selection: Selection,
-    /// False for `same-data` selection: the maximum over candidates is not
-    /// a valid bound at `confidence` (it is what the papers report).
+    /// False for `same-data` selection (the maximum over candidates is not
+    /// a valid bound at `confidence`; it is what the papers report), and
+    /// for a bound that assumes a Gaussian trade-off curve once
+    /// [`EpsilonLowerBound::for_mechanism`] says the mechanism has none.
     pub valid_at_confidence: bool,
+    /// What the bound assumes of the audited mechanism, beyond independent
+    /// runs; travels with the number so that no caller can lose it.
+    pub assumes: MechanismAssumption,
     /// Which observations the reported bound was computed on.
     pub bounded_on: BoundedOn,
     /// `multi-split` only: every split's bound (each at level
@@ -35,6 +40,61 @@ pub struct EpsilonLowerBound {
     pub metrics: Metrics,
     /// What produced the number.
     pub evidence: Evidence,
+}
+
+/// What a bound assumes of the audited mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismAssumption {
+    /// Nothing: the bound holds for any (ε, δ)-DP mechanism.
+    Nothing,
+    /// The mechanism's trade-off curve is Gaussian (it is μ-GDP and no
+    /// better): the ε is converted from a bound on μ (Dong, Roth & Su 2022,
+    /// Cor. 2.13). True of a composition of Gaussian mechanisms at known
+    /// steps (a canary inserted every k-th step); NOT of a subsampled or
+    /// shuffled canary, whose trade-off curve is not Gaussian (Cebere et al.
+    /// 2024, Remark 3). The bound on μ itself needs no assumption.
+    GaussianTradeoff,
+}
+
+/// What the auditor knows of the mechanism's trade-off curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TradeoffShape {
+    /// Gaussian: Gaussian mechanisms composed at known steps, no subsampling.
+    Gaussian,
+    /// Not Gaussian: the canary is sampled (Poisson, shuffling).
+    NotGaussian,
+    /// Not known: the bound keeps its assumption, stated in every output.
+    Unknown,
+}
+
+impl EpsilonLowerBound {
+    /// The bound for a mechanism of trade-off `shape`: a bound that assumes
+    /// a Gaussian trade-off is not valid for a mechanism known not to have
+    /// one.
+    #[must_use]
+    pub fn for_mechanism(mut self, shape: TradeoffShape) -> Self {
+        if self.assumes == MechanismAssumption::GaussianTradeoff
+            && shape == TradeoffShape::NotGaussian
+        {
+            self.valid_at_confidence = false;
+        }
+        self
+    }
+
+    /// One sentence on what the bound assumes of the mechanism.
+    pub fn assumption(&self) -> &'static str {
+        match self.assumes {
+            MechanismAssumption::Nothing => {
+                "no assumption on the mechanism: the bound holds for any (ε, δ)-DP claim"
+            }
+            MechanismAssumption::GaussianTradeoff => {
+                "the mechanism's trade-off curve is Gaussian (e.g. a canary inserted at known steps without \
+                 subsampling); NOT valid for sampled or shuffled canaries"
+            }
+        }
+    }
 }
 
 /// The observations a bound was computed on.

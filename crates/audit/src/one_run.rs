@@ -32,7 +32,7 @@
 //! stated confidence). The guesses depend on the scores only, never on the
 //! inclusion bits, as the theorem requires.
 
-use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, OneRunEvidence};
+use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, OneRunEvidence};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::metrics::{metrics, Metrics};
 use crate::observations::{Method, Observations, Selection};
@@ -466,6 +466,7 @@ pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<Eps
         method: Method::OneRun,
         selection: cfg.selection,
         valid_at_confidence: cfg.selection.is_valid(),
+        assumes: MechanismAssumption::Nothing,
         bounded_on: out.bounded_on,
         split_bounds: out.split_values,
         metrics: out.metrics,

@@ -46,7 +46,7 @@
 
 use serde::Serialize;
 
-use crate::bound::{EpsilonLowerBound, Evidence};
+use crate::bound::{EpsilonLowerBound, Evidence, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{cdf, gdp_epsilon, pdf};
 use crate::observations::{Method, Observations, Selection};
@@ -383,6 +383,10 @@ pub fn one_run_fdp_lower_bound(
         method: Method::OneRunFdp,
         selection: cfg.selection,
         valid_at_confidence: cfg.selection.is_valid(),
+        assumes: match family {
+            TradeoffFamily::Gaussian => MechanismAssumption::GaussianTradeoff,
+            TradeoffFamily::EpsDelta => MechanismAssumption::Nothing,
+        },
         bounded_on: out.bounded_on,
         split_bounds: out
             .split_values

@@ -57,7 +57,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, FamilyRank, ThresholdEvidence};
+use crate::bound::{
+    BoundedOn, EpsilonLowerBound, Evidence, FamilyRank, MechanismAssumption, ThresholdEvidence,
+};
 use crate::clopper_pearson::upper_unchecked;
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{gdp_epsilon, inverse_cdf};
@@ -529,6 +531,10 @@ fn finish(
         method,
         selection: cfg.selection,
         valid_at_confidence: cfg.selection.is_valid(),
+        assumes: match method {
+            Method::Gdp => MechanismAssumption::GaussianTradeoff,
+            _ => MechanismAssumption::Nothing,
+        },
         bounded_on: found.bounded_on,
         split_bounds,
         metrics: found.metrics,

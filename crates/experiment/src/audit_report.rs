@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::canaries::ScoreKind;
 use crate::settings::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
-use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence};
+use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence, TradeoffShape};
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::{Method, Observations, Selection};
@@ -209,6 +209,11 @@ pub fn analyse(
     let delta = config.train.delta;
     // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
     let gaussian_shaped = config.canary.insertion == crate::canaries::Insertion::Every;
+    let shape = if gaussian_shaped {
+        TradeoffShape::Gaussian
+    } else {
+        TradeoffShape::NotGaussian
+    };
     let mut lower_bounds = Vec::new();
     let mut notes = Vec::new();
     for (k, &kind) in config.audit.scores.iter().enumerate() {
@@ -233,14 +238,10 @@ pub fn analyse(
                     };
                     match bound {
                         Ok(b) => {
-                            let mut e = entry(&b, kind, epsilon_upper, None, None);
-                            if *method == MethodChoice::Gdp && !gaussian_shaped {
-                                // Cebere et al. 2024 Remark 3: the GDP conversion
-                                // assumes a Gaussian trade-off; sampled canaries
-                                // are not.
-                                e.valid_at_confidence = false;
-                            }
-                            lower_bounds.push(e);
+                            // The GDP conversion assumes a Gaussian trade-off;
+                            // the bound carries that condition and applies it.
+                            let b = b.for_mechanism(shape);
+                            lower_bounds.push(entry(&b, kind, epsilon_upper, None, None));
                         }
                         // Too few runs (e.g. a split half without non-members):
                         // say so instead of losing the finished scores.
@@ -304,12 +305,8 @@ pub fn analyse(
                     }
                     if let Some((run, b)) = first {
                         let per_run = (all.len() > 1).then_some(all);
-                        let mut e = entry(&b, kind, epsilon_upper, Some(run), per_run);
-                        if fdp && !gaussian_shaped {
-                            // As for gdp: ε from μ assumes a Gaussian trade-off.
-                            e.valid_at_confidence = false;
-                        }
-                        lower_bounds.push(e);
+                        let b = b.for_mechanism(shape);
+                        lower_bounds.push(entry(&b, kind, epsilon_upper, Some(run), per_run));
                     }
                 }
             }

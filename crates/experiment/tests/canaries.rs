@@ -6,8 +6,9 @@
 //! Every test trains a 600 → 8 → 2 MLP (4,826 parameters) on the synthetic
 //! Purchase-100 stand-in (no files needed) for a handful of steps.
 //!
-//! libtorch's generator is process-global (STYLE.md); every test that trains
-//! holds [`TORCH`] so that `cargo test`'s threads cannot interleave noise draws.
+//! Every test that trains holds [`TORCH`] with one intra-op thread, so that
+//! `cargo test`'s threads do not oversubscribe the cores (each run owns its
+//! randomness, so concurrency cannot change a draw).
 
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]

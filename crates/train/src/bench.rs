@@ -17,11 +17,11 @@ use crate::noise::NoiseStreams;
 /// One benchmark row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum BenchModel {
-    /// WRN-16-4 with GroupNorm, 3×32×32, 10 classes (the GPU.md baseline layout).
+    /// WRN-16-4 with GroupNorm, 3×32×32, 10 classes (the layout of the H100 reference rows in `benches/RESULTS.md`).
     Wrn16x4,
     /// LeNet-5, 1×28×28, 10 classes.
     LeNet5,
-    /// MLP 600 → 256 → 100 (the GPU.md baseline's `mlp_purchase`).
+    /// MLP 600 → 256 → 100 (the Purchase-100 MLP of the reference rows).
     Mlp,
 }
 

@@ -1,4 +1,4 @@
-//! The DP-SGD step (Abadi et al. 2016, Alg. 1; spec 001 §1 Eq. (2)), read as a
+//! The DP-SGD step (Abadi et al. 2016, Alg. 1; Cebere et al. 2024, §2.1 Eq. (2)), read as a
 //! pipeline of types:
 //!
 //! [`Backprops`] (one forward, one backward) → [`PerSampleNorms`] →
@@ -34,8 +34,8 @@ use crate::noise::NoiseStreams;
 use crate::scalar::WithNumber;
 
 /// What a slot contributes instead of its computed per-sample gradient
-/// (issue 5 point 4; the gradient canaries of spec 001 §3.2 and the zero-out
-/// neighbouring relation).
+/// (the crafted gradient canaries of Cebere et al. 2024, §4, and the
+/// zero-out neighbouring relation; `docs/canary-audits.md`).
 #[derive(Debug)]
 pub enum Override {
     /// A given gradient, flat over all parameters of the slot's replica in
@@ -846,8 +846,7 @@ impl Sgd {
     }
 }
 
-/// A deliberately broken DP-SGD variant, for `dpaudit selftest` only (issue 6
-/// point 5): an audit of a correct pipeline must not flag it, an audit of
+/// A deliberately broken DP-SGD variant, for `dpaudit selftest` only: an audit of a correct pipeline must not flag it, an audit of
 /// these should. Never used by training configs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
