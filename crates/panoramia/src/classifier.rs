@@ -244,8 +244,8 @@ pub fn fit(
                 .iter()
                 .map(|&i| f32::from(u8::from(train.labels[i])))
                 .collect();
-            let y = Tensor::from_slice(&y)
-                .f_to_device(device)
+            let y = Tensor::f_from_slice(&y)
+                .and_then(|t| t.f_to_device(device))
                 .map_err(PanoramiaError::torch("moving labels"))?;
             let side = match train.side {
                 Some(s) => Some(net.side_tensor(s, &idx, device)?),

@@ -459,6 +459,7 @@ fn check_fit(file: &str, section: &str, epochs: u64, batch: usize, lr: f64) -> R
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

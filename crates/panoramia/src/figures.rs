@@ -226,6 +226,7 @@ pub fn meaning() -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

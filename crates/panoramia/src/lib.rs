@@ -15,8 +15,12 @@
 //!
 //! The measurement itself (`c_lb`, `{c+ε}_lb`, ε̃) is
 //! [`dpaudit_audit::panoramia`]; ε̃ is not a lower bound on ε and has its own
-//! type there. With `train`, this is one of the two library crates that link
-//! libtorch.
+//! type there.
+//!
+//! Library code calls libtorch only through tch's fallible API, as in
+//! `dpaudit-train` (the same `clippy.toml`; tests allow the lints).
+
+#![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
 pub mod classifier;
 pub mod config;

@@ -13,6 +13,7 @@
 use std::path::Path;
 
 use dpaudit_data::seed::SeedKey;
+use dpaudit_train::scalar::WithNumber;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use safetensors::tensor::{Dtype, SafeTensors};
@@ -44,10 +45,10 @@ impl HostInit {
         let host: Vec<f32> = (0..n)
             .map(|_| self.rng.gen_range(-bound..bound) as f32)
             .collect();
-        Tensor::from_slice(&host)
-            .f_reshape(shape)
+        Tensor::f_from_slice(&host)
+            .and_then(|t| t.f_reshape(shape))
             .and_then(|t| t.f_to_device(self.device))
-            .map(|t| t.set_requires_grad(true))
+            .and_then(|t| t.f_set_requires_grad(true))
             .map_err(PanoramiaError::torch("initialising a parameter"))
     }
 }
@@ -210,12 +211,10 @@ impl Adam {
                     continue;
                 }
                 let update = (|| -> TResult<Tensor> {
-                    *m = m.f_mul_scalar(b1)?.f_add(&g.f_mul_scalar(1.0 - b1)?)?;
-                    *v = v
-                        .f_mul_scalar(b2)?
-                        .f_add(&g.f_square()?.f_mul_scalar(1.0 - b2)?)?;
-                    let denom = v.f_div_scalar(c2)?.f_sqrt()?.f_add_scalar(eps)?;
-                    m.f_div(&denom)?.f_mul_scalar(self.learning_rate / c1)
+                    *m = m.mul_f64(b1)?.f_add(&g.mul_f64(1.0 - b1)?)?;
+                    *v = v.mul_f64(b2)?.f_add(&g.f_square()?.mul_f64(1.0 - b2)?)?;
+                    let denom = v.div_f64(c2)?.f_sqrt()?.add_f64(eps)?;
+                    m.f_div(&denom)?.mul_f64(self.learning_rate / c1)
                 })()
                 .map_err(PanoramiaError::torch(context))?;
                 let _ = p
@@ -325,8 +324,8 @@ pub fn load_into(path: &Path, bytes: &[u8], params: &[(String, Tensor)]) -> Resu
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            let src = Tensor::from_slice(&values)
-                .f_reshape(p.size())
+            let src = Tensor::f_from_slice(&values)
+                .and_then(|t| t.f_reshape(p.size()))
                 .and_then(|t| t.f_to_device(p.device()))
                 .map_err(PanoramiaError::torch("loading a tensor"))?;
             p.shallow_clone()
@@ -342,8 +341,8 @@ pub fn load_into(path: &Path, bytes: &[u8], params: &[(String, Tensor)]) -> Resu
 pub fn to_tensor(values: &[f32], n: usize, shape: &[usize], device: Device) -> Result<Tensor> {
     let mut full = vec![n as i64];
     full.extend(shape.iter().map(|&d| d as i64));
-    Tensor::from_slice(values)
-        .f_reshape(full.as_slice())
+    Tensor::f_from_slice(values)
+        .and_then(|t| t.f_reshape(full.as_slice()))
         .and_then(|t| t.f_to_device(device))
         .map_err(PanoramiaError::torch("moving records to the device"))
 }
@@ -360,6 +359,7 @@ pub fn to_host(t: &Tensor) -> Result<Vec<f64>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use dpaudit_data::seed::{RunSeed, Stream};

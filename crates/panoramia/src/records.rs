@@ -166,6 +166,7 @@ pub fn coins(m: usize, key: SeedKey) -> Vec<bool> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use dpaudit_data::seed::{RunSeed, Stream};

@@ -67,8 +67,8 @@ pub fn fit_model(
         for idx in epoch_batches(data.len(), fit.batch_size, key, epoch) {
             let x = model_input(data, &idx, device)?;
             let y: Vec<i64> = idx.iter().map(|&i| data.y[i]).collect();
-            let y = Tensor::from_slice(&y)
-                .f_to_device(device)
+            let y = Tensor::f_from_slice(&y)
+                .and_then(|t| t.f_to_device(device))
                 .map_err(PanoramiaError::torch("moving labels"))?;
             let loss = logits(model, &x)?
                 .f_cross_entropy_loss::<Tensor>(&y, None, tch::Reduction::Mean, -100, 0.0)
@@ -99,8 +99,8 @@ pub fn losses(model: &dyn Model, data: &Records, device: Device) -> Result<Vec<f
             let idx: Vec<usize> = (start..(start + 1024).min(data.len())).collect();
             let x = model_input(data, &idx, device)?;
             let y: Vec<i64> = idx.iter().map(|&i| data.y[i]).collect();
-            let y = Tensor::from_slice(&y)
-                .f_to_device(device)
+            let y = Tensor::f_from_slice(&y)
+                .and_then(|t| t.f_to_device(device))
                 .and_then(|y| y.f_unsqueeze(1))
                 .map_err(PanoramiaError::torch("moving labels"))?;
             let l = logits(model, &x)?

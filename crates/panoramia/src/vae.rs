@@ -22,6 +22,7 @@
 
 use dpaudit_data::seed::SeedKey;
 use dpaudit_train::philox::Philox;
+use dpaudit_train::scalar::WithNumber;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Reduction, Tensor};
 
@@ -166,7 +167,7 @@ impl Vae {
     pub fn loss(&self, x: &Tensor, eps: &Tensor) -> TResult<Tensor> {
         let b = x.size().first().copied().unwrap_or(1).max(1) as f64;
         let (mu, logvar) = self.encode(x)?;
-        let std = logvar.f_mul_scalar(0.5)?.f_exp()?;
+        let std = logvar.mul_f64(0.5)?.f_exp()?;
         let z = mu.f_add(&std.f_mul(eps)?)?;
         let logits = self.decode_logits(&z)?;
         let rec =
@@ -175,11 +176,11 @@ impl Vae {
         let kl = mu
             .f_square()?
             .f_add(&logvar.f_exp()?)?
-            .f_sub_scalar(1.0)?
+            .add_f64(-1.0)?
             .f_sub(&logvar)?
             .f_sum(Kind::Float)?
-            .f_mul_scalar(0.5)?;
-        rec.f_add(&kl)?.f_div_scalar(b)
+            .mul_f64(0.5)?;
+        rec.f_add(&kl)?.div_f64(b)
     }
 
     /// `n` samples `[n, C, H, W]` in [0, 1]; the latents are Philox normals
