@@ -38,7 +38,7 @@ use crate::bgm_audit::{
 use crate::bgm_engine::BgmEngine;
 use crate::error::{invalid, ExperimentError, Result};
 use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
-use crate::runner::{Plan, CONFIG_FILE};
+use crate::runner::{admit_shard, Plan, CONFIG_FILE};
 use crate::shard::Shard;
 
 /// The manifest's `kind` of a BGM out-dir.
@@ -537,34 +537,13 @@ pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Bg
     let mut manifests: Vec<(PathBuf, BgmManifest)> = Vec::new();
     for s in shards {
         let m = BgmManifest::read(s)?;
-        if let Some((first, m0)) = manifests.first() {
-            if m.fingerprint != m0.fingerprint {
-                return Err(ExperimentError::Inconsistent {
-                    path: s.join(CONFIG_FILE),
-                    reason: format!(
-                        "a different experiment or engine than {} (fingerprint {} vs {})",
-                        first.display(),
-                        m.fingerprint,
-                        m0.fingerprint
-                    ),
-                });
-            }
-        }
-        let canonical = s.canonicalize().unwrap_or_else(|_| s.clone());
-        if let Some((other, _)) = manifests.iter().find(|(p, o)| {
-            p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
-                || (o.shard == m.shard && m.shard != Shard::ALL)
-        }) {
-            return Err(ExperimentError::Inconsistent {
-                path: s.join(CONFIG_FILE),
-                reason: format!(
-                    "duplicate: shard {} is given twice ({} and {}); give each shard's out-dir once",
-                    m.shard,
-                    other.display(),
-                    s.display()
-                ),
-            });
-        }
+        admit_shard(
+            &manifests,
+            s,
+            &m,
+            |m| (&m.fingerprint, m.shard),
+            "experiment or engine",
+        )?;
         manifests.push((s.clone(), m));
     }
     let manifest = BgmManifest {

@@ -444,34 +444,13 @@ pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged
     let mut manifests: Vec<(PathBuf, Manifest)> = Vec::new();
     for s in shards {
         let m = Manifest::read(s)?;
-        if let Some((first, m0)) = manifests.first() {
-            if m.fingerprint != m0.fingerprint {
-                return Err(ExperimentError::Inconsistent {
-                    path: s.join(CONFIG_FILE),
-                    reason: format!(
-                        "a different experiment than {} (fingerprint {} vs {})",
-                        first.display(),
-                        m.fingerprint,
-                        m0.fingerprint
-                    ),
-                });
-            }
-        }
-        let canonical = s.canonicalize().unwrap_or_else(|_| s.clone());
-        if let Some((other, _)) = manifests.iter().find(|(p, o)| {
-            p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
-                || (o.shard == m.shard && m.shard != Shard::ALL)
-        }) {
-            return Err(ExperimentError::Inconsistent {
-                path: s.join(CONFIG_FILE),
-                reason: format!(
-                    "duplicate: shard {} is given twice ({} and {}); give each shard's out-dir once",
-                    m.shard,
-                    other.display(),
-                    s.display()
-                ),
-            });
-        }
+        admit_shard(
+            &manifests,
+            s,
+            &m,
+            |m| (&m.fingerprint, m.shard),
+            "experiment",
+        )?;
         check_inclusion_of(s, &m.experiment)?;
         manifests.push((s.clone(), m));
     }
@@ -582,4 +561,44 @@ pub fn run_in_memory(
         &DataInfo::of(prepared.train.source()),
         &rows,
     )
+}
+
+/// Refuse shard `s` (manifest `m`) for a merge that already holds
+/// `manifests`: another experiment (`what` names it, e.g. "experiment"), or a
+/// shard given twice ("duplicate", never "missing").
+pub(crate) fn admit_shard<M>(
+    manifests: &[(PathBuf, M)],
+    s: &Path,
+    m: &M,
+    id: impl Fn(&M) -> (&str, Shard),
+    what: &str,
+) -> Result<()> {
+    let (fingerprint, shard) = id(m);
+    if let Some((first, m0)) = manifests.first() {
+        let (f0, _) = id(m0);
+        if fingerprint != f0 {
+            return Err(ExperimentError::Inconsistent {
+                path: s.join(CONFIG_FILE),
+                reason: format!(
+                    "a different {what} than {} (fingerprint {fingerprint} vs {f0})",
+                    first.display(),
+                ),
+            });
+        }
+    }
+    let canonical = s.canonicalize().unwrap_or_else(|_| s.to_path_buf());
+    if let Some((other, _)) = manifests.iter().find(|(p, o)| {
+        p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
+            || (id(o).1 == shard && shard != Shard::ALL)
+    }) {
+        return Err(ExperimentError::Inconsistent {
+            path: s.join(CONFIG_FILE),
+            reason: format!(
+                "duplicate: shard {shard} is given twice ({} and {}); give each shard's out-dir once",
+                other.display(),
+                s.display()
+            ),
+        });
+    }
+    Ok(())
 }
