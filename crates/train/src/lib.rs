@@ -1,6 +1,7 @@
 //! DP-SGD on libtorch: per-sample gradients, clipping, noise, replicas.
 //!
-//! The only crate of the workspace that links libtorch. Pipeline (see
+//! The crate that owns libtorch (experiments and PANORAMIA reach it through
+//! this crate and its fallible discipline). Pipeline (see
 //! [`engine`]): one forward pass records every trainable layer ([`layers`]),
 //! one backward pass gives each layer's backprop, and per layer the engine
 //! derives per-sample squared norms → clip coefficients → the clipped sum
