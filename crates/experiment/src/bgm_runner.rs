@@ -417,12 +417,7 @@ fn claim(out: &OutDir, manifest: &BgmManifest) -> Result<()> {
 }
 
 fn write_manifest(out: &OutDir, manifest: &BgmManifest) -> Result<()> {
-    let json =
-        serde_json::to_string_pretty(manifest).map_err(|e| ExperimentError::Inconsistent {
-            path: out.path(CONFIG_FILE),
-            reason: format!("serialising: {e}"),
-        })?;
-    out.write(CONFIG_FILE, json.as_bytes())
+    out.write_json(CONFIG_FILE, manifest)
 }
 
 /// Read every unit of `out` and, when all are there, write `scores.csv`,
@@ -504,13 +499,8 @@ fn finalize(
         randomness: Mode::Replayable,
         settings: reports,
     };
-    let json =
-        serde_json::to_string_pretty(&report).map_err(|e| ExperimentError::Inconsistent {
-            path: out.path("audit.json"),
-            reason: format!("serialising: {e}"),
-        })?;
     out.write("scores.csv", csv.as_bytes())?;
-    out.write("audit.json", json.as_bytes())?;
+    out.write_json("audit.json", &report)?;
     out.write("summary.md", summary_markdown(&report).as_bytes())?;
     Ok(BgmFinalized::Complete(Box::new(report)))
 }

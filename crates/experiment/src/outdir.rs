@@ -289,6 +289,21 @@ impl OutDir {
         write_atomic(&self.path(relative), bytes)
     }
 
+    /// `value` as pretty JSON, written as [`OutDir::write`] does.
+    pub fn write_json<T: serde::Serialize>(
+        &self,
+        relative: impl AsRef<Path>,
+        value: &T,
+    ) -> Result<()> {
+        let path = self.path(&relative);
+        let json =
+            serde_json::to_string_pretty(value).map_err(|e| ExperimentError::Inconsistent {
+                path,
+                reason: format!("serialising: {e}"),
+            })?;
+        self.write(relative, json.as_bytes())
+    }
+
     /// [`OutDir::write`] with a checksum trailer.
     pub fn write_checked(&self, relative: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
         self.write(relative, &with_trailer(bytes))

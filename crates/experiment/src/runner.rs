@@ -212,12 +212,7 @@ fn claim(out: &OutDir, manifest: &Manifest) -> Result<()> {
 }
 
 fn write_manifest(out: &OutDir, manifest: &Manifest) -> Result<()> {
-    let json =
-        serde_json::to_string_pretty(manifest).map_err(|e| ExperimentError::Inconsistent {
-            path: out.path(CONFIG_FILE),
-            reason: format!("serialising: {e}"),
-        })?;
-    out.write(CONFIG_FILE, json.as_bytes())
+    out.write_json(CONFIG_FILE, manifest)
 }
 
 /// `inclusion.csv` must equal the experiment's bits, recomputed (a stronger
@@ -408,12 +403,7 @@ fn finalize(
         rows_to_csv(&config.audit.scores, &rows).as_bytes(),
     )?;
     let report = analyse(config, claim, data, &rows)?;
-    let json =
-        serde_json::to_string_pretty(&report).map_err(|e| ExperimentError::Inconsistent {
-            path: out.path("audit.json"),
-            reason: format!("serialising: {e}"),
-        })?;
-    out.write("audit.json", json.as_bytes())?;
+    out.write_json("audit.json", &report)?;
     out.write("summary.md", summary_markdown(&report).as_bytes())?;
     write_plots(out, config, &report, &rows)?;
     Ok(Finalized::Complete(Box::new(report)))
