@@ -81,6 +81,8 @@ fn quiet_on_closed_stdout() {
 /// for panics), and exit with status 1.
 fn main() {
     quiet_on_closed_stdout();
+    // Before any tensor exists: large host blocks are reused, not remapped.
+    dpaudit_train::runtime::retain_freed_host_memory();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("Error: {e}");

@@ -2,7 +2,7 @@
 //! for LeNet-5 (or the MLP) on a random batch, with the convolutions' squared
 //! norms computed each way (ghost, materialised, and the automatic choice).
 //!
-//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp] [batch] [iters]`
+//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp] [batch] [iters] [auto|ghost|materialise]`
 //!
 //! Each figure is the best of `iters` repetitions, in milliseconds; CPU only.
 
@@ -14,6 +14,7 @@ use std::time::Instant;
 use dpaudit_train::engine::{forward_backward, non_private_step, Batch, Sgd};
 use dpaudit_train::layers::conv2d::NormStrategy;
 use dpaudit_train::models::{LeNet5, Mlp};
+use dpaudit_train::runtime::retain_freed_host_memory;
 use dpaudit_train::testing::random_batch;
 use dpaudit_train::{Init, Model, NoiseStreams};
 
@@ -80,8 +81,9 @@ fn main() {
     let which = args.get(1).map_or("lenet5", String::as_str);
     let b: i64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let memory = retain_freed_host_memory();
     println!(
-        "{which}, B = {b}, {} threads, best of {iters}, ms",
+        "{which}, B = {b}, {} threads, best of {iters}, ms; host memory {memory}",
         tch::get_num_threads()
     );
     match which {
@@ -96,6 +98,9 @@ fn main() {
                 ("ghost", NormStrategy::Ghost),
                 ("materialise", NormStrategy::Materialise),
             ] {
+                if args.get(4).is_some_and(|only| only != label) {
+                    continue;
+                }
                 let mut model = LeNet5::new(&mut Init::new(0, 1, tch::Device::Cpu), 10).unwrap();
                 model.conv1.norm_strategy = strategy;
                 model.conv2.norm_strategy = strategy;

@@ -31,5 +31,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         info.device_name.as_deref().unwrap_or("cpu")
     );
     println!("threads          : {}", info.num_threads);
+    println!("host memory      : {}", info.host_memory);
     Ok(())
 }
