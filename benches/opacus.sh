@@ -10,6 +10,9 @@
 #   - benches/torch_rows.py: PyTorch non-private, Opacus hooks and Opacus ghost on the same rows, and the
 #     plain PyTorch replica reference (grouped convolutions, exact per-sample clipping),
 # and prints the ratios the issue asks for (best repeat of each figure). All figures are samples/s.
+# dpaudit keeps freed host memory for reuse (train::runtime::retain_freed_host_memory); so that the
+# comparison measures our code and not the allocator, the Python side runs twice per repeat, with glibc's
+# defaults and with the same allocator settings as GLIBC_TUNABLES, and its better figure counts.
 # The raw JSON lines go to FILE (default $TMPDIR/dpaudit-opacus-<device>.jsonl).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -55,9 +58,13 @@ echo "# $(date -u +%FT%TZ) $(uname -n) load: $(cut -d' ' -f1-3 /proc/loadavg) de
 for r in $(seq 1 "$repeats"); do
     echo "repeat $r/$repeats: dpaudit" >&2
     "$bin" bench --json --device "$device" --iters "$iters" --rows "$rows_dpaudit" | sed 's/^{/{"who":"dpaudit",/' >> "$out"
-    echo "repeat $r/$repeats: PyTorch and Opacus" >&2
+    echo "repeat $r/$repeats: PyTorch and Opacus, glibc's default allocator settings" >&2
     "$py" benches/torch_rows.py --device "$device" --iters "$iters" --threads "$threads" --rows "$rows_torch" \
-        | sed 's/^{/{"who":"torch",/' >> "$out"
+        | sed 's/^{/{"who":"torch","allocator":"default",/' >> "$out"
+    echo "repeat $r/$repeats: PyTorch and Opacus, freed memory retained as in dpaudit" >&2
+    GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647 \
+        "$py" benches/torch_rows.py --device "$device" --iters "$iters" --threads "$threads" --rows "$rows_torch" \
+        | sed 's/^{/{"who":"torch","allocator":"retained",/' >> "$out"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out"
 "$py" benches/ratios.py "$out"

@@ -1,7 +1,9 @@
 """Ratios of `benches/opacus.sh` (and `benches/gpu.sh`): reads the JSON lines they write, keeps the best of
 the repeats of every figure, and prints one table with the targets of the training-loop issue:
 DP / our non-private >= 0.7, DP >= 2x the better Opacus mode, our non-private >= 0.9x PyTorch's, and for
-the replicas row DP >= 1.5x the PyTorch replica reference. Usage: python3 ratios.py FILE.jsonl
+the replicas row DP >= 1.5x the PyTorch replica reference. Python figures measured under several allocator
+settings (the "allocator" field) count with their best; a second table shows each setting's figures.
+Usage: python3 ratios.py FILE.jsonl
 """
 import json
 import sys
@@ -9,7 +11,7 @@ import sys
 NAMES = {"LeNet5": "lenet5", "Mlp": "mlp", "Wrn16x4": "wrn16_4"}
 
 
-def load(path):
+def load(path, allocator=None):
     best = {}
     for line in open(path):
         line = line.strip()
@@ -22,6 +24,8 @@ def load(path):
             key = f"replicas:{s['batch']}:{s['replicas']}" if s["replicas"] > 1 else f"{name}:{s['batch']}"
             figures = {"our_np": d["non_private"], "our_dp": d["dp"]}
         elif d.get("who") == "torch" and "row" in d:
+            if allocator is not None and d.get("allocator", "default") != allocator:
+                continue
             key = d["row"]
             figures = {k: v for k, v in d.items() if k not in ("who", "row") and isinstance(v, (int, float))}
         else:
@@ -56,6 +60,16 @@ def main(path):
               f"| {fmt(r.get('reference_dp'))} | {fmt(r.get('our_np'))} | {fmt(r.get('our_dp'))} "
               f"| {ratio(r.get('our_dp'), r.get('our_np'), 0.7)} | {ratio(r.get('our_dp'), baseline, target)} "
               f"| {ratio(r.get('our_np'), r.get('non_private'), 0.9)} |")
+    settings = sorted({json.loads(l).get("allocator") for l in open(path) if l.startswith('{"who":"torch"')} - {None})
+    if len(settings) > 1:
+        print("\nPython figures by allocator setting (best repeat):\n")
+        print("| row | " + " | ".join(f"{k} ({a})" for a in settings for k in ("PyTorch np", "Opacus hooks", "Opacus ghost", "reference")) + " |")
+        print("|---|" + "---|" * (4 * len(settings)))
+        per = {a: load(path, a) for a in settings}
+        for key in best:
+            cells = [fmt(per[a].get(key, {}).get(k)) for a in settings
+                     for k in ("non_private", "opacus_hooks", "opacus_ghost", "reference_dp")]
+            print(f"| {key} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

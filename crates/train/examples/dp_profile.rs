@@ -1,8 +1,8 @@
 //! Where the time of one DP-SGD step goes, phase by phase and layer by layer,
-//! for LeNet-5 (or the MLP) on a random batch, with the convolutions' squared
+//! for LeNet-5 (or the MLP, or WRN-16-4) on a random batch, with the convolutions' squared
 //! norms computed each way (ghost, materialised, and the automatic choice).
 //!
-//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp] [batch] [iters] [auto|ghost|materialise]`
+//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp|wrn16_4] [batch] [iters] [auto|ghost|materialise] [replicas]`
 //!
 //! Each figure is the best of `iters` repetitions, in milliseconds; CPU only.
 
@@ -11,9 +11,11 @@
 
 use std::time::Instant;
 
-use dpaudit_train::engine::{forward_backward, non_private_step, Batch, Sgd};
+use dpaudit_train::engine::{
+    forward_backward, non_private_step, Batch, DpSgd, DpSgdConfig, Normaliser, Sgd,
+};
 use dpaudit_train::layers::conv2d::NormStrategy;
-use dpaudit_train::models::{LeNet5, Mlp};
+use dpaudit_train::models::{LeNet5, Mlp, WideResNet};
 use dpaudit_train::runtime::retain_freed_host_memory;
 use dpaudit_train::testing::random_batch;
 use dpaudit_train::{Init, Model, NoiseStreams};
@@ -69,9 +71,25 @@ fn profile(model: &dyn Model, batch: &Batch, iters: usize, label: &str) {
     let np = best(iters, || {
         non_private_step(model, &mut sgd, batch).unwrap();
     });
+    let b = batch.inputs.size()[0];
+    let mut dp = DpSgd::new(
+        DpSgdConfig {
+            noise_multiplier: 1.0,
+            max_grad_norm: 1.0,
+            learning_rate: 1e-9,
+            normaliser: Normaliser::FixedBatchSize(b as u64),
+            momentum: 0.0,
+            weight_decay: 0.0,
+        },
+        NoiseStreams::replayable(2, model.replicas() as usize),
+    )
+    .unwrap();
+    let step = best(iters, || {
+        dp.step(model, batch).unwrap();
+    });
     println!(
         "{label}: forward+backward {fb:.2} | all norms {norms:.2} | clipped sum {sum:.2} | noise {draw:.2} | \
-         non-private step {np:.2}\n    {}",
+         whole DP step {step:.2} | non-private step {np:.2}\n    {}",
         per_layer.join("; ")
     );
 }
@@ -87,6 +105,19 @@ fn main() {
         tch::get_num_threads()
     );
     match which {
+        "wrn16_4" => {
+            let model = WideResNet::new(
+                &mut Init::new(0, 1, tch::Device::Cpu),
+                16,
+                4,
+                10,
+                16,
+                [3, 32, 32],
+            )
+            .unwrap();
+            let (x, y) = random_batch(&model, b, 0).unwrap();
+            profile(&model, &Batch::new(x, y), iters, "wrn16_4 auto");
+        }
         "mlp" => {
             let model = Mlp::new(&mut Init::new(0, 1, tch::Device::Cpu), &[600, 256, 100]).unwrap();
             let (x, y) = random_batch(&model, b, 0).unwrap();
@@ -101,7 +132,9 @@ fn main() {
                 if args.get(4).is_some_and(|only| only != label) {
                     continue;
                 }
-                let mut model = LeNet5::new(&mut Init::new(0, 1, tch::Device::Cpu), 10).unwrap();
+                let replicas = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(1);
+                let mut model =
+                    LeNet5::new(&mut Init::new(0, replicas, tch::Device::Cpu), 10).unwrap();
                 model.conv1.norm_strategy = strategy;
                 model.conv2.norm_strategy = strategy;
                 let (x, y) = random_batch(&model, b, 0).unwrap();

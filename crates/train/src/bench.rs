@@ -81,8 +81,12 @@ pub const STANDARD_ROWS: [BenchSpec; 7] = [
 pub struct BenchRow {
     /// What was measured.
     pub spec: BenchSpec,
-    /// Timed iterations of each step kind.
+    /// Timed iterations of each step kind per round.
     pub iters: usize,
+    /// Rounds, each `iters` non-private then `iters` DP steps; each kind's
+    /// best round counts (a busy neighbour slows some rounds, never speeds
+    /// one up).
+    pub rounds: usize,
     /// Non-private SGD step, samples/s.
     pub non_private: f64,
     /// DP-SGD step (per-sample clipping, noise), samples/s.
@@ -124,9 +128,16 @@ fn time(
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// Measure one row: `warmup` untimed then `iters` timed steps of each kind,
-/// non-private first, on the same random batch.
-pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> Result<BenchRow> {
+/// Measure one row on one random batch: `warmup` untimed steps of each kind,
+/// then `rounds` rounds of `iters` non-private and `iters` DP steps,
+/// interleaved, keeping each kind's best round.
+pub fn run_row(
+    spec: BenchSpec,
+    device: Device,
+    iters: usize,
+    rounds: usize,
+    warmup: usize,
+) -> Result<BenchRow> {
     let model = build(&spec, device)?;
     let (inputs, targets) = crate::testing::random_batch(model.as_ref(), spec.batch, 0)?;
     let to = |t: Tensor| {
@@ -135,9 +146,6 @@ pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> 
     };
     let batch = Batch::new(to(inputs)?, to(targets)?);
     let mut sgd = Sgd::new(0.01, 0.0, 0.0);
-    let t_np = time(iters, warmup, device, || {
-        non_private_step(model.as_ref(), &mut sgd, &batch).map(|_| ())
-    })?;
     let mut dp = DpSgd::new(
         DpSgdConfig {
             noise_multiplier: 1.0,
@@ -149,14 +157,22 @@ pub fn run_row(spec: BenchSpec, device: Device, iters: usize, warmup: usize) -> 
         },
         NoiseStreams::replayable(0, spec.replicas),
     )?;
-    let t_dp = time(iters, warmup, device, || {
-        dp.step(model.as_ref(), &batch).map(|_| ())
-    })?;
+    let (mut t_np, mut t_dp) = (f64::INFINITY, f64::INFINITY);
+    for round in 0..rounds.max(1) {
+        let warm = if round == 0 { warmup } else { 0 };
+        t_np = t_np.min(time(iters, warm, device, || {
+            non_private_step(model.as_ref(), &mut sgd, &batch).map(|_| ())
+        })?);
+        t_dp = t_dp.min(time(iters, warm, device, || {
+            dp.step(model.as_ref(), &batch).map(|_| ())
+        })?);
+    }
     let samples = (spec.batch * spec.replicas as i64 * iters as i64) as f64;
     let (non_private, dp_rate) = (samples / t_np, samples / t_dp);
     Ok(BenchRow {
         spec,
         iters,
+        rounds: rounds.max(1),
         non_private,
         dp: dp_rate,
         ratio: dp_rate / non_private,

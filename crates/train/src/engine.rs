@@ -138,7 +138,18 @@ pub struct Backprops {
     pub present: Tensor,
     /// The batch's gradient overrides as one table (`None` without any).
     pub overrides: Option<OverrideTable>,
+    /// Per-sample gradients that [`Backprops::norms`] materialised and kept,
+    /// one entry per layer, taken by [`Backprops::clipped_sum`]
+    /// ([`crate::layers::PerSampleGrad::sq_norms_keeping_grads`]).
+    kept: std::sync::Mutex<Vec<Option<Vec<Tensor>>>>,
 }
+
+/// At most this many bytes of per-sample gradients stay alive between the
+/// norms and the clipped sum of one step (all layers together); a layer beyond
+/// it computes its clipped sum itself (a convolution by its weight backward).
+/// 1 GiB holds LeNet-5's at B = 4096 (42 MB) and with 512 replicas at B = 100
+/// (0.5 GB).
+pub const KEEP_PER_SAMPLE_BYTES: i64 = 1 << 30;
 
 /// Every gradient override of a batch, from [`Batch::overrides`] or
 /// [`Batch::gradient_rows`], as tensors: `rows` `[K, P]` in rank-major order
@@ -358,6 +369,7 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
         computed,
         present,
         overrides: table,
+        kept: std::sync::Mutex::new(Vec::new()),
     })
 }
 
@@ -496,17 +508,38 @@ impl Backprops {
         Ok(out)
     }
 
-    /// Squared norms over all layers, with overrides applied.
+    /// Drop the per-sample gradients [`Backprops::norms`] kept, so that the
+    /// next [`Backprops::clipped_sum`] asks every layer for its own (the
+    /// oracle tests check both ways).
+    pub fn forget_kept_grads(&self) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.clear();
+        }
+    }
+
+    /// Squared norms over all layers, with overrides applied. Per-sample
+    /// gradients a layer materialised for them are kept for
+    /// [`Backprops::clipped_sum`], up to [`KEEP_PER_SAMPLE_BYTES`] in all.
     pub fn norms(&self, model: &dyn Model, batch: &Batch) -> Result<PerSampleNorms> {
         let layers = model.layers();
         let mut sq = torch("allocating the per-sample norms", || {
             self.computed.f_zeros_like()
         })?;
         let mut finite = Vec::with_capacity(layers.len() + 1);
+        let mut kept = Vec::with_capacity(layers.len());
+        let mut budget = KEEP_PER_SAMPLE_BYTES;
         for (((name, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
-            let part = layer
-                .per_sample_sq_norms(rec, bp)
+            let (part, grads) = layer
+                .sq_norms_keeping_grads(rec, bp, budget)
                 .map_err(|e| e.in_layer(name))?;
+            if let Some(g) = &grads {
+                let bytes = g
+                    .iter()
+                    .map(|t| crate::layers::float_bytes(&t.size()))
+                    .fold(0i64, i64::saturating_add);
+                budget = budget.saturating_sub(bytes);
+            }
+            kept.push(grads);
             torch("summing the per-sample norms", || {
                 let part = part.clamp_min_f64(0.0)?;
                 finite.push(part.f_isfinite()?.f_all()?);
@@ -531,11 +564,16 @@ impl Backprops {
             Ok(finite)
         })?;
         finite.push(overrides_finite);
+        if let Ok(mut slot) = self.kept.lock() {
+            *slot = kept;
+        }
         Ok(PerSampleNorms { sq, finite })
     }
 
-    /// The clipped sum by book-keeping: each layer's weighted sum with the
-    /// computed coefficients, plus `c_v·v` for every overriding gradient.
+    /// The clipped sum: each layer's weighted sum with the computed
+    /// coefficients, from the per-sample gradients [`Backprops::norms`] kept
+    /// (taken: a second call asks the layers) or else by the layer itself
+    /// (book-keeping), plus `c_v·v` for every overriding gradient.
     pub fn clipped_sum(
         &self,
         model: &dyn Model,
@@ -543,13 +581,32 @@ impl Backprops {
         coef: &ClipCoefficients,
     ) -> Result<ClippedSum> {
         let layers = model.layers();
+        let mut kept = self
+            .kept
+            .lock()
+            .map(|mut k| std::mem::take(&mut *k))
+            .unwrap_or_default();
+        kept.resize_with(layers.len(), || None);
         let mut sums = Vec::new();
-        for (((name, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
-            sums.extend(
-                layer
-                    .clipped_sum(rec, bp, &coef.computed)
+        for ((((name, layer), rec), bp), grads) in layers
+            .iter()
+            .zip(&self.records)
+            .zip(&self.backprops)
+            .zip(kept)
+        {
+            match grads {
+                Some(grads) => sums.extend(
+                    torch("the clipped sum of kept per-sample gradients", || {
+                        crate::layers::weighted_sums(&grads, &coef.computed)
+                    })
                     .map_err(|e| e.in_layer(name))?,
-            );
+                ),
+                None => sums.extend(
+                    layer
+                        .clipped_sum(rec, bp, &coef.computed)
+                        .map_err(|e| e.in_layer(name))?,
+                ),
+            }
         }
         // (Overrides are added below, from the table `forward_backward` built
         // from `batch`; their finiteness is checked on their norms.)

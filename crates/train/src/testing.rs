@@ -197,25 +197,30 @@ pub fn check_against_oracle(
         .map_err(|e| e.to_string())?
         .f_to_device(device)
         .map_err(text)?;
-    let sums = bp
-        .clipped_sum(
-            model,
-            &batch,
-            &ClipCoefficients {
-                computed: coef.shallow_clone(),
-                overrides: None,
-            },
-        )
-        .map_err(|e| e.to_string())?;
-    for ((s, g), (name, _)) in sums.0.iter().zip(&psg).zip(&params) {
-        let mut cshape = vec![b, m];
-        cshape.extend(std::iter::repeat_n(1, g.dim().saturating_sub(2)));
-        let want = coef
-            .f_reshape(cshape.as_slice())
-            .and_then(|c| g.f_mul(&c))
-            .and_then(|t| t.f_sum_dim_intlist(0, false, None))
-            .map_err(text)?;
-        close(&format!("{name} clipped sum"), s, &want, tol)?;
+    // Twice: first from the per-sample gradients the norms kept, then, with
+    // those forgotten, from each layer's own clipped sum.
+    for how in ["kept per-sample gradients", "the layers' own sums"] {
+        let sums = bp
+            .clipped_sum(
+                model,
+                &batch,
+                &ClipCoefficients {
+                    computed: coef.shallow_clone(),
+                    overrides: None,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        bp.forget_kept_grads();
+        for ((s, g), (name, _)) in sums.0.iter().zip(&psg).zip(&params) {
+            let mut cshape = vec![b, m];
+            cshape.extend(std::iter::repeat_n(1, g.dim().saturating_sub(2)));
+            let want = coef
+                .f_reshape(cshape.as_slice())
+                .and_then(|c| g.f_mul(&c))
+                .and_then(|t| t.f_sum_dim_intlist(0, false, None))
+                .map_err(text)?;
+            close(&format!("{name} clipped sum ({how})"), s, &want, tol)?;
+        }
     }
     Ok(())
 }

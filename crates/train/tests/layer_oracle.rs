@@ -6,7 +6,7 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
 #![allow(clippy::disallowed_methods)]
 
-use dpaudit_train::layers::conv2d::NormStrategy;
+use dpaudit_train::layers::conv2d::{NormStrategy, PerSampleMethod};
 use dpaudit_train::layers::{
     Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig,
 };
@@ -52,10 +52,17 @@ fn linear_matches_oracle() {
     }
 }
 
-fn conv_case(m: usize, cfg: Conv2dConfig, hw: i64, strategy: NormStrategy) -> SingleLayer<Conv2d> {
+fn conv_case(
+    m: usize,
+    cfg: Conv2dConfig,
+    hw: i64,
+    strategy: NormStrategy,
+    method: PerSampleMethod,
+) -> SingleLayer<Conv2d> {
     let mut init = Init::new(11, m, Device::Cpu);
     let mut layer = Conv2d::new(&mut init, cfg).unwrap();
     layer.norm_strategy = strategy;
+    layer.per_sample_method = method;
     let (oh, ow) = layer.output_size(hw, hw).unwrap();
     SingleLayer {
         layer,
@@ -72,6 +79,11 @@ fn conv2d_matches_oracle() {
         Conv2dConfig::new(2, 4, 3).padding(1).stride(2),
         Conv2dConfig::new(4, 6, 3).padding(1).groups(2),
         Conv2dConfig::new(3, 2, 1).stride(2).no_bias(),
+        // Stride 2 over 6 rows reaches rows 0–4 only: the grouped
+        // convolution's output has 4 rows for a kernel of 3 and is cut.
+        Conv2dConfig::new(2, 3, 3).stride(2),
+        // Depthwise, stride 3 (row 5 unused).
+        Conv2dConfig::new(4, 4, 2).stride(3).groups(4),
     ];
     for m in REPLICAS {
         for cfg in configs {
@@ -80,8 +92,19 @@ fn conv2d_matches_oracle() {
                 NormStrategy::Ghost,
                 NormStrategy::Auto,
             ] {
-                let model = conv_case(m, cfg, 6, strategy);
-                run(&model, &format!("conv2d {cfg:?} {strategy:?}"), 200);
+                for method in [
+                    PerSampleMethod::ExpandedWeights,
+                    PerSampleMethod::GroupedConvolution,
+                    PerSampleMethod::Unfold,
+                    PerSampleMethod::Auto,
+                ] {
+                    let model = conv_case(m, cfg, 6, strategy, method);
+                    run(
+                        &model,
+                        &format!("conv2d {cfg:?} {strategy:?} {method:?}"),
+                        200,
+                    );
+                }
             }
         }
     }

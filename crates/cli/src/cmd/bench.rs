@@ -46,8 +46,9 @@ pub struct Args {
     /// model oracle tests): for GPU hosts, which have no cargo.
     #[arg(long, conflicts_with_all = ["end_to_end", "overhead"])]
     pub oracle: bool,
-    /// Rounds of `--iters` steps for `--end-to-end` and `--overhead`
-    /// (loop and engine interleaved; the best round counts).
+    /// Rounds of `--iters` steps, the two kinds interleaved (non-private and
+    /// DP; loop and engine for `--end-to-end` and `--overhead`); each kind's
+    /// best round counts.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// Largest replica count of `--overhead` (smaller for quick runs).
@@ -246,11 +247,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if !args.json {
         println!(
-            "device {:?}, {} threads, {} timed steps per row after {} warm-up",
+            "device {:?}, {} threads, best of {} rounds of {} steps per kind after {} warm-up; host memory {}",
             device,
             tch::get_num_threads(),
+            args.rounds,
             args.iters,
-            args.warmup
+            args.warmup,
+            dpaudit_train::runtime::retain_freed_host_memory()
         );
         println!(
             "{:<8} {:>6} {:>9} {:>16} {:>16} {:>8}",
@@ -272,14 +275,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if args.replicas_only && spec.replicas == 1 {
             continue;
         }
-        let row = run_row(spec, device, args.iters, args.warmup).with_context(|| {
-            format!(
-                "benchmark {} B={} M={}",
-                name(spec.model),
-                spec.batch,
-                spec.replicas
-            )
-        })?;
+        let row =
+            run_row(spec, device, args.iters, args.rounds, args.warmup).with_context(|| {
+                format!(
+                    "benchmark {} B={} M={}",
+                    name(spec.model),
+                    spec.batch,
+                    spec.replicas
+                )
+            })?;
         if args.json {
             println!("{}", serde_json::to_string(&row)?);
         } else {

@@ -15,7 +15,7 @@
 //! `c ⊙ δ`, which libtorch's convolution backward computes from the kept graph
 //! (a backward through that one node, not through the network).
 
-use tch::Tensor;
+use tch::{TchError, Tensor};
 
 use crate::error::{torch, Result};
 
@@ -55,6 +55,10 @@ pub struct Recorded {
     pub input: Tensor,
     /// The layer's output, still attached to the autograd graph.
     pub output: Tensor,
+    /// A convolution computed as one convolution per sample records the
+    /// per-sample copies of its weight, the leaf whose gradient is the
+    /// per-sample gradient ([`conv2d::PerSampleMethod::ExpandedWeights`]).
+    pub expanded_weight: Option<Tensor>,
 }
 
 /// Where trainable layers record themselves during a forward pass.
@@ -76,14 +80,32 @@ impl Tape {
         Self { records: None }
     }
 
+    /// Whether this tape records (a DP-SGD forward pass).
+    pub fn is_recording(&self) -> bool {
+        self.records.is_some()
+    }
+
     /// Record one trainable layer (called by the layers themselves, with
     /// `LayerId::of(self)`).
     pub fn record(&mut self, layer: LayerId, input: &Tensor, output: &Tensor) -> Result<()> {
+        self.record_expanded(layer, input, output, None)
+    }
+
+    /// [`Tape::record`] for a layer that computed its output from per-sample
+    /// copies of its weight, `expanded_weight` (a leaf that requires grad).
+    pub fn record_expanded(
+        &mut self,
+        layer: LayerId,
+        input: &Tensor,
+        output: &Tensor,
+        expanded_weight: Option<Tensor>,
+    ) -> Result<()> {
         if let Some(r) = self.records.as_mut() {
             r.push(Recorded {
                 layer,
                 input: torch("recording a layer's input", || input.f_detach())?,
                 output: output.shallow_clone(),
+                expanded_weight,
             });
         }
         Ok(())
@@ -120,9 +142,44 @@ pub trait PerSampleGrad: std::fmt::Debug {
     /// `[B, M]`; ghost norms where they are cheaper.
     fn per_sample_sq_norms(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor>;
 
+    /// [`PerSampleGrad::per_sample_sq_norms`], and with them this layer's
+    /// per-sample gradients (as [`PerSampleGrad::per_sample_grads`] gives them)
+    /// when the layer materialised them to compute the norms and they take at
+    /// most `keep_bytes`. The engine then forms the clipped sum from them, one
+    /// contraction `Σ_b c_b g_b`, instead of calling
+    /// [`PerSampleGrad::clipped_sum`] (the mixed strategy: what the norms
+    /// already paid for is not computed again). The default keeps nothing.
+    fn sq_norms_keeping_grads(
+        &self,
+        rec: &Recorded,
+        backprop: &Tensor,
+        keep_bytes: i64,
+    ) -> Result<(Tensor, Option<Vec<Tensor>>)> {
+        let _ = keep_bytes;
+        Ok((self.per_sample_sq_norms(rec, backprop)?, None))
+    }
+
     /// `Σ_b coef[b, m] · g[b, m]` for every parameter, `[M, ...]` each, without
     /// materialising the per-sample gradients where possible.
     fn clipped_sum(&self, rec: &Recorded, backprop: &Tensor, coef: &Tensor) -> Result<Vec<Tensor>>;
+}
+
+/// `Σ_b coef[b, m] · g[b, m, ...]` for each `[B, M, ...]` tensor, `[M, ...]`
+/// each: the clipped sum of materialised per-sample gradients.
+pub(crate) fn weighted_sums(grads: &[Tensor], coef: &Tensor) -> Result<Vec<Tensor>, TchError> {
+    grads
+        .iter()
+        .map(|g| {
+            let s = g.size();
+            let flat = g.f_reshape([s[0], s[1], s[2..].iter().product()])?;
+            Tensor::f_einsum("bm,bmp->mp", &[coef, &flat], None::<i64>)?.f_reshape(&s[1..])
+        })
+        .collect()
+}
+
+/// Bytes of a float32 tensor of this shape (saturating).
+pub(crate) fn float_bytes(shape: &[i64]) -> i64 {
+    shape.iter().fold(4i64, |n, d| n.saturating_mul(*d))
 }
 
 /// The number of replicas `M` of a parameter tensor `[M, ...]`.
