@@ -128,7 +128,9 @@ pub const EXPANDED_MAX_BYTES: i64 = 1 << 28;
 /// A 2-D convolution for every replica. `weight` is `[M, out, in/g, kh, kw]`,
 /// `bias` `[M, out]`; the input is `[B, M, in, H, W]`, the output
 /// `[B, M, out, H', W']`. Replicas run as one convolution with `M·groups` groups
-/// over the `[B, M·in, H, W]` view of the input.
+/// over the `[B, M·in, H, W]` view of the input (with `B·M·groups` groups over
+/// `B` weight copies in a DP forward pass that expands the weights; see
+/// `docs/per-sample-gradients.md`).
 ///
 /// Per-sample weight gradients come from the backprop `δ`
 /// (`[B, M·g, out/g, L]`, `L = H'·W'`) either by one grouped convolution or
@@ -242,8 +244,7 @@ impl Conv2d {
         }
     }
 
-    /// Per-sample weight gradients, `[B, M, out, in/g, kh, kw]` (possibly a
-    /// strided view).
+    /// Per-sample weight gradients, `[B, M, out, in/g, kh, kw]`, contiguous.
     fn weight_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor, TchError> {
         let c = &self.config;
         let b = backprop.size()[0];
