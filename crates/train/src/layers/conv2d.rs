@@ -244,7 +244,8 @@ impl Conv2d {
         }
     }
 
-    /// Per-sample weight gradients, `[B, M, out, in/g, kh, kw]`, contiguous.
+    /// Per-sample weight gradients, `[B, M, out, in/g, kh, kw]` (the grouped
+    /// cross-correlation gives a permuted view).
     fn weight_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor, TchError> {
         let c = &self.config;
         let b = backprop.size()[0];
