@@ -106,18 +106,19 @@ pub enum PerSampleMethod {
 }
 
 /// Up to this many output channels per group, [`PerSampleMethod::Auto`] uses
-/// the grouped convolution. Measured on 2 CPU cores (`benches/RESULTS.md`):
-/// it is 2.8× faster than the unfolded product for LeNet-5's conv1 (6 outputs)
-/// and 1.7× for conv2 (16) at B = 4096, equal at 64 outputs (WRN-16-4's first
-/// group at B = 64), and 1.5× slower at 128, where the unfolded product is a
-/// large, efficient matrix product.
+/// the grouped convolution. Measured on 2 CPU cores (`benches/conv_formulations.py`,
+/// table in `benches/RESULTS.md`): it is 2.2× faster than the unfolded product
+/// for LeNet-5's conv1 (6 outputs) and 1.5× for conv2 (16) at B = 4096, but
+/// 1.2–1.4× slower at 64 outputs (WRN-16-4, B = 64) and 1.7× at 128, where
+/// the unfolded product is a large, efficient matrix product.
 pub const GROUPED_MAX_OUTPUTS: i64 = 32;
 
 /// [`PerSampleMethod::Auto`] expands the weights of layers with at least this
-/// many input and output channels per group: measured on 2 CPU cores, the
-/// sample-grouped forward and backward of WRN-16-4's 32 × 32 layers at B = 64
-/// cost 1.0–1.2× the ordinary ones and give the per-sample gradients with
-/// them, while LeNet-5's conv2 (6 → 16 channels) costs 2× and is faster by
+/// many input and output channels per group: measured on 2 CPU cores (same
+/// table), the sample-grouped forward and backward of WRN-16-4's layers at
+/// B = 64 cost 1.1× (32 × 32), 1.2× (16 × 16) and 1.4× (stride 2) the ordinary
+/// ones and give the per-sample gradients with them, while LeNet-5's conv2
+/// (6 → 16 channels) costs 2.1× and is faster by
 /// [`PerSampleMethod::GroupedConvolution`].
 pub const EXPANDED_MIN_CHANNELS: i64 = 16;
 
