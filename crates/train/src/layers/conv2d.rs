@@ -248,7 +248,6 @@ impl Conv2d {
     /// Per-sample weight gradients, `[B, M, out, in/g, kh, kw]` (the grouped
     /// cross-correlation gives a permuted view).
     fn weight_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor, TchError> {
-        let c = &self.config;
         let b = backprop.size()[0];
         if let Some(copies) = &rec.expanded_weight {
             // ∂/∂copies of Σ y ⊙ δ (δ detached) is the per-sample gradient.
@@ -258,14 +257,7 @@ impl Conv2d {
                 .into_iter()
                 .next()
                 .ok_or_else(|| TchError::Torch("no gradient for the expanded weights".into()))?
-                .f_reshape([
-                    b,
-                    self.m(),
-                    c.out_channels,
-                    c.in_channels / c.groups,
-                    c.kernel_size[0],
-                    c.kernel_size[1],
-                ]);
+                .f_reshape(self.per_sample_weight_shape(b));
         }
         let l = backprop.size()[2] * backprop.size()[3];
         if b > 0 && self.per_sample_method_for(b, l) != PerSampleMethod::Unfold {
@@ -273,14 +265,21 @@ impl Conv2d {
         }
         let u = self.unfold(&rec.input)?;
         let d = self.backprop_groups(backprop)?;
-        Tensor::f_einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>)?.f_reshape([
+        Tensor::f_einsum("bgol,bgkl->bgok", &[&d, &u], None::<i64>)?
+            .f_reshape(self.per_sample_weight_shape(b))
+    }
+
+    /// `[B, M, out, in/g, kh, kw]`.
+    fn per_sample_weight_shape(&self, b: i64) -> [i64; 6] {
+        let c = &self.config;
+        [
             b,
             self.m(),
             c.out_channels,
             c.in_channels / c.groups,
             c.kernel_size[0],
             c.kernel_size[1],
-        ])
+        ]
     }
 
     /// Per-sample weight gradients as one convolution. For sample `b` and
@@ -316,6 +315,15 @@ impl Conv2d {
         .f_narrow(3, 0, c.kernel_size[1])?
         .f_reshape([ci, b, m, c.out_channels, c.kernel_size[0], c.kernel_size[1]])?
         .f_permute([1, 2, 3, 0, 4, 5])
+    }
+
+    /// Per-sample gradients of the weight and, if any, the bias.
+    fn all_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>, TchError> {
+        let mut out = vec![self.weight_grads(rec, backprop)?];
+        if self.bias.is_some() {
+            out.push(self.bias_grads(backprop)?);
+        }
+        Ok(out)
     }
 
     /// Per-sample bias gradients `[B, M, out]`.
@@ -454,11 +462,7 @@ impl PerSampleGrad for Conv2d {
 
     fn per_sample_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Vec<Tensor>> {
         torch("the per-sample gradients of a Conv2d layer", || {
-            let mut out = vec![self.weight_grads(rec, backprop)?];
-            if self.bias.is_some() {
-                out.push(self.bias_grads(backprop)?);
-            }
-            Ok(out)
+            self.all_grads(rec, backprop)
         })
     }
 
@@ -522,11 +526,7 @@ impl PerSampleGrad for Conv2d {
             if rec.expanded_weight.is_some() {
                 // The recorded node is per sample; its weighted sum is that of
                 // the per-sample gradients.
-                let mut grads = vec![self.weight_grads(rec, backprop)?];
-                if self.bias.is_some() {
-                    grads.push(self.bias_grads(backprop)?);
-                }
-                return super::weighted_sums(&grads, coef);
+                return super::weighted_sums(&self.all_grads(rec, backprop)?, coef);
             }
             let c = &self.config;
             let m = self.m();
