@@ -27,6 +27,7 @@ pub mod init;
 pub mod layers;
 pub mod models;
 pub mod noise;
+pub mod op_count;
 pub mod philox;
 pub mod preflight;
 pub mod runtime;

@@ -1,0 +1,84 @@
+// Counts the libtorch operators a piece of Rust code dispatches, and the time
+// spent inside them, through ATen's RecordFunction observer API (the hook the
+// PyTorch profiler uses). tch does not expose it, hence this file.
+//
+// "Top-level" operators are those entered while no other operator is running
+// on the same thread: the calls our code (or the autograd engine, for the
+// backward) makes into the dispatcher. Operators they call internally are
+// counted in `all` only. The time inside top-level operators is what libtorch
+// spends; on the CPU the rest of a step's wall time is host work of our own.
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+namespace {
+
+std::atomic<uint64_t> top_level{0};
+std::atomic<uint64_t> all_ops{0};
+std::atomic<uint64_t> inside_ns{0};
+std::atomic<bool> installed{false};
+at::CallbackHandle handle = 0;
+
+thread_local int depth = 0;
+thread_local std::chrono::steady_clock::time_point entered;
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction&) {
+  all_ops.fetch_add(1, std::memory_order_relaxed);
+  if (depth++ == 0) {
+    top_level.fetch_add(1, std::memory_order_relaxed);
+    entered = std::chrono::steady_clock::now();
+  }
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext*) {
+  if (depth > 0 && --depth == 0) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::steady_clock::now() - entered)
+                  .count();
+    inside_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+// Installs the observer on the calling thread (libtorch carries thread-local
+// observers into the autograd engine's worker threads for a backward pass
+// started here) and zeroes the totals. One observer at a time: the Rust side
+// serialises counters. Returns 0 on success, 1 if libtorch refused it.
+int dpaudit_op_count_install() {
+  top_level = 0;
+  all_ops = 0;
+  inside_ns = 0;
+  if (installed.exchange(true)) return 1;
+  try {
+    handle = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&on_enter, &on_exit)
+            .needsInputs(false)
+            .needsOutputs(false)
+            .needsIds(false)
+            .scopes({at::RecordScope::FUNCTION}));
+  } catch (...) {
+    installed = false;
+    return 1;
+  }
+  return 0;
+}
+
+void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns) {
+  *top = top_level.load(std::memory_order_relaxed);
+  *all = all_ops.load(std::memory_order_relaxed);
+  *ns = inside_ns.load(std::memory_order_relaxed);
+}
+
+// Removes the observer; call it on the thread that installed it.
+void dpaudit_op_count_remove() {
+  if (installed.exchange(false)) at::removeCallback(handle);
+}
+
+}  // extern "C"

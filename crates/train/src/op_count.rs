@@ -1,0 +1,221 @@
+//! How many libtorch operators a piece of code dispatches, and how long it
+//! spends inside them.
+//!
+//! An observer on ATen's `RecordFunction` hook (the one the PyTorch profiler
+//! uses; `csrc/op_count.cpp`, since tch does not expose it) counts every
+//! operator call and times the *top-level* ones: those entered while no other
+//! operator runs on the same thread, i.e. the calls our code and the autograd
+//! engine make into the dispatcher. Nested calls (`conv2d` → `convolution` →
+//! …) are in [`OpCounts::all`] only. The observer is thread-local: it sees the
+//! thread that started the counter and the autograd workers of a backward pass
+//! that thread starts (libtorch carries it there), not other threads of the
+//! process.
+//!
+//! Two uses, both in `dpaudit bench --overhead` and `--end-to-end`:
+//! - **Operators per step.** On a GPU every top-level operator is at least
+//!   one kernel launch and a few microseconds of host time whatever the
+//!   tensor sizes, so a count that does not grow with the replicas is what
+//!   "constant host work per step" means for libtorch's part.
+//! - **Host time on the CPU.** On the CPU an operator runs to completion
+//!   before it returns, so the time inside top-level operators is libtorch's
+//!   compute, and a step's wall time minus it is host work: ours (sampler,
+//!   schedule, noise draw, bookkeeping) and the autograd engine's between its
+//!   operators.
+//!
+//! The observer costs about a microsecond per operator while installed, so it
+//! is installed for measurements only ([`OpCounter::start`]) and removed when
+//! the counter is dropped. One counter runs at a time in a process.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Result, TrainError};
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
+extern "C" {
+    fn dpaudit_op_count_install() -> i32;
+    fn dpaudit_op_count_read(top: *mut u64, all: *mut u64, ns: *mut u64);
+    fn dpaudit_op_count_remove();
+}
+
+/// Operator counts and times of a measured stretch of code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct OpCounts {
+    /// Operators entered while no other operator ran on their thread.
+    pub top_level: u64,
+    /// Every operator call, nested ones included.
+    pub all: u64,
+    /// Seconds spent inside top-level operators.
+    pub inside: f64,
+    /// Wall-clock seconds of the stretch.
+    pub wall: f64,
+}
+
+impl OpCounts {
+    /// Wall time not spent inside a libtorch operator (seconds, ≥ 0).
+    pub fn outside(&self) -> f64 {
+        (self.wall - self.inside).max(0.0)
+    }
+
+    /// These counts divided by `n` (per step).
+    pub fn per(&self, n: usize) -> OpCounts {
+        let n = n.max(1);
+        OpCounts {
+            top_level: self.top_level / n as u64,
+            all: self.all / n as u64,
+            inside: self.inside / n as f64,
+            wall: self.wall / n as f64,
+        }
+    }
+}
+
+/// One counter at a time: the totals are process-wide.
+static ACTIVE: Mutex<()> = Mutex::new(());
+
+/// Counts libtorch operators from [`OpCounter::start`] until
+/// [`OpCounter::finish`] on the thread that started it; the observer is
+/// removed when it is dropped (it is not `Send`, so on that same thread).
+#[derive(Debug)]
+pub struct OpCounter {
+    _guard: std::sync::MutexGuard<'static, ()>,
+    started: Instant,
+}
+
+impl OpCounter {
+    /// Installs the observer and zeroes the totals. Waits for any other
+    /// counter to finish. Fails when this build has no observer (libtorch's
+    /// headers were not found at build time) or libtorch refuses it.
+    pub fn start() -> Result<OpCounter> {
+        let guard = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        install()?;
+        Ok(OpCounter {
+            _guard: guard,
+            started: Instant::now(),
+        })
+    }
+
+    /// The totals since [`OpCounter::start`].
+    pub fn finish(self) -> OpCounts {
+        let wall = self.started.elapsed().as_secs_f64();
+        let (top_level, all, ns) = read();
+        OpCounts {
+            top_level,
+            all,
+            inside: ns as f64 * 1e-9,
+            wall,
+        }
+    }
+}
+
+impl Drop for OpCounter {
+    fn drop(&mut self) {
+        remove();
+    }
+}
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
+fn install() -> Result<()> {
+    // SAFETY: installs a RecordFunction callback that touches only atomics and
+    // thread-locals of its own; idempotent.
+    match unsafe { dpaudit_op_count_install() } {
+        0 => Ok(()),
+        _ => Err(unavailable("libtorch refused the RecordFunction callback")),
+    }
+}
+
+#[cfg(not(dpaudit_op_count))]
+fn install() -> Result<()> {
+    Err(unavailable(
+        "this build has no operator counter (libtorch's headers were not found when it was built)",
+    ))
+}
+
+fn unavailable(reason: &str) -> TrainError {
+    TrainError::Unsupported {
+        layer: "operator counting".into(),
+        reason: reason.into(),
+    }
+}
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
+fn read() -> (u64, u64, u64) {
+    let (mut top, mut all, mut ns) = (0u64, 0u64, 0u64);
+    // SAFETY: the three pointers are valid for writes of one u64 each.
+    unsafe { dpaudit_op_count_read(&mut top, &mut all, &mut ns) };
+    (top, all, ns)
+}
+
+#[cfg(not(dpaudit_op_count))]
+fn read() -> (u64, u64, u64) {
+    (0, 0, 0)
+}
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
+fn remove() {
+    // SAFETY: removes the callback installed above, if any.
+    unsafe { dpaudit_op_count_remove() }
+}
+
+#[cfg(not(dpaudit_op_count))]
+fn remove() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::{Device, Kind, Tensor};
+
+    #[test]
+    fn counts_the_operators_a_known_sequence_dispatches() {
+        let a = Tensor::f_ones([4, 4], (Kind::Float, Device::Cpu)).unwrap();
+        let counter = OpCounter::start().unwrap();
+        let b = a.f_add(&a).unwrap();
+        let c = b.f_mul(&a).unwrap();
+        let _d = c.f_matmul(&a).unwrap();
+        let counts = counter.finish();
+        // add, mul, matmul: three top-level calls; matmul dispatches at
+        // least `mm` beneath it.
+        assert_eq!(counts.top_level, 3, "{counts:?}");
+        assert!(counts.all > counts.top_level, "{counts:?}");
+        assert!(
+            counts.inside > 0.0 && counts.inside <= counts.wall,
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn counts_stop_when_the_counter_is_dropped_and_restart_from_zero() {
+        let a = Tensor::f_ones([3], (Kind::Float, Device::Cpu)).unwrap();
+        let counter = OpCounter::start().unwrap();
+        let _b = a.f_add(&a).unwrap();
+        assert_eq!(counter.finish().top_level, 1);
+        let _c = a.f_add(&a).unwrap();
+        let counter = OpCounter::start().unwrap();
+        let _d = a.f_mul(&a).unwrap();
+        let _e = a.f_mul(&a).unwrap();
+        assert_eq!(counter.finish().top_level, 2);
+    }
+
+    #[test]
+    fn counts_the_operators_of_a_backward_pass() {
+        let w = Tensor::f_ones([8], (Kind::Float, Device::Cpu))
+            .unwrap()
+            .f_set_requires_grad(true)
+            .unwrap();
+        let forward = OpCounter::start().unwrap();
+        let loss = w.f_mul(&w).unwrap().f_sum(Kind::Float).unwrap();
+        let forward = forward.finish();
+        let backward = OpCounter::start().unwrap();
+        loss.f_backward().unwrap();
+        let backward = backward.finish();
+        assert_eq!(forward.top_level, 2, "{forward:?}");
+        // The gradient of sum(w·w) is 2w: at least the expand of the sum's
+        // gradient and the products of mul's backward run as operators.
+        assert!(backward.top_level >= 2, "{backward:?}");
+    }
+}
