@@ -157,8 +157,9 @@ impl Mode {
                  the run cannot be replayed and its noise cannot be regenerated from its files"
             }
             Self::Replayable => {
-                "replayable: every random draw, DP noise included, follows from the seed in the config; \
-                 NOT private against anyone who has the config (for audits)"
+                "replayable: every random draw, DP noise included, follows from the seed in the config \
+                 (the noise from ChaCha20 on a CPU, from Philox on a GPU: a replay reproduces a run on \
+                 the same kind of device); NOT private against anyone who has the config (for audits)"
             }
         }
     }

@@ -30,7 +30,7 @@ use tch::{Kind, TchError, Tensor};
 use crate::error::{torch, Result, TrainError};
 use crate::layers::{LayerId, Recorded, Tape};
 use crate::models::Model;
-use crate::noise::NoiseStreams;
+use crate::noise::{NoiseGenerator, NoiseStreams};
 use crate::scalar::WithNumber;
 
 /// What a slot contributes instead of its computed per-sample gradient
@@ -941,6 +941,17 @@ impl DpSgd {
             fault: None,
             noise,
         })
+    }
+
+    /// Draw the noise with `generator` whatever the device (secure mode
+    /// refuses the device generator; see [`NoiseStreams::with_generator`]).
+    pub fn set_noise_generator(&mut self, generator: NoiseGenerator) -> Result<()> {
+        self.noise.set_generator(generator)
+    }
+
+    /// The generator of this engine's noise on `device`.
+    pub fn noise_generator(&self, device: tch::Device) -> NoiseGenerator {
+        self.noise.generator(device)
     }
 
     /// Secure or replayable noise.

@@ -12,11 +12,24 @@
 //! libtorch's generator (which is never used). Noise is generated on the host
 //! and uploaded; on the CPU that is a copy into the tensor.
 //!
+//! On a GPU, host generation would cost host time proportional to replicas ×
+//! parameters every step, so replayable runs there draw on the device instead
+//! ([`NoiseGenerator::DevicePhilox`]): row `r` is Philox4x32-10
+//! ([`crate::philox::RowKeys`]) keyed by the first 64 bits of `noise.child(r)`,
+//! with the step and the tag "nois" in the counter, turned into normals by
+//! Box–Muller in `f64` and rounded once to `f32` after scaling. The noise still
+//! depends on `(key, r, t)` alone, but differs from the host stream, so a
+//! replayable run replays exactly on the same kind of device. Box–Muller on
+//! 52-bit uniforms reaches |z| ≈ 8.6 at most, a truncation at probability
+//! below 10⁻¹⁷ per coordinate, far below anything an audit resolves. Secure
+//! runs never use it (see [`NoiseStreams::with_generator`]).
+//!
 //! # The two modes
 //!
 //! * **Replayable** (audits): the noise key derives from the config's seed, and
 //!   each coordinate is one standard normal (`rand_distr`'s ziggurat sampler,
-//!   in `f64`), scaled by `σ·C` in `f64` and rounded once to `f32`.
+//!   in `f64`, or Box–Muller on a GPU), scaled by `σ·C` in `f64` and rounded
+//!   once to `f32`.
 //! * **Secure** (models that may be released): the key derives from 256 bits
 //!   of OS entropy that are never written, so nothing in the run's files
 //!   determines the noise (ChaCha20 is a cryptographically secure generator:
@@ -68,6 +81,8 @@ use rand_distr::StandardNormal;
 use tch::{Device, Tensor};
 
 use crate::error::{Result, TrainError};
+use crate::philox::RowKeys;
+use crate::scalar::WithNumber;
 
 /// Independent standard normals summed per coordinate in secure mode.
 pub const SECURE_DRAWS: usize = 4;
@@ -76,6 +91,42 @@ pub const SECURE_DRAWS: usize = 4;
 /// thread: spawning costs more than it saves.
 const PARALLEL_THRESHOLD: usize = 1 << 18;
 
+/// The tag word of the DP noise in a replica's Philox stream (ASCII "nois");
+/// the other two tag words are the step.
+const NOISE_TAG: u32 = 0x6e6f_6973;
+
+/// Which generator draws a step's noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseGenerator {
+    /// ChaCha20 on the host, uploaded: always in secure mode, and for
+    /// replayable runs on the CPU, where it is the cheaper of the two.
+    HostChaCha20,
+    /// Philox4x32-10 ([`crate::philox::RowKeys`]) on the device, every
+    /// replica in one draw: replayable runs on a GPU. A fixed number of
+    /// libtorch operations per step whatever the number of replicas, and no
+    /// `M·P` host work or upload. Never used in secure mode.
+    DevicePhilox,
+}
+
+impl NoiseGenerator {
+    /// The default for a run of `mode` training on `device`.
+    pub fn default_for(mode: Mode, device: Device) -> Self {
+        match (mode, device) {
+            (Mode::Replayable, Device::Cuda(_)) => NoiseGenerator::DevicePhilox,
+            _ => NoiseGenerator::HostChaCha20,
+        }
+    }
+
+    /// Name in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseGenerator::HostChaCha20 => "host-chacha20",
+            NoiseGenerator::DevicePhilox => "device-philox",
+        }
+    }
+}
+
 /// The noise generators of a replica stack: one per run, advancing one step at
 /// a time.
 #[derive(Debug)]
@@ -83,6 +134,10 @@ pub struct NoiseStreams {
     keys: Vec<SeedKey>,
     mode: Mode,
     step: u64,
+    /// `None`: [`NoiseGenerator::default_for`] the device of each draw.
+    generator: Option<NoiseGenerator>,
+    /// The replicas' Philox keys on the device of the last device draw.
+    row_keys: Option<RowKeys>,
 }
 
 impl NoiseStreams {
@@ -94,7 +149,37 @@ impl NoiseStreams {
             keys: runs.iter().map(|&r| root.child(r)).collect(),
             mode: randomness.mode(),
             step: 0,
+            generator: None,
+            row_keys: None,
         }
+    }
+
+    /// Draw with `generator` whatever the device (benchmarks and tests run the
+    /// device generator on the CPU). Secure mode refuses the device generator.
+    pub fn with_generator(mut self, generator: NoiseGenerator) -> Result<Self> {
+        self.set_generator(generator)?;
+        Ok(self)
+    }
+
+    /// As [`NoiseStreams::with_generator`], in place.
+    pub fn set_generator(&mut self, generator: NoiseGenerator) -> Result<()> {
+        if self.mode == Mode::Secure && generator == NoiseGenerator::DevicePhilox {
+            return Err(TrainError::InvalidConfig {
+                field: "noise generator".into(),
+                value: generator.name().into(),
+                expected: "host-chacha20 in secure mode: Philox keyed by 64 bits is not a \
+                           cryptographic generator"
+                    .into(),
+            });
+        }
+        self.generator = Some(generator);
+        Ok(())
+    }
+
+    /// The generator a draw on `device` uses.
+    pub fn generator(&self, device: Device) -> NoiseGenerator {
+        self.generator
+            .unwrap_or_else(|| NoiseGenerator::default_for(self.mode, device))
     }
 
     /// Runs `0..replicas` of a replayable run with this seed (tests, benches).
@@ -146,24 +231,50 @@ impl NoiseStreams {
             sizes.push(shape[1..].iter().product::<i64>() as usize);
         }
         let per_replica: usize = sizes.iter().sum();
-        let flat = self.draw(std, per_replica);
+        let all = match self.generator(device) {
+            NoiseGenerator::HostChaCha20 => {
+                let flat = self.draw(std, per_replica);
+                Tensor::f_from_slice(&flat)
+                    .and_then(|t| t.f_reshape([m, per_replica as i64]))
+                    .and_then(|t| t.f_to_device(device))
+                    .map_err(TrainError::torch("uploading DP noise"))?
+            }
+            NoiseGenerator::DevicePhilox => self
+                .draw_on_device(std, per_replica as i64, device)
+                .map_err(TrainError::torch("drawing DP noise on the device"))?,
+        };
         self.step += 1;
-        // flat is [M, P]; split it into the parameters.
-        let all = Tensor::f_from_slice(&flat)
-            .and_then(|t| t.f_reshape([m, per_replica as i64]))
-            .map_err(TrainError::torch("uploading DP noise"))?;
+        // all is [M, P]; split it into the parameters.
         let mut out = Vec::with_capacity(params.len());
         let mut offset = 0i64;
         for (p, &n) in params.iter().zip(&sizes) {
             let part = all
                 .f_narrow(1, offset, n as i64)
                 .and_then(|t| t.f_reshape(p.size()))
-                .and_then(|t| t.f_to_device(device))
-                .map_err(TrainError::torch("uploading DP noise"))?;
+                .map_err(TrainError::torch("splitting DP noise"))?;
             out.push(part);
             offset += n as i64;
         }
         Ok(out)
+    }
+
+    /// `[M, P]` float32 on `device`: row `i` is `f32(std · z)` with `z` the
+    /// Box–Muller normals of replica `i`'s Philox stream (the first 64 bits
+    /// of its noise key) tagged with this step.
+    fn draw_on_device(
+        &mut self,
+        std: f64,
+        per_replica: i64,
+        device: Device,
+    ) -> tch::Result<Tensor> {
+        let keys = match self.row_keys.take() {
+            Some(k) if k.device() == device => k,
+            _ => RowKeys::new(&self.keys, device)?,
+        };
+        let tag = [self.step as u32, (self.step >> 32) as u32, NOISE_TAG];
+        let z = keys.normal(per_replica, tag);
+        self.row_keys = Some(keys);
+        z?.mul_f64(std)?.f_to_kind(tch::Kind::Float)
     }
 
     /// `[M, P]` row-major: row `i` is run `runs[i]`'s noise for this step.
@@ -176,9 +287,10 @@ impl NoiseStreams {
             Mode::Secure => SECURE_DRAWS,
             Mode::Replayable => 1,
         };
+        let step = self.step;
         let fill = |keys: &[SeedKey], rows: &mut [f32]| {
             for (key, row) in keys.iter().zip(rows.chunks_mut(per_replica)) {
-                fill_gaussian(*key, self.step, std, draws, row);
+                fill_gaussian(*key, step, std, draws, row);
             }
         };
         let threads = thread::available_parallelism().map_or(1, |n| n.get());

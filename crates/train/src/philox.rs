@@ -23,8 +23,9 @@
 //! Cost: about 120 elementwise operations per block of four words, i.e. per
 //! two float64 normals; draws are generated in slices of [`SLICE`] blocks so
 //! that the temporaries stay in cache on a CPU. This generator serves the
-//! tensor BGM simulator; DP noise on the CPU is drawn on the host
-//! ([`crate::noise`]), which is several times faster there.
+//! tensor BGM simulator and, through [`RowKeys`] (one key per row, every row
+//! in one pass), the replayable DP noise on a GPU; DP noise on the CPU is drawn
+//! on the host ([`crate::noise`]), which is several times faster there.
 
 use dpaudit_data::seed::SeedKey;
 use tch::{Device, Kind, TchError, Tensor};
@@ -53,10 +54,23 @@ pub struct Philox {
 
 /// One round function applied ten times to the four counter words.
 fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
-    let [mut c0, mut c1, mut c2, mut c3] = c;
+    let mut keys = Vec::with_capacity(10);
     let (mut k0, mut k1) = (key[0], key[1]);
-    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
     for _ in 0..10 {
+        keys.push([int(i64::from(k0))?, int(i64::from(k1))?]);
+        k0 = k0.wrapping_add(W0);
+        k1 = k1.wrapping_add(W1);
+    }
+    keyed_rounds(c, &keys)
+}
+
+/// The ten rounds with the round keys given as tensors that broadcast against
+/// the counter words: 0-dim for one key ([`rounds`]), `[M, 1]` for one key per
+/// row ([`row_keys`]).
+fn keyed_rounds(c: [Tensor; 4], keys: &[[Tensor; 2]]) -> Result<[Tensor; 4], TchError> {
+    let [mut c0, mut c1, mut c2, mut c3] = c;
+    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
+    for [k0, k1] in keys {
         let p0 = c0.f_mul(&m0)?;
         let p1 = c2.f_mul(&m1)?;
         let hi0 = p0
@@ -67,20 +81,35 @@ fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
             .f_bitwise_right_shift(&shift)?
             .f_bitwise_and_tensor(&mask)?;
         let lo1 = p1.f_bitwise_and_tensor(&mask)?;
-        let n0 = hi1
-            .f_bitwise_xor_tensor(&c1)?
-            .f_bitwise_xor_tensor(&int(i64::from(k0))?)?;
-        let n2 = hi0
-            .f_bitwise_xor_tensor(&c3)?
-            .f_bitwise_xor_tensor(&int(i64::from(k1))?)?;
+        let n0 = hi1.f_bitwise_xor_tensor(&c1)?.f_bitwise_xor_tensor(k0)?;
+        let n2 = hi0.f_bitwise_xor_tensor(&c3)?.f_bitwise_xor_tensor(k1)?;
         c0 = n0;
         c1 = lo1;
         c2 = n2;
         c3 = lo0;
-        k0 = k0.wrapping_add(W0);
-        k1 = k1.wrapping_add(W1);
     }
     Ok([c0, c1, c2, c3])
+}
+
+/// The ten round keys of one key per row: `keys` is `[M, 2]` int64 (words in
+/// `[0, 2³²)`), each result `[M, 1]`.
+fn row_keys(keys: &Tensor) -> Result<Vec<[Tensor; 2]>, TchError> {
+    let mask = int(MASK)?;
+    let mut k0 = keys.f_narrow(1, 0, 1)?;
+    let mut k1 = keys.f_narrow(1, 1, 1)?;
+    let mut out = Vec::with_capacity(10);
+    for _ in 0..10 {
+        let next0 = k0
+            .f_add(&int(i64::from(W0))?)?
+            .f_bitwise_and_tensor(&mask)?;
+        let next1 = k1
+            .f_add(&int(i64::from(W1))?)?
+            .f_bitwise_and_tensor(&mask)?;
+        out.push([k0, k1]);
+        k0 = next0;
+        k1 = next1;
+    }
+    Ok(out)
 }
 
 /// Two words `(a, b)` as a float64 in `(0, 1)`: the top 52 of their 64 bits
@@ -217,6 +246,101 @@ impl Philox {
             .f_to_kind(Kind::Double)
     }
 }
+
+/// One Philox key per row of a `[M, n]` draw: row `r` is the stream of the
+/// key `keys[r]`, and the same row with the same tag gives the same values
+/// whatever the other rows are. The replayable DP noise on a GPU
+/// ([`crate::noise`]) draws all replicas' noise at once this way, with a
+/// number of operations that does not depend on `M`.
+#[derive(Debug)]
+pub struct RowKeys {
+    /// `[M, 2]` int64 on the device: the two key words of each row.
+    keys: Tensor,
+    /// The ten round keys, `[M, 1]` each, computed once.
+    round_keys: Vec<[Tensor; 2]>,
+}
+
+impl RowKeys {
+    /// The first 64 bits of each node (as [`Philox::new`]), uploaded to `device`.
+    pub fn new(keys: &[SeedKey], device: Device) -> Result<Self, TchError> {
+        let words: Vec<i64> = keys
+            .iter()
+            .flat_map(|k| {
+                let p = Philox::new(*k, device);
+                [i64::from(p.key[0]), i64::from(p.key[1])]
+            })
+            .collect();
+        let m = keys.len() as i64;
+        let keys = Tensor::f_from_slice(&words)?
+            .f_reshape([m, 2])?
+            .f_to_device(device)?;
+        let round_keys = row_keys(&keys)?;
+        Ok(Self { keys, round_keys })
+    }
+
+    /// The device the keys (and draws) are on.
+    pub fn device(&self) -> Device {
+        self.keys.device()
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> i64 {
+        self.keys.size().first().copied().unwrap_or(0)
+    }
+
+    /// Blocks `start .. start + n` of every row's draw tagged `tag`: four
+    /// int64 tensors `[M, n]`; row `r` equals `Philox(keys[r]).blocks(start,
+    /// n, tag)`.
+    pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
+        let opts = (Kind::Int64, self.keys.device());
+        let m = self.rows();
+        let c0 = Tensor::f_ones([1, n], opts)?
+            .f_cumsum(1, Kind::Int64)?
+            .f_add(&int(start - 1)?)?
+            .f_expand([m, n], false)?;
+        let word = |w: u32| full(&[m, n], &int(i64::from(w))?, opts);
+        keyed_rounds(
+            [c0, word(tag[0])?, word(tag[1])?, word(tag[2])?],
+            &self.round_keys,
+        )
+    }
+
+    /// `[M, n]` float64 standard normals, row `r` from key `r`, by the same
+    /// Box–Muller transform as [`Philox::normal`] (block `i` gives values
+    /// `2i` and `2i + 1` of a row), in slices of at most [`ROW_SLICE`] blocks
+    /// over all rows.
+    pub fn normal(&self, n: i64, tag: [u32; 3]) -> Result<Tensor, TchError> {
+        let m = self.rows();
+        let blocks = (n + 1) / 2;
+        if n < 0 || blocks > MAX_BLOCKS {
+            return Err(TchError::Kind(format!(
+                "a Philox draw of {n} values per row: at most {} per tag",
+                MAX_BLOCKS * 2
+            )));
+        }
+        let out = Tensor::f_empty([m, 2 * blocks], (Kind::Double, self.keys.device()))?;
+        let per_slice = (ROW_SLICE / m.max(1)).max(1);
+        let mut start = 0;
+        while start < blocks {
+            let len = per_slice.min(blocks - start);
+            let [w0, w1, w2, w3] = self.blocks(start, len, tag)?;
+            let (u1, u2) = (unit(&w0, &w1)?, unit(&w2, &w3)?);
+            let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
+            let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
+            let (a, b) = (r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?);
+            let both = Tensor::f_stack(&[a, b], 2)?.f_reshape([m, 2 * len])?;
+            out.f_narrow(1, 2 * start, 2 * len)?.f_copy_(&both)?;
+            start += len;
+        }
+        out.f_narrow(1, 0, n)
+    }
+}
+
+/// Largest number of blocks (all rows together) one slice of
+/// [`RowKeys::normal`] generates: 2²² blocks keep each int64 temporary at
+/// 32 MiB, and a draw of up to that many blocks runs a fixed number of
+/// operations.
+pub const ROW_SLICE: i64 = 1 << 22;
 
 /// `F(0), F(1), …` of Binomial(`n`, `p`) in float64, stopping once
 /// the mass beyond `k` is below 2⁻⁶⁰ (or at `k = n`); the last entry is set

@@ -7,6 +7,7 @@
 
 use dpaudit_train::engine::per_sample_cross_entropy;
 use dpaudit_train::models::{LeNet5, Mlp};
+use dpaudit_train::noise::NoiseGenerator;
 use dpaudit_train::testing::random_batch;
 use dpaudit_train::{
     forward_backward, Batch, DpSgd, DpSgdConfig, Init, Model, NoiseStreams, Normaliser, Override,
@@ -79,8 +80,19 @@ fn zero_gradient_override_has_coefficient_one_and_contributes_nothing() {
 /// sample std of n normal draws has relative standard error ≈ 1/√(2n) ≈ 0.0029,
 /// so the tolerance is 1.5% (≈ 5 standard errors). Replicas must get independent
 /// noise: the correlation of n independent pairs is ≈ N(0, 1/n), tolerance 5/√n.
+/// Both generators: ChaCha20 on the host, and Philox on the device (the default
+/// of replayable runs on a GPU, run here on the CPU).
 #[test]
 fn noise_std_on_a_zero_gradient_run_is_sigma_c_over_normaliser() {
+    noise_std_is_sigma_c_over_normaliser(NoiseGenerator::HostChaCha20);
+}
+
+#[test]
+fn device_noise_std_on_a_zero_gradient_run_is_sigma_c_over_normaliser() {
+    noise_std_is_sigma_c_over_normaliser(NoiseGenerator::DevicePhilox);
+}
+
+fn noise_std_is_sigma_c_over_normaliser(generator: NoiseGenerator) {
     let model = LeNet5::new(&mut Init::new(3, 2, Device::Cpu), 2).unwrap();
     let before: Vec<Tensor> = model
         .named_parameters()
@@ -107,7 +119,9 @@ fn noise_std_on_a_zero_gradient_run_is_sigma_c_over_normaliser() {
             momentum: 0.0,
             weight_decay: 0.0,
         },
-        NoiseStreams::replayable(22, 2),
+        NoiseStreams::replayable(22, 2)
+            .with_generator(generator)
+            .unwrap(),
     )
     .unwrap();
     let report = dp.step(&model, &batch).unwrap();
