@@ -89,8 +89,11 @@ section "4. training loop: end to end against the engine, and the overhead per s
 loop_flag=()
 [ -n "$loop_rows" ] && loop_flag=(--rows "$loop_rows")
 "$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" 2>&1 | tee -a "$out"
-"$bin" bench --overhead --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" \
-    --max-replicas "$max_replicas" 2>&1 | tee -a "$out"
+# The replayable default (on a GPU: Philox on the device), then the host generator that secure runs use.
+for noise in auto host; do
+    "$bin" bench --overhead --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" \
+        --max-replicas "$max_replicas" --noise "$noise" 2>&1 | tee -a "$out"
+done
 
 section "5. reduced seed-001 ConvNet audit: $runs runs, $steps steps"
 work=$(mktemp -d)

@@ -15,7 +15,7 @@ use dpaudit_train::error::{invalid, Result, TrainError};
 use dpaudit_train::gather::{DeviceData, Extra, RowOverride};
 use dpaudit_train::init::Init;
 use dpaudit_train::models::Model;
-use dpaudit_train::noise::NoiseStreams;
+use dpaudit_train::noise::{NoiseGenerator, NoiseStreams};
 use dpaudit_train::trainer::{
     build_model, dp_config, evaluate, gather, normaliser_of, prepare_data, resolve_device, Observer,
 };
@@ -220,7 +220,8 @@ impl Prepared {
         // schedule[replica][step] = canaries inserted at that step; `special`
         // marks the steps of canary 0's slot whether or not it is included
         // (in runs without it, that is where the zero-out record sits).
-        let mut schedule: Vec<Vec<Vec<usize>>> = vec![vec![Vec::new(); steps as usize]; replicas];
+        let gradient = self.canaries.config.kind.is_gradient();
+        let mut schedule: Vec<Vec<Vec<Extra>>> = vec![vec![Vec::new(); steps as usize]; replicas];
         let mut special: Vec<Vec<bool>> = vec![vec![false; steps as usize]; replicas];
         for (r, row) in bits.iter().enumerate() {
             for (j, &included) in row.iter().enumerate() {
@@ -234,7 +235,10 @@ impl Prepared {
                 );
                 for s in at {
                     if included {
-                        schedule[r][s as usize].push(j);
+                        schedule[r][s as usize].push(match gradient {
+                            true => Extra::Gradient(j),
+                            false => Extra::Record(j),
+                        });
                     }
                     if j == 0 {
                         special[r][s as usize] = true;
@@ -309,7 +313,8 @@ pub struct ChunkRun<'a> {
     prepared: &'a Prepared,
     first_run: u64,
     bits: Vec<Vec<bool>>,
-    schedule: Vec<Vec<Vec<usize>>>,
+    /// `schedule[replica][step]`: the canary slots of that step.
+    schedule: Vec<Vec<Vec<Extra>>>,
     special: Vec<Vec<bool>>,
     gradients: Option<Tensor>,
     model: Box<dyn Model>,
@@ -338,6 +343,12 @@ impl ChunkRun<'_> {
         self.model.as_ref()
     }
 
+    /// Draw the DP noise with `generator` (benchmarks; runs use the default
+    /// of their mode and device, [`NoiseGenerator::default_for`]).
+    pub fn set_noise_generator(&mut self, generator: NoiseGenerator) -> Result<()> {
+        self.dp.set_noise_generator(generator)
+    }
+
     /// The batch of the next step for all replicas, on the device. It
     /// advances the samplers without training: [`ChunkRun::step`] calls it;
     /// benchmarks call it to time the engine on a real batch.
@@ -348,20 +359,7 @@ impl ChunkRun<'_> {
             .iter_mut()
             .map(|st| st.next().map(|x| x.batch).unwrap_or_default())
             .collect();
-        let gradient = self.prepared.canaries.config.kind.is_gradient();
-        let extras: Vec<Vec<Extra>> = self
-            .schedule
-            .iter()
-            .map(|sched| {
-                sched[s]
-                    .iter()
-                    .map(|&j| match gradient {
-                        true => Extra::Gradient(j),
-                        false => Extra::Record(j),
-                    })
-                    .collect()
-            })
-            .collect();
+        let extras: Vec<&[Extra]> = self.schedule.iter().map(|sched| &sched[s][..]).collect();
         let mut more = Vec::new();
         if self.prepared.config.canary.partially_informed {
             // Annamalai et al. 2024 (§5.1), Partially-Informed: the last

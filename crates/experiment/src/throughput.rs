@@ -11,7 +11,8 @@ use tch::Device;
 
 use dpaudit_train::engine::DpSgd;
 use dpaudit_train::error::{Result, TrainError};
-use dpaudit_train::noise::NoiseStreams;
+use dpaudit_train::noise::{NoiseGenerator, NoiseStreams};
+use dpaudit_train::op_count::{OpCounter, OpCounts};
 use dpaudit_train::trainer::dp_config;
 
 use crate::chunk::Prepared;
@@ -152,11 +153,19 @@ pub struct LoopRow {
     pub engine: f64,
     /// `engine / end_to_end` (throughput of the loop relative to the engine).
     pub ratio: f64,
-    /// Seconds to draw one step's DP noise for all replicas on the host
-    /// (part of both timings): the best of `iters` draws.
+    /// Seconds to draw one step's DP noise for all replicas (part of both
+    /// timings): the best of `iters` draws.
     pub noise: f64,
+    /// The generator of that noise.
+    pub noise_generator: NoiseGenerator,
     /// Parameters per replica.
     pub parameters: usize,
+    /// libtorch operators and time inside them per loop step, counted over
+    /// `iters` further steps ([`dpaudit_train::op_count`]); `None` when this
+    /// build cannot count them.
+    pub loop_ops: Option<OpCounts>,
+    /// The same per engine-only step.
+    pub engine_ops: Option<OpCounts>,
 }
 
 fn sync(device: Device) {
@@ -167,28 +176,38 @@ fn sync(device: Device) {
 
 /// Time `iters` steps of the real loop against `iters` engine steps on a
 /// pre-built batch, `rounds` times interleaved after `warmup` loop steps, and
-/// the host noise draw alone.
+/// the noise draw alone. `noise` forces a noise generator on both (default:
+/// the replayable default of `device`).
 pub fn measure(
     spec: LoopSpec,
     device: Device,
     iters: usize,
     rounds: usize,
     warmup: usize,
+    noise: Option<NoiseGenerator>,
 ) -> Result<LoopRow> {
     let iters = iters.max(1);
     let rounds = rounds.max(1);
-    let steps = (warmup + rounds * iters + 1) as u64;
+    let steps = (warmup + (rounds + 1) * iters + 1) as u64;
     let config = experiment(spec, steps, device)?;
     let prepared = Prepared::new(&config, None)?;
     let mut run = prepared.start_chunk(0)?;
+    let streams = |seed| {
+        let s = NoiseStreams::replayable(seed, spec.replicas);
+        match noise {
+            Some(g) => s.with_generator(g),
+            None => Ok(s),
+        }
+    };
+    if let Some(g) = noise {
+        run.set_noise_generator(g)?;
+    }
     for _ in 0..warmup {
         run.step()?;
     }
     let batch = run.next_batch()?;
-    let mut engine = DpSgd::new(
-        dp_config(&config.train, &prepared.sampler),
-        NoiseStreams::replayable(2, spec.replicas),
-    )?;
+    let mut engine = DpSgd::new(dp_config(&config.train, &prepared.sampler), streams(2)?)?;
+    let generator = engine.noise_generator(device);
     let (mut best_loop, mut best_engine) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..rounds {
         sync(device);
@@ -205,13 +224,31 @@ pub fn measure(
         sync(device);
         best_engine = best_engine.min(start.elapsed().as_secs_f64() / iters as f64);
     }
+    // Counted apart from the timed rounds: the observer adds about a
+    // microsecond per operator.
+    let (loop_ops, engine_ops) = match OpCounter::start() {
+        Ok(counter) => {
+            for _ in 0..iters {
+                run.step()?;
+            }
+            sync(device);
+            let loop_ops = counter.finish().per(iters);
+            let counter = OpCounter::start()?;
+            for _ in 0..iters {
+                engine.step(run.model(), &batch)?;
+            }
+            sync(device);
+            (Some(loop_ops), Some(counter.finish().per(iters)))
+        }
+        Err(_) => (None, None),
+    };
     let params: Vec<_> = run
         .model()
         .named_parameters()
         .into_iter()
         .map(|(_, t)| t)
         .collect();
-    let mut noise = NoiseStreams::replayable(3, spec.replicas);
+    let mut noise = streams(3)?;
     let mut best_noise = f64::INFINITY;
     for _ in 0..iters {
         let start = Instant::now();
@@ -235,6 +272,9 @@ pub fn measure(
         engine: best_engine,
         ratio: best_engine / best_loop,
         noise: best_noise,
+        noise_generator: generator,
         parameters: prepared.num_parameters,
+        loop_ops,
+        engine_ops,
     })
 }

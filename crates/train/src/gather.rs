@@ -193,20 +193,21 @@ impl DeviceData {
     pub fn batch(
         &self,
         batches: &[Vec<usize>],
-        extras: &[Vec<Extra>],
+        extras: &[&[Extra]],
         gradients: Option<&Tensor>,
         more: &[RowOverride],
     ) -> Result<Batch> {
         let m = batches.len();
-        let none = Vec::new();
         let lengths: Vec<usize> = (0..m)
-            .map(|r| batches[r].len() + extras.get(r).map_or(0, Vec::len))
+            .map(|r| batches[r].len() + extras.get(r).map_or(0, |e| e.len()))
             .collect();
         let b = lengths.iter().copied().max().unwrap_or(0);
         let pad = self.zero_row();
         let mut host = vec![pad; b * m + m];
-        // Overrides of each replica in listing order, then rank-major.
-        let mut listed: Vec<Vec<(usize, usize)>> = vec![Vec::new(); m];
+        // Overrides as (rank within their replica, replica, slot, row): each
+        // replica's in listing order, then sorted rank-major.
+        let mut listed: Vec<(usize, usize, usize, usize)> = Vec::new();
+        let mut ranks = vec![0usize; m];
         for (r, batch) in batches.iter().enumerate() {
             for (i, &idx) in batch.iter().enumerate() {
                 if idx >= self.records {
@@ -218,7 +219,13 @@ impl DeviceData {
                 }
                 host[i * m + r] = idx as i64;
             }
-            for (i, e) in extras.get(r).unwrap_or(&none).iter().enumerate() {
+            for (i, e) in extras
+                .get(r)
+                .copied()
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
                 let slot = batch.len() + i;
                 match *e {
                     Extra::Record(j) if j < self.extras => {
@@ -231,7 +238,10 @@ impl DeviceData {
                             format!("below the {} uploaded extra records", self.extras),
                         ))
                     }
-                    Extra::Gradient(j) => listed[r].push((slot, j)),
+                    Extra::Gradient(j) => {
+                        listed.push((ranks[r], r, slot, j));
+                        ranks[r] += 1;
+                    }
                 }
             }
             host[b * m + r] = lengths[r] as i64;
@@ -244,17 +254,15 @@ impl DeviceData {
                     format!("below {m}"),
                 ));
             }
-            listed[o.replica].push((o.slot, o.row));
+            listed.push((ranks[o.replica], o.replica, o.slot, o.row));
+            ranks[o.replica] += 1;
         }
-        let mut order: Vec<(usize, usize, usize)> = Vec::new();
-        let depth = listed.iter().map(Vec::len).max().unwrap_or(0);
-        for rank in 0..depth {
-            for (r, l) in listed.iter().enumerate() {
-                if let Some(&(slot, row)) = l.get(rank) {
-                    order.push((slot, r, row));
-                }
-            }
-        }
+        // (rank, replica) pairs are distinct: an unstable sort is deterministic.
+        listed.sort_unstable_by_key(|&(rank, r, _, _)| (rank, r));
+        let order: Vec<(usize, usize, usize)> = listed
+            .into_iter()
+            .map(|(_, r, slot, row)| (slot, r, row))
+            .collect();
         let k = order.len();
         if k > 0 && gradients.is_none() {
             return Err(crate::error::invalid(

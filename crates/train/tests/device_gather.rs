@@ -83,7 +83,12 @@ fn device_batches_equal_the_host_layout_and_train_bit_identically() {
         row: 3,
     }];
     let dev = device
-        .batch(&batches, &extras, Some(&table), &more)
+        .batch(
+            &batches,
+            &extras.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            Some(&table),
+            &more,
+        )
         .unwrap();
 
     assert!(same(&dev.inputs, &host.inputs), "inputs differ");
@@ -136,11 +141,11 @@ fn out_of_range_indices_and_rows_without_a_table_are_refused() {
     let err = device.batch(&[vec![4]], &[], None, &[]).unwrap_err();
     assert!(err.to_string().contains("below 4"), "{err}");
     let err = device
-        .batch(&[vec![0]], &[vec![Extra::Record(0)]], None, &[])
+        .batch(&[vec![0]], &[&[Extra::Record(0)]], None, &[])
         .unwrap_err();
     assert!(err.to_string().contains("extra records"), "{err}");
     let err = device
-        .batch(&[vec![0]], &[vec![Extra::Gradient(0)]], None, &[])
+        .batch(&[vec![0]], &[&[Extra::Gradient(0)]], None, &[])
         .unwrap_err();
     assert!(err.to_string().contains("table of gradients"), "{err}");
 }

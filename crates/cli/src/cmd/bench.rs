@@ -8,6 +8,7 @@ use dpaudit_experiment::throughput::{
     measure, LoopModel, LoopRow, LoopSpec, END_TO_END_ROWS, OVERHEAD_REPLICAS,
 };
 use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};
+use dpaudit_train::noise::NoiseGenerator;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -54,6 +55,11 @@ pub struct Args {
     /// Largest replica count of `--overhead` (smaller for quick runs).
     #[arg(long, default_value_t = 4096)]
     pub max_replicas: usize,
+    /// The DP noise generator of `--end-to-end` and `--overhead`: `auto` (a
+    /// replayable run's default: ChaCha20 on the host on the CPU, Philox on
+    /// the device on a GPU), `host` or `device`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
+    pub noise: String,
 }
 
 fn name(m: BenchModel) -> &'static str {
@@ -152,7 +158,7 @@ fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
     } else {
         let samples = (row.spec.batch * row.spec.replicas) as f64;
         println!(
-            "{:<8} {:>6} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.3} {:>10.3}",
+            "{:<8} {:>6} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.3} {:>10.3} {}",
             row.spec.model.name(),
             row.spec.batch,
             row.spec.replicas,
@@ -162,9 +168,26 @@ fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
             samples / row.engine,
             row.ratio,
             row.noise * 1e3,
+            op_columns(row),
         );
     }
     Ok(())
+}
+
+/// Operators per step (top-level / all) of the loop and the engine, and their
+/// milliseconds per step outside libtorch operators (host work, on the CPU);
+/// dashes when this build cannot count operators.
+fn op_columns(row: &LoopRow) -> String {
+    match (&row.loop_ops, &row.engine_ops) {
+        (Some(l), Some(e)) => format!(
+            "{:>12} {:>12} {:>10.3} {:>10.3}",
+            format!("{}/{}", l.top_level, l.all),
+            format!("{}/{}", e.top_level, e.all),
+            l.outside() * 1e3,
+            e.outside() * 1e3
+        ),
+        _ => format!("{:>12} {:>12} {:>10} {:>10}", "-", "-", "-", "-"),
+    }
 }
 
 fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
@@ -192,15 +215,16 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them",
             device,
             tch::get_num_threads(),
             args.rounds,
             args.iters,
-            args.warmup
+            args.warmup,
+            args.noise
         );
         println!(
-            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10}",
+            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10}",
             "model",
             "batch",
             "replicas",
@@ -209,19 +233,29 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
             "loop/s",
             "engine/s",
             "ratio",
-            "noise ms"
+            "noise ms",
+            "loop ops",
+            "engine ops",
+            "host ms",
+            "eng host"
         );
     }
     for spec in specs {
-        let row =
-            measure(spec, device, args.iters, args.rounds, args.warmup).with_context(|| {
+        let noise = match args.noise.as_str() {
+            "host" => Some(NoiseGenerator::HostChaCha20),
+            "device" => Some(NoiseGenerator::DevicePhilox),
+            _ => None,
+        };
+        let row = measure(spec, device, args.iters, args.rounds, args.warmup, noise).with_context(
+            || {
                 format!(
                     "loop benchmark {} B={} M={}",
                     spec.model.name(),
                     spec.batch,
                     spec.replicas
                 )
-            })?;
+            },
+        )?;
         print_loop_row(&row, args.json)?;
     }
     Ok(())
