@@ -82,7 +82,6 @@ use tch::{Device, Tensor};
 
 use crate::error::{Result, TrainError};
 use crate::philox::RowKeys;
-use crate::scalar::WithNumber;
 
 /// Independent standard normals summed per coordinate in secure mode.
 pub const SECURE_DRAWS: usize = 4;
@@ -272,9 +271,9 @@ impl NoiseStreams {
             _ => RowKeys::new(&self.keys, device)?,
         };
         let tag = [self.step as u32, (self.step >> 32) as u32, NOISE_TAG];
-        let z = keys.normal(per_replica, tag);
+        let z = keys.scaled_normal(per_replica, tag, std, tch::Kind::Float);
         self.row_keys = Some(keys);
-        z?.mul_f64(std)?.f_to_kind(tch::Kind::Float)
+        z
     }
 
     /// `[M, P]` row-major: row `i` is run `runs[i]`'s noise for this step.

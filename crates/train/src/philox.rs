@@ -310,6 +310,18 @@ impl RowKeys {
     /// `2i` and `2i + 1` of a row), in slices of at most [`ROW_SLICE`] blocks
     /// over all rows.
     pub fn normal(&self, n: i64, tag: [u32; 3]) -> Result<Tensor, TchError> {
+        self.scaled_normal(n, tag, 1.0, Kind::Double)
+    }
+
+    /// [`RowKeys::normal`] times `scale`, computed in float64 and converted to
+    /// `kind` slice by slice, so no float64 copy of the whole draw is held.
+    pub fn scaled_normal(
+        &self,
+        n: i64,
+        tag: [u32; 3],
+        scale: f64,
+        kind: Kind,
+    ) -> Result<Tensor, TchError> {
         let m = self.rows();
         let blocks = (n + 1) / 2;
         if n < 0 || blocks > MAX_BLOCKS {
@@ -318,7 +330,7 @@ impl RowKeys {
                 MAX_BLOCKS * 2
             )));
         }
-        let out = Tensor::f_empty([m, 2 * blocks], (Kind::Double, self.keys.device()))?;
+        let out = Tensor::f_empty([m, 2 * blocks], (kind, self.keys.device()))?;
         let per_slice = (ROW_SLICE / m.max(1)).max(1);
         let mut start = 0;
         while start < blocks {
@@ -328,8 +340,12 @@ impl RowKeys {
             let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
             let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
             let (a, b) = (r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?);
-            let both = Tensor::f_stack(&[a, b], 2)?.f_reshape([m, 2 * len])?;
-            out.f_narrow(1, 2 * start, 2 * len)?.f_copy_(&both)?;
+            let mut both = Tensor::f_stack(&[a, b], 2)?.f_reshape([m, 2 * len])?;
+            if scale != 1.0 {
+                both = both.mul_f64(scale)?;
+            }
+            out.f_narrow(1, 2 * start, 2 * len)?
+                .f_copy_(&both.f_to_kind(kind)?)?;
             start += len;
         }
         out.f_narrow(1, 0, n)

@@ -46,6 +46,9 @@ fn every_row_is_its_own_keys_philox_stream() {
         let alone = Philox::new(*key, Device::Cpu).normal(&[13], tag).unwrap();
         assert!(all.get(r as i64).equal(&alone), "row {r}");
     }
+    // Scaled in float64, then rounded once to float32.
+    let scaled = rows.scaled_normal(13, tag, 2.5, Kind::Float).unwrap();
+    assert!(scaled.equal(&(all * 2.5).to_kind(Kind::Float)));
 }
 
 #[test]
