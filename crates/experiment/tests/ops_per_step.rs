@@ -1,0 +1,62 @@
+//! The training loop's host work per step does not grow with the replicas in
+//! what a GPU pays per step whatever the tensor sizes: the number of libtorch
+//! operators it dispatches (`dpaudit_train::op_count`). A change that loops
+//! over replicas with tensor operations, or draws the noise per replica on
+//! the device, fails here; timings never enter.
+
+// Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
+#![allow(clippy::disallowed_methods)]
+
+use dpaudit_experiment::chunk::Prepared;
+use dpaudit_experiment::throughput::{experiment, LoopModel, LoopSpec};
+use dpaudit_train::noise::NoiseGenerator;
+use dpaudit_train::op_count::OpCounter;
+use tch::Device;
+
+/// Top-level operators per step of the real loop (sampler, gather, one Dirac
+/// canary per replica and step, DP-SGD, per-step scores) of the tiny model
+/// with `replicas` replicas, counted over 3 steps after 2.
+fn operators_per_step(replicas: usize, noise: NoiseGenerator) -> u64 {
+    let spec = LoopSpec {
+        model: LoopModel::Tiny,
+        batch: 2,
+        replicas,
+    };
+    let config = experiment(spec, 6, Device::Cpu).unwrap();
+    let prepared = Prepared::new(&config, None).unwrap();
+    let mut run = prepared.start_chunk(0).unwrap();
+    run.set_noise_generator(noise).unwrap();
+    for _ in 0..2 {
+        run.step().unwrap().unwrap();
+    }
+    let counter = OpCounter::start().unwrap();
+    for _ in 0..3 {
+        run.step().unwrap().unwrap();
+    }
+    let counts = counter.finish();
+    assert_eq!(counts.top_level % 3, 0, "{counts:?}");
+    counts.top_level / 3
+}
+
+#[test]
+fn operators_per_step_do_not_grow_with_the_replicas() {
+    for noise in [NoiseGenerator::HostChaCha20, NoiseGenerator::DevicePhilox] {
+        let counts: Vec<u64> = [8, 64, 256]
+            .iter()
+            .map(|&m| operators_per_step(m, noise))
+            .collect();
+        assert!(
+            counts.windows(2).all(|w| w[0] == w[1]),
+            "{noise:?}: operators per step at M = 8, 64, 256: {counts:?}"
+        );
+        // Tiny stacks take fewer operators (benches/RESULTS.md: 234 against
+        // 271 with host noise; the count changes once, between M = 5 and 6,
+        // i.e. 10 and 12 samples per step, and is flat after); never more.
+        for m in [1, 2] {
+            assert!(
+                operators_per_step(m, noise) <= counts[0],
+                "{noise:?} M = {m}"
+            );
+        }
+    }
+}
