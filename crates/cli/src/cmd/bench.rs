@@ -4,6 +4,7 @@
 //! step as the number of replicas grows.
 
 use anyhow::Context;
+use dpaudit_data::seed::Mode;
 use dpaudit_experiment::throughput::{
     measure, LoopModel, LoopRow, LoopSpec, END_TO_END_ROWS, OVERHEAD_REPLICAS,
 };
@@ -213,6 +214,11 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
             .filter(|s| !args.replicas_only || s.replicas > 1)
             .collect()
     };
+    let noise = match args.noise.as_str() {
+        "host" => Some(NoiseGenerator::HostChaCha20),
+        "device" => Some(NoiseGenerator::DevicePhilox),
+        _ => None,
+    };
     if !args.json {
         println!(
             "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them",
@@ -221,7 +227,9 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
             args.rounds,
             args.iters,
             args.warmup,
-            args.noise
+            noise
+                .unwrap_or_else(|| NoiseGenerator::default_for(Mode::Replayable, device))
+                .name()
         );
         println!(
             "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10}",
@@ -241,11 +249,6 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
         );
     }
     for spec in specs {
-        let noise = match args.noise.as_str() {
-            "host" => Some(NoiseGenerator::HostChaCha20),
-            "device" => Some(NoiseGenerator::DevicePhilox),
-            _ => None,
-        };
         let row = measure(spec, device, args.iters, args.rounds, args.warmup, noise).with_context(
             || {
                 format!(
