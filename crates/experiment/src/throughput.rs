@@ -227,18 +227,22 @@ pub fn measure(
     // Counted apart from the timed rounds: the observer adds about a
     // microsecond per operator.
     let (loop_ops, engine_ops) = match OpCounter::start() {
+        // Each counted stretch ends before the device is synchronised: on a
+        // GPU the wait for queued kernels is neither an operator nor host
+        // work (the step's own read-back is an operator and holds its wait).
         Ok(counter) => {
             for _ in 0..iters {
                 run.step()?;
             }
-            sync(device);
             let loop_ops = counter.finish().per(iters);
+            sync(device);
             let counter = OpCounter::start()?;
             for _ in 0..iters {
                 engine.step(run.model(), &batch)?;
             }
+            let engine_ops = counter.finish().per(iters);
             sync(device);
-            (Some(loop_ops), Some(counter.finish().per(iters)))
+            (Some(loop_ops), Some(engine_ops))
         }
         Err(_) => (None, None),
     };
