@@ -308,7 +308,8 @@ impl Prepared {
 /// schedule, and uploads them in one integer tensor; the records (uploaded
 /// once per chunk), the mask, the canary gradients (one batched override
 /// table) and the scores stay on the device. The host also draws the DP noise
-/// (`dpaudit_train::noise`, by design) and reads back the step's report.
+/// (`dpaudit_train::noise`: always in secure mode and on the CPU; replayable
+/// runs on a GPU draw it on the device) and reads back the step's report.
 pub struct ChunkRun<'a> {
     prepared: &'a Prepared,
     first_run: u64,

@@ -123,6 +123,14 @@ fn unit(a: &Tensor, b: &Tensor) -> Result<Tensor, TchError> {
     k.add_f64(0.5)?.mul_f64(2f64.powi(-52))
 }
 
+/// The Box–Muller pair `(r·cos θ, r·sin θ)` with `r = √(−2 ln u₁)` and
+/// `θ = 2πu₂` (Box & Muller 1958).
+fn box_muller(u1: &Tensor, u2: &Tensor) -> Result<(Tensor, Tensor), TchError> {
+    let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
+    let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
+    Ok((r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?))
+}
+
 impl Philox {
     /// The key of a node of a run's key tree (its first 64 bits).
     pub fn new(key: SeedKey, device: Device) -> Self {
@@ -203,12 +211,7 @@ impl Philox {
     /// `θ = 2πu₂`. With `u₁ ≥ 2⁻⁵³` the largest `|z|` is about 8.6.
     pub fn normal(&self, shape: &[i64], tag: [u32; 3]) -> Result<Tensor, TchError> {
         let n = shape.iter().product();
-        self.fill_pairs(n, tag, |u1, u2| {
-            let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
-            let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
-            Ok((r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?))
-        })?
-        .f_reshape(shape)
+        self.fill_pairs(n, tag, box_muller)?.f_reshape(shape)
     }
 
     /// Int64 values in `[0, high)` as `⌊u·high⌋` of a 52-bit uniform: each
@@ -336,10 +339,7 @@ impl RowKeys {
         while start < blocks {
             let len = per_slice.min(blocks - start);
             let [w0, w1, w2, w3] = self.blocks(start, len, tag)?;
-            let (u1, u2) = (unit(&w0, &w1)?, unit(&w2, &w3)?);
-            let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
-            let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
-            let (a, b) = (r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?);
+            let (a, b) = box_muller(&unit(&w0, &w1)?, &unit(&w2, &w3)?)?;
             let mut both = Tensor::f_stack(&[a, b], 2)?.f_reshape([m, 2 * len])?;
             if scale != 1.0 {
                 both = both.mul_f64(scale)?;
