@@ -3,9 +3,10 @@ include!("../../build/libtorch_link.rs");
 fn main() {
     emit_libtorch_link_args();
     compile_op_count();
+    compile_conv_kernel();
 }
 
-/// Compiles `csrc/op_count.cpp` (the libtorch operator counter behind
+/// Compiles `csrc/op_count.cpp` (the operator counter behind
 /// `train::op_count`) against the headers of the libtorch torch-sys links.
 /// Without them (no `DEP_TCH_LIBTORCH_LIB`) the counter is left out and
 /// `op_count::install` says so.
@@ -32,4 +33,39 @@ fn compile_op_count() {
         .file("csrc/op_count.cpp")
         .compile("dpaudit_op_count");
     println!("cargo:rustc-cfg=dpaudit_op_count");
+}
+
+/// Compiles `csrc/conv_grad_kernel.cpp`, the direct per-sample convolution
+/// gradients behind `conv2d::PerSampleMethod::Direct`. It includes no
+/// libtorch header and is built twice: for the baseline target and, on
+/// x86-64, with AVX2 and FMA (`conv2d` picks one at run time), always at
+/// `-O3`, since its speed is the point in test builds as well.
+fn compile_conv_kernel() {
+    println!("cargo:rerun-if-changed=csrc/conv_grad_kernel.cpp");
+    let x86_64 = std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64");
+    let mut kernels = vec![("base", &[][..])];
+    if x86_64 {
+        kernels.push(("avx2", &["-mavx2", "-mfma"][..]));
+    }
+    for (isa, flags) in kernels {
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .pic(true)
+            .std("c++17")
+            .opt_level(3)
+            .define(
+                "DPAUDIT_KERNEL_NAME",
+                format!("dpaudit_conv_grad_range_{isa}").as_str(),
+            )
+            .file("csrc/conv_grad_kernel.cpp")
+            // The 8-float vector type only passes between inline functions
+            // of one translation unit, so GCC's note that its ABI depends on
+            // AVX being enabled does not concern any call across files.
+            .flag_if_supported("-Wno-psabi");
+        for f in flags {
+            build.flag(f);
+        }
+        build.compile(&format!("dpaudit_conv_grad_{isa}"));
+    }
 }

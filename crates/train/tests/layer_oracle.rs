@@ -6,7 +6,7 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml) is for library code.
 #![allow(clippy::disallowed_methods)]
 
-use dpaudit_train::layers::conv2d::{NormStrategy, PerSampleMethod};
+use dpaudit_train::layers::conv2d::{ConvLayout, NormStrategy, PerSampleMethod};
 use dpaudit_train::layers::{
     Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig,
 };
@@ -58,11 +58,13 @@ fn conv_case(
     hw: i64,
     strategy: NormStrategy,
     method: PerSampleMethod,
+    layout: ConvLayout,
 ) -> SingleLayer<Conv2d> {
     let mut init = Init::new(11, m, Device::Cpu);
     let mut layer = Conv2d::new(&mut init, cfg).unwrap();
     layer.norm_strategy = strategy;
     layer.per_sample_method = method;
+    layer.layout = layout;
     let (oh, ow) = layer.output_size(hw, hw).unwrap();
     SingleLayer {
         layer,
@@ -96,14 +98,17 @@ fn conv2d_matches_oracle() {
                     PerSampleMethod::ExpandedWeights,
                     PerSampleMethod::GroupedConvolution,
                     PerSampleMethod::Unfold,
+                    PerSampleMethod::Direct,
                     PerSampleMethod::Auto,
                 ] {
-                    let model = conv_case(m, cfg, 6, strategy, method);
-                    run(
-                        &model,
-                        &format!("conv2d {cfg:?} {strategy:?} {method:?}"),
-                        200,
-                    );
+                    for layout in [ConvLayout::Contiguous, ConvLayout::ChannelsLast] {
+                        let model = conv_case(m, cfg, 6, strategy, method, layout);
+                        run(
+                            &model,
+                            &format!("conv2d {cfg:?} {strategy:?} {method:?} {layout:?}"),
+                            200,
+                        );
+                    }
                 }
             }
         }
@@ -142,4 +147,39 @@ fn group_norm_matches_oracle() {
         };
         run(&model, "group_norm", 300);
     }
+}
+
+/// The direct kernel replaces the grouped convolution where it applies (stride
+/// 1, CPU, float32), so the oracle cases above run it under `Auto` too.
+#[test]
+fn auto_uses_the_direct_kernel_where_it_applies() {
+    let lenet_conv2 = conv_case(
+        3,
+        Conv2dConfig::new(6, 16, 5),
+        14,
+        NormStrategy::Auto,
+        PerSampleMethod::Auto,
+        ConvLayout::Auto,
+    );
+    let layer = &lenet_conv2.layer;
+    assert_eq!(
+        layer.per_sample_method_for(100, 100, Device::Cpu),
+        PerSampleMethod::Direct
+    );
+    assert_eq!(
+        layer.per_sample_method_for(100, 100, Device::Cuda(0)),
+        PerSampleMethod::GroupedConvolution
+    );
+    let strided = conv_case(
+        3,
+        Conv2dConfig::new(2, 4, 3).padding(1).stride(2),
+        6,
+        NormStrategy::Materialise,
+        PerSampleMethod::Direct,
+        ConvLayout::Auto,
+    );
+    assert_eq!(
+        strided.layer.per_sample_method_for(4, 9, Device::Cpu),
+        PerSampleMethod::GroupedConvolution
+    );
 }

@@ -1,7 +1,9 @@
 //! `nn.Conv2d` (stride, padding, groups) with per-sample gradients, stacked over
 //! replicas as one grouped convolution.
 
-use tch::{Kind, TchError, Tensor};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use tch::{Device, Kind, TchError, Tensor};
 
 use super::{PerSampleGrad, Recorded, Tape};
 use crate::error::{torch, Result};
@@ -87,7 +89,8 @@ pub enum PerSampleMethod {
     /// [`EXPANDED_MIN_CHANNELS`] input and output channels per group whose
     /// copies fit in [`EXPANDED_MAX_BYTES`], else
     /// [`PerSampleMethod::GroupedConvolution`] up to [`GROUPED_MAX_OUTPUTS`]
-    /// output channels per group, else [`PerSampleMethod::Unfold`].
+    /// output channels per group (computed by [`PerSampleMethod::Direct`]
+    /// where that applies), else [`PerSampleMethod::Unfold`].
     Auto,
     /// The DP forward pass runs the layer as one convolution with `B·M·g`
     /// groups over `B` copies of the weight, so each sample meets its own
@@ -103,7 +106,96 @@ pub enum PerSampleMethod {
     /// `∇W_i = δ_i U_iᵀ` on the unfolded input `U = im2col(x)`, one batched
     /// matrix product.
     Unfold,
+    /// The same cross-correlation as [`PerSampleMethod::GroupedConvolution`]
+    /// by dpaudit's own CPU kernel (`csrc/conv_grad_kernel.cpp`), one sample
+    /// at a time in cache-sized buffers: with the backprop stored at the padded
+    /// input's width, each kernel offset meets a contiguous run of the
+    /// flattened input, so the gradient is a small dense product with no
+    /// `im2col`. For stride 1 on the CPU, in float32; elsewhere a layer asked
+    /// for it uses the grouped convolution.
+    Direct,
 }
+
+/// The direct kernel's entry point for samples `[begin, end)`
+/// (`csrc/conv_grad_kernel.cpp`): x `[B, G, C, H, W]` and d
+/// `[B, G, O, OH, OW]` by element strides, out `[B·G, O, C, KH, KW]`.
+type KernelRange = unsafe extern "C" fn(
+    i64,
+    i64,
+    *const f32,
+    *const i64,
+    *const f32,
+    *const i64,
+    *mut f32,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+) -> i32;
+
+#[allow(unsafe_code)]
+extern "C" {
+    fn dpaudit_conv_grad_range_base(
+        begin: i64,
+        end: i64,
+        x: *const f32,
+        x_strides: *const i64,
+        d: *const f32,
+        d_strides: *const i64,
+        out: *mut f32,
+        groups: i64,
+        c: i64,
+        h: i64,
+        w: i64,
+        o: i64,
+        oh: i64,
+        ow: i64,
+        kh: i64,
+        kw: i64,
+        ph: i64,
+        pw: i64,
+    ) -> i32;
+    #[cfg(target_arch = "x86_64")]
+    fn dpaudit_conv_grad_range_avx2(
+        begin: i64,
+        end: i64,
+        x: *const f32,
+        x_strides: *const i64,
+        d: *const f32,
+        d_strides: *const i64,
+        out: *mut f32,
+        groups: i64,
+        c: i64,
+        h: i64,
+        w: i64,
+        o: i64,
+        oh: i64,
+        ow: i64,
+        kh: i64,
+        kw: i64,
+        ph: i64,
+        pw: i64,
+    ) -> i32;
+}
+
+/// The kernel build for this CPU: AVX2 and FMA where it has them.
+fn kernel_range() -> KernelRange {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        return dpaudit_conv_grad_range_avx2;
+    }
+    dpaudit_conv_grad_range_base
+}
+
+/// Samples per thread below which the direct kernel runs on one thread.
+const DIRECT_MIN_SAMPLES_PER_THREAD: i64 = 16;
 
 /// Up to this many output channels per group, [`PerSampleMethod::Auto`] uses
 /// the grouped convolution. Measured on 2 CPU cores (`benches/conv_formulations.py`,
@@ -125,6 +217,65 @@ pub const EXPANDED_MIN_CHANNELS: i64 = 16;
 /// [`PerSampleMethod::Auto`] expands a layer's weights only while the `B·M`
 /// copies take at most this many bytes (256 MiB).
 pub const EXPANDED_MAX_BYTES: i64 = 1 << 28;
+
+/// How a convolution's input, weight and output are laid out in memory. The
+/// numbers are the same either way (the layer oracle tests check both); the
+/// speed differs by backend and shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvLayout {
+    /// The process-wide choice if one is set ([`set_conv_layout`]), else the
+    /// rule of [`Conv2d::layout_for`]: [`ConvLayout::ChannelsLast`] for a
+    /// replica-stacked (grouped) convolution with few input channels per
+    /// group on the CPU, and [`ConvLayout::Contiguous`] otherwise.
+    Auto,
+    /// `[B, C, H, W]` row-major (PyTorch's default, "NCHW").
+    Contiguous,
+    /// The same logical shape stored as `[B, H, W, C]` ("NHWC", PyTorch's
+    /// `torch.channels_last`). On the CPU, oneDNN then runs a grouped
+    /// convolution with its direct kernels instead of one im2col and small
+    /// matrix product per group: measured on 2 cores for LeNet-5 with 64
+    /// replicas, the non-private step is 1.6–2.4× faster (benches/RESULTS.md).
+    ChannelsLast,
+}
+
+/// [`ConvLayout::Auto`] stores a grouped convolution channels last on the
+/// CPU only below this many input channels per group. Measured on 2 cores
+/// (benches/RESULTS.md): with 64 replicas, LeNet-5's convolutions (1 and 6
+/// inputs) run the non-private step 1.6–1.9× faster channels last, while
+/// WRN-16-4 with 4 replicas (16–256 inputs) runs it 0.85× as fast.
+pub const CHANNELS_LAST_BELOW_INPUTS: i64 = 16;
+
+/// 0: no process-wide layout; 1: contiguous; 2: channels last.
+static PROCESS_LAYOUT: AtomicU8 = AtomicU8::new(0);
+
+/// Set (or, with `None`, clear) the layout that every convolution whose
+/// `layout` is [`ConvLayout::Auto`] uses, for every model of the process:
+/// `dpaudit bench --conv-layout` uses it to time both layouts on one device.
+pub fn set_conv_layout(layout: Option<ConvLayout>) {
+    let code = match layout {
+        None | Some(ConvLayout::Auto) => 0,
+        Some(ConvLayout::Contiguous) => 1,
+        Some(ConvLayout::ChannelsLast) => 2,
+    };
+    PROCESS_LAYOUT.store(code, Ordering::Relaxed);
+}
+
+/// The process-wide layout, if one is set.
+pub fn conv_layout() -> Option<ConvLayout> {
+    match PROCESS_LAYOUT.load(Ordering::Relaxed) {
+        1 => Some(ConvLayout::Contiguous),
+        2 => Some(ConvLayout::ChannelsLast),
+        _ => None,
+    }
+}
+
+/// `t` (`[N, C, H, W]`) stored channels last: the same values and shape, with
+/// strides `[H·W·C, 1, W·C, C]`. No copy if it is already stored so.
+fn channels_last(t: &Tensor) -> Result<Tensor, TchError> {
+    t.f_permute([0, 2, 3, 1])?
+        .f_contiguous()?
+        .f_permute([0, 3, 1, 2])
+}
 
 /// A 2-D convolution for every replica. `weight` is `[M, out, in/g, kh, kw]`,
 /// `bias` `[M, out]`; the input is `[B, M, in, H, W]`, the output
@@ -149,6 +300,8 @@ pub struct Conv2d {
     pub norm_strategy: NormStrategy,
     /// How per-sample weight gradients are materialised.
     pub per_sample_method: PerSampleMethod,
+    /// The memory layout of the replica-stacked convolution.
+    pub layout: ConvLayout,
 }
 
 impl Conv2d {
@@ -177,6 +330,7 @@ impl Conv2d {
             config,
             norm_strategy: NormStrategy::Auto,
             per_sample_method: PerSampleMethod::Auto,
+            layout: ConvLayout::Auto,
         })
     }
 
@@ -215,20 +369,30 @@ impl Conv2d {
         ])
     }
 
-    /// The method this layer uses for a batch of `b` slots with `l` output
-    /// positions: never [`PerSampleMethod::Auto`], and
+    /// The method this layer uses on `device` for a batch of `b` slots with
+    /// `l` output positions: never [`PerSampleMethod::Auto`];
     /// [`PerSampleMethod::ExpandedWeights`] only where the norms are not ghost
-    /// norms (which need no per-sample gradients) and the batch is not empty.
-    pub fn per_sample_method_for(&self, b: i64, l: i64) -> PerSampleMethod {
+    /// norms (which need no per-sample gradients) and the batch is not empty;
+    /// [`PerSampleMethod::Direct`] only where it applies (stride 1, the CPU,
+    /// float32), in place of the grouped convolution.
+    pub fn per_sample_method_for(&self, b: i64, l: i64, device: Device) -> PerSampleMethod {
         let c = &self.config;
         let (ci, oi) = (c.in_channels / c.groups, c.out_channels / c.groups);
         let expandable = b > 0 && !self.use_ghost(l);
         let params = self.weight.numel() as i64 / self.m().max(1);
+        let direct = device == Device::Cpu
+            && c.stride == [1, 1]
+            && self.weight.f_kind().is_ok_and(|k| k == Kind::Float);
+        let grouped = match direct {
+            true => PerSampleMethod::Direct,
+            false => PerSampleMethod::GroupedConvolution,
+        };
         match self.per_sample_method {
             PerSampleMethod::ExpandedWeights if expandable => PerSampleMethod::ExpandedWeights,
             PerSampleMethod::ExpandedWeights | PerSampleMethod::GroupedConvolution => {
                 PerSampleMethod::GroupedConvolution
             }
+            PerSampleMethod::Direct => grouped,
             PerSampleMethod::Unfold => PerSampleMethod::Unfold,
             PerSampleMethod::Auto
                 if expandable
@@ -238,10 +402,35 @@ impl Conv2d {
             {
                 PerSampleMethod::ExpandedWeights
             }
-            PerSampleMethod::Auto if oi <= GROUPED_MAX_OUTPUTS => {
-                PerSampleMethod::GroupedConvolution
-            }
+            PerSampleMethod::Auto if oi <= GROUPED_MAX_OUTPUTS => grouped,
             PerSampleMethod::Auto => PerSampleMethod::Unfold,
+        }
+    }
+
+    /// The layout this layer's ordinary (not weight-expanded) convolution
+    /// uses on `device`: never [`ConvLayout::Auto`]. Auto resolves to the
+    /// process-wide layout if one is set, else to
+    /// [`ConvLayout::ChannelsLast`] on the CPU when the convolution is grouped
+    /// (more than one replica, or channel groups) with fewer than
+    /// [`CHANNELS_LAST_BELOW_INPUTS`] input channels per group, where it was
+    /// measured faster, and to [`ConvLayout::Contiguous`] elsewhere: on a
+    /// single ungrouped model the CPU timings of the two were within
+    /// run-to-run noise, WRN-16-4's wide layers with replicas were slower
+    /// channels last, and on CUDA neither has been measured yet
+    /// (`benches/gpu.sh` times both).
+    pub fn layout_for(&self, device: Device) -> ConvLayout {
+        match (self.layout, conv_layout()) {
+            (ConvLayout::Auto, Some(process)) => process,
+            (ConvLayout::Auto, None)
+                if device == Device::Cpu
+                    && self.m() * self.config.groups > 1
+                    && self.config.in_channels / self.config.groups
+                        < CHANNELS_LAST_BELOW_INPUTS =>
+            {
+                ConvLayout::ChannelsLast
+            }
+            (ConvLayout::Auto, None) => ConvLayout::Contiguous,
+            (chosen, _) => chosen,
         }
     }
 
@@ -260,8 +449,13 @@ impl Conv2d {
                 .f_reshape(self.per_sample_weight_shape(b));
         }
         let l = backprop.size()[2] * backprop.size()[3];
-        if b > 0 && self.per_sample_method_for(b, l) != PerSampleMethod::Unfold {
-            return self.grouped_weight_grads(rec, backprop);
+        match self.per_sample_method_for(b, l, backprop.device()) {
+            _ if b == 0 => {}
+            PerSampleMethod::Direct if backprop.f_kind().is_ok_and(|k| k == Kind::Float) => {
+                return self.direct_weight_grads(rec, backprop);
+            }
+            PerSampleMethod::Unfold => {}
+            _ => return self.grouped_weight_grads(rec, backprop),
         }
         let u = self.unfold(&rec.input)?;
         let d = self.backprop_groups(backprop)?;
@@ -280,6 +474,114 @@ impl Conv2d {
             c.kernel_size[0],
             c.kernel_size[1],
         ]
+    }
+
+    /// Per-sample weight gradients by the direct CPU kernel
+    /// ([`PerSampleMethod::Direct`]): the recorded input and the backprop are
+    /// read in place, in either layout, as `[B, M·g, in/g, H, W]` and
+    /// `[B, M·g, out/g, H', W']`; the samples are split over libtorch's
+    /// intra-op thread count.
+    #[allow(unsafe_code)]
+    fn direct_weight_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor, TchError> {
+        let c = &self.config;
+        let groups = self.m() * c.groups;
+        let (ci, oi) = (c.in_channels / c.groups, c.out_channels / c.groups);
+        let (xs, ds) = (rec.input.size(), backprop.size());
+        let (b, h, w, oh, ow) = (ds[0], xs[2], xs[3], ds[2], ds[3]);
+        let [kh, kw] = c.kernel_size;
+        let [ph, pw] = c.padding;
+        if xs[0] != b || (oh, ow) != (h + 2 * ph - kh + 1, w + 2 * pw - kw + 1) {
+            return Err(TchError::Shape(format!(
+                "direct per-sample gradients: input {xs:?} and backprop {ds:?} do not match a \
+                 stride-1 {kh}×{kw} convolution with padding {ph}×{pw}"
+            )));
+        }
+        let x = rec
+            .input
+            .f_to_kind(Kind::Float)?
+            .f_to_device(Device::Cpu)?
+            .f_reshape([b, groups, ci, h, w])?
+            // A channels-last input is copied: one pass over it cost less
+            // than the kernel's strided reads of it (LeNet-5's conv1 with 64
+            // replicas: norms 49 → 39–43 ms; the backprop is read in place,
+            // where a copy cost more than it saved).
+            .f_contiguous()?;
+        let d = backprop
+            .f_to_kind(Kind::Float)?
+            .f_to_device(Device::Cpu)?
+            .f_reshape([b, groups, oi, oh, ow])?;
+        let out = Tensor::f_empty([b, groups, oi, ci, kh, kw], (Kind::Float, Device::Cpu))?;
+        let (x_strides, d_strides) = (x.stride(), d.stride());
+        let samples = b * groups;
+        let threads = (tch::get_num_threads() as i64)
+            .min(samples / DIRECT_MIN_SAMPLES_PER_THREAD)
+            .max(1);
+        let per = (samples + threads - 1) / threads;
+        // Addresses as integers, so that the scoped threads may share them.
+        let (xp, dp, op) = (
+            x.data_ptr() as usize,
+            d.data_ptr() as usize,
+            out.data_ptr() as usize,
+        );
+        let (xsp, dsp) = (x_strides.as_ptr() as usize, d_strides.as_ptr() as usize);
+        let kernel = kernel_range();
+        let run = |begin: i64, end: i64| -> i32 {
+            // SAFETY: `x`, `d` and `out` are live float32 CPU tensors of the
+            // shapes passed (x [b, groups, ci, h, w] and d [b, groups, oi,
+            // oh, ow] with the 5 element strides passed, read only; out
+            // contiguous [b·groups, oi, ci, kh, kw]), `data_ptr` points at
+            // their first element, and they and the stride vectors outlive
+            // the scope below. The kernel reads x[n] and d[n] within those
+            // shapes and strides, writes out[n] for n in [begin, end) only,
+            // and keeps no pointer; the ranges of the threads are disjoint.
+            unsafe {
+                kernel(
+                    begin,
+                    end,
+                    xp as *const f32,
+                    xsp as *const i64,
+                    dp as *const f32,
+                    dsp as *const i64,
+                    op as *mut f32,
+                    groups,
+                    ci,
+                    h,
+                    w,
+                    oi,
+                    oh,
+                    ow,
+                    kh,
+                    kw,
+                    ph,
+                    pw,
+                )
+            }
+        };
+        // rayon's pool keeps its threads for the life of the process: a
+        // thread started and ended per call costs its start-up every step
+        // and, measured in tests/host_memory.rs, made the allocator hand
+        // fresh pages to the next step's tensors.
+        let failed = AtomicBool::new(false);
+        rayon::in_place_scope(|scope| {
+            for t in 1..threads {
+                let (run, failed) = (&run, &failed);
+                scope.spawn(move |_| {
+                    if run(t * per, ((t + 1) * per).min(samples)) != 0 {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+            if run(0, per.min(samples)) != 0 {
+                failed.store(true, Ordering::Relaxed);
+            }
+        });
+        let failed = failed.into_inner();
+        if failed {
+            return Err(TchError::Torch(
+                "direct per-sample gradients: a thread could not allocate its buffers".into(),
+            ));
+        }
+        out.f_reshape(self.per_sample_weight_shape(b))
     }
 
     /// Per-sample weight gradients as one convolution. For sample `b` and
@@ -388,7 +690,8 @@ impl PerSampleGrad for Conv2d {
             });
         };
         let expanded = tape.is_recording()
-            && self.per_sample_method_for(b, oh * ow) == PerSampleMethod::ExpandedWeights;
+            && self.per_sample_method_for(b, oh * ow, x.device())
+                == PerSampleMethod::ExpandedWeights;
         let (xin, y, copies) = torch("the forward pass of a Conv2d layer", || {
             let xin = x.f_reshape([b, m * c.in_channels, h, w])?;
             let per_group = [c.in_channels / c.groups, c.kernel_size[0], c.kernel_size[1]];
@@ -443,6 +746,15 @@ impl PerSampleGrad for Conv2d {
             let bias = match &self.bias {
                 Some(t) => Some(t.f_reshape([m * c.out_channels])?),
                 None => None,
+            };
+            // The recorded input is the one the convolution saw, so the
+            // per-sample paths read it in the same layout (their reshapes
+            // copy where a layout needs it).
+            // A contiguous layer copies an input that an earlier layer left
+            // channels last, so that each layer runs in its own layout.
+            let (xin, wt) = match self.layout_for(x.device()) {
+                ConvLayout::ChannelsLast => (channels_last(&xin)?, channels_last(&wt)?),
+                _ => (xin.f_contiguous()?, wt),
             };
             let y = xin.f_conv2d(
                 &wt,
