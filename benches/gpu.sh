@@ -10,7 +10,8 @@
 #   1. the microbatch oracle of every layer and model on the device (`dpaudit bench --oracle`),
 #   2. every `dpaudit bench` row next to PyTorch, Opacus hooks and Opacus ghost on the same device
 #      (benches/torch_rows.py; Opacus where it can be imported, else PyTorch alone, said in the file),
-#   3. replica throughput: LeNet-5 M × B = 64 × 100 and 512 × 100 against the PyTorch replica reference,
+#   3. replica throughput: LeNet-5 M × B = 64 × 100, 512 × 100 and 1024 × 100 against the PyTorch replica
+#      reference (as written and stored channels last), then dpaudit's replica rows in each convolution layout,
 #   4. the training loop: `dpaudit bench --end-to-end` and `--overhead`,
 #   5. a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
 #      fewer runs and steps),
@@ -42,14 +43,15 @@ if [ "$tiny" = 1 ]; then
     iters=1 rounds=1 warmup=0
     bench_rows="lenet5:8,mlp:16,wrn16_4:2,lenet5:4:4"
     torch_rows="lenet5:8,mlp:16,wrn16_4:2,replicas:4:4"
-    replica_rows="lenet5:4:8" replica_ref="replicas:4:8"
+    replica_rows="lenet5:4:8" replica_ref="replicas:4:8,replicas_cl:4:8"
     loop_rows="lenet5:8,tiny:2:4" max_replicas=64
     runs=16 replicas=16 steps=2 train_size=64 audit_batch=8
 else
     iters=20 rounds=3 warmup=3
     bench_rows="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,wrn16_4:256,wrn16_4:1024,lenet5:100:64"
     torch_rows="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,wrn16_4:256,wrn16_4:1024,replicas:100:64"
-    replica_rows="lenet5:100:512,lenet5:100:1024" replica_ref="replicas:100:512,replicas:100:1024"
+    replica_rows="lenet5:100:512,lenet5:100:1024"
+    replica_ref="replicas_cl:100:64,replicas:100:512,replicas_cl:100:512,replicas:100:1024,replicas_cl:100:1024"
     loop_rows="" max_replicas=4096
     runs=500 replicas=500 steps=50 train_size=50000 audit_batch=128
 fi
@@ -84,6 +86,12 @@ for r in 1 2; do
     [ "$tiny" = 1 ] && break
 done
 "$py" benches/torch_rows.py --device "$device" --check | tee -a "$out"
+
+section "3b. replica rows in each convolution layout (the auto rule keeps contiguous on CUDA until measured)"
+for layout in contiguous channels-last; do
+    "$bin" bench --device "$device" --iters "$iters" --warmup "$warmup" --rows "${bench_rows##*,},$replica_rows" \
+        --conv-layout "$layout" 2>&1 | tee -a "$out"
+done
 
 section "4. training loop: end to end against the engine, and the overhead per step"
 loop_flag=()

@@ -8,7 +8,8 @@
 #   - `dpaudit bench` rows: LeNet-5 B = 256 and 4096, MLP 600-256-100 B = 4096, WRN-16-4 B = 64,
 #     LeNet-5 replicas M × B = 64 × 100 (DP step and our own non-private step),
 #   - benches/torch_rows.py: PyTorch non-private, Opacus hooks and Opacus ghost on the same rows, and the
-#     plain PyTorch replica reference (grouped convolutions, exact per-sample clipping),
+#     plain PyTorch replica reference (grouped convolutions, exact per-sample clipping), as written and with
+#     its convolutions stored channels last (the layout dpaudit uses for them on the CPU),
 # and prints the ratios the issue asks for (best repeat of each figure). All figures are samples/s.
 # dpaudit keeps freed host memory for reuse (train::runtime::retain_freed_host_memory); so that the
 # comparison measures our code and not the allocator, the Python side runs twice per repeat, with glibc's
@@ -19,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 device=cpu iters=3 repeats=2 threads=2 out=""
 rows_dpaudit="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,lenet5:100:64"
-rows_torch="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,replicas:100:64"
+rows_torch="lenet5:256,lenet5:4096,mlp:4096,wrn16_4:64,replicas:100:64,replicas_cl:100:64"
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) device=$2; shift 2 ;;

@@ -28,6 +28,10 @@ def load(path, allocator=None):
                 continue
             key = d["row"]
             figures = {k: v for k, v in d.items() if k not in ("who", "row") and isinstance(v, (int, float))}
+            if key.startswith("replicas_cl:"):
+                # The reference stored channels last: extra figures of the replicas row.
+                key = "replicas:" + key.split(":", 1)[1]
+                figures = {f"{k}_cl": v for k, v in figures.items()}
         else:
             continue
         row = best.setdefault(key, {})
@@ -60,6 +64,19 @@ def main(path):
               f"| {fmt(r.get('reference_dp'))} | {fmt(r.get('our_np'))} | {fmt(r.get('our_dp'))} "
               f"| {ratio(r.get('our_dp'), r.get('our_np'), 0.7)} | {ratio(r.get('our_dp'), baseline, target)} "
               f"| {ratio(r.get('our_np'), r.get('non_private'), 0.9)} |")
+    layouts = [k for k, r in best.items() if r.get("reference_dp_cl")]
+    if layouts:
+        print("\nReplicas against the reference as written and with its convolutions stored channels last "
+              "(the layout dpaudit uses for them on the CPU):\n")
+        print("| row | reference np | reference DP | reference np, channels last | reference DP, channels last "
+              "| dpaudit DP | DP / reference | DP / reference channels last |")
+        print("|---|---|---|---|---|---|---|---|")
+        for key in layouts:
+            r = best[key]
+            print(f"| {key} | {fmt(r.get('non_private'))} | {fmt(r.get('reference_dp'))} "
+                  f"| {fmt(r.get('non_private_cl'))} | {fmt(r.get('reference_dp_cl'))} | {fmt(r.get('our_dp'))} "
+                  f"| {ratio(r.get('our_dp'), r.get('reference_dp'), 1.5)} "
+                  f"| {ratio(r.get('our_dp'), r.get('reference_dp_cl'), 1.5)} |")
     settings = sorted({json.loads(l).get("allocator") for l in open(path) if l.startswith('{"who":"torch"')} - {None})
     if len(settings) > 1:
         print("\nPython figures by allocator setting (best repeat):\n")

@@ -10,6 +10,7 @@ and batched matrix products carry the replicas, one backward gives every layer's
 per-sample norms and the clipped sum follow from those and the layer inputs (unfold for the convolutions).
 `--check` compares one noiseless replica step with one-sample-at-a-time autograd.
 
+`replicas_cl:B:M` is the same reference with its convolutions stored channels last.
 Usage: python3 torch_rows.py --device cpu --rows lenet5:256,mlp:4096,wrn16_4:64,replicas:100:64 [--iters 3]
 """
 import argparse
@@ -152,10 +153,14 @@ def replica_parameters(m, classes, device, generator):
     }
 
 
-def replica_forward(p, x, taps=None):
-    """x: [B, M, 1, 28, 28] -> logits [M, B, classes]; `taps` collects (kind, input, output, ...)."""
+def replica_forward(p, x, taps=None, channels_last=False):
+    """x: [B, M, 1, 28, 28] -> logits [M, B, classes]; `taps` collects (kind, input, output, ...).
+    With `channels_last`, the convolutions' input is stored channels last (`torch.channels_last`), as
+    dpaudit stores its replica-stacked convolutions on the CPU; the numbers are the same."""
     b, m = x.shape[0], x.shape[1]
     h = x.reshape(b, m, 28, 28)
+    if channels_last:
+        h = h.contiguous(memory_format=torch.channels_last)
     z = F.conv2d(h, p["c1w"], p["c1b"], padding=2, groups=m)
     if taps is not None:
         taps.append(("conv", h, z, 1, 5, 2))
@@ -172,10 +177,10 @@ def replica_forward(p, x, taps=None):
     return h
 
 
-def replica_dp_step(p, x, y, clip=1.0, sigma=1.0, lr=0.01, generator=None):
+def replica_dp_step(p, x, y, clip=1.0, sigma=1.0, lr=0.01, generator=None, channels_last=False):
     b, m = x.shape[0], x.shape[1]
     taps = []
-    logits = replica_forward(p, x, taps)
+    logits = replica_forward(p, x, taps, channels_last)
     loss = F.cross_entropy(logits.reshape(m * b, -1), y.t().reshape(-1), reduction="sum")
     grads_out = torch.autograd.grad(loss, [t[2] for t in taps])
     sq = torch.zeros(m, b, device=x.device)
@@ -211,9 +216,9 @@ def replica_dp_step(p, x, y, clip=1.0, sigma=1.0, lr=0.01, generator=None):
             p[key] -= lr * s / b
 
 
-def replica_np_step(p, x, y, lr=0.01):
+def replica_np_step(p, x, y, lr=0.01, channels_last=False):
     b, m = x.shape[0], x.shape[1]
-    logits = replica_forward(p, x)
+    logits = replica_forward(p, x, channels_last=channels_last)
     loss = F.cross_entropy(logits.reshape(m * b, -1), y.t().reshape(-1), reduction="sum")
     grads = torch.autograd.grad(loss, list(p.values()))
     with torch.no_grad():
@@ -246,15 +251,22 @@ def replica_check(device):
     return max((start[k] - expected[k] / b - p[k].detach()).abs().max().item() for k in p)
 
 
-def replicas_row(device, batch, m, iters, warmup):
+def replicas_row(device, batch, m, iters, warmup, channels_last=False):
+    """The reference as written (`replicas:B:M`), or with its convolutions' input and weights stored
+    channels last (`replicas_cl:B:M`): the same kernels given the layout dpaudit uses on the CPU, so that
+    a gain from the layout alone is not counted as ours."""
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(batch, m, 1, 28, 28, generator=gen).to(device)
     y = torch.randint(0, 10, (batch, m), generator=gen).to(device)
     p = replica_parameters(m, 10, device, gen)
-    t_np = timed(device, iters, warmup, lambda: replica_np_step(p, x, y))
-    t_dp = timed(device, iters, warmup, lambda: replica_dp_step(p, x, y))
+    if channels_last:
+        for key in ("c1w", "c2w"):
+            p[key] = p[key].detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    t_np = timed(device, iters, warmup, lambda: replica_np_step(p, x, y, channels_last=channels_last))
+    t_dp = timed(device, iters, warmup, lambda: replica_dp_step(p, x, y, channels_last=channels_last))
     n = batch * m
-    return {"row": f"replicas:{batch}:{m}", "non_private": n / t_np, "reference_dp": n / t_dp}
+    name = "replicas_cl" if channels_last else "replicas"
+    return {"row": f"{name}:{batch}:{m}", "non_private": n / t_np, "reference_dp": n / t_dp}
 
 
 def model_row(name, batch, device, iters, warmup, modes):
@@ -304,8 +316,10 @@ def main():
     print(json.dumps({"torch": torch.__version__, "device": str(device), "threads": torch.get_num_threads()}), flush=True)
     for row in args.rows.split(","):
         parts = row.split(":")
-        if parts[0] == "replicas":
-            print(json.dumps(replicas_row(device, int(parts[1]), int(parts[2]), args.iters, args.warmup)), flush=True)
+        if parts[0] in ("replicas", "replicas_cl"):
+            row = replicas_row(device, int(parts[1]), int(parts[2]), args.iters, args.warmup,
+                               channels_last=parts[0] == "replicas_cl")
+            print(json.dumps(row), flush=True)
         else:
             print(json.dumps(model_row(parts[0], int(parts[1]), device, args.iters, args.warmup, modes)), flush=True)
 

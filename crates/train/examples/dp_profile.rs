@@ -2,7 +2,11 @@
 //! for LeNet-5 (or the MLP, or WRN-16-4) on a random batch, with the convolutions' squared
 //! norms computed each way (ghost, materialised, and the automatic choice).
 //!
-//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp|wrn16_4] [batch] [iters] [auto|ghost|materialise] [replicas]`
+//! `cargo run --release -p dpaudit-train --example dp_profile -- [lenet5|mlp|wrn16_4] [batch] [iters] [auto|ghost|materialise] [replicas] [auto|contiguous|channels-last] [auto|direct|grouped|unfold]`
+//!
+//! The sixth argument sets the convolutions' memory layout (`layers::conv2d::set_conv_layout`), the
+//! seventh LeNet-5's per-sample formulation where its convolutions materialise
+//! (`layers::conv2d::PerSampleMethod`).
 //!
 //! Each figure is the best of `iters` repetitions, in milliseconds; CPU only.
 
@@ -14,7 +18,7 @@ use std::time::Instant;
 use dpaudit_train::engine::{
     forward_backward, non_private_step, Batch, DpSgd, DpSgdConfig, Normaliser, Sgd,
 };
-use dpaudit_train::layers::conv2d::NormStrategy;
+use dpaudit_train::layers::conv2d::{set_conv_layout, ConvLayout, NormStrategy, PerSampleMethod};
 use dpaudit_train::models::{LeNet5, Mlp, WideResNet};
 use dpaudit_train::runtime::retain_freed_host_memory;
 use dpaudit_train::testing::random_batch;
@@ -100,9 +104,22 @@ fn main() {
     let b: i64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
     let memory = retain_freed_host_memory();
+    set_conv_layout(match args.get(6).map(String::as_str) {
+        Some("contiguous") => Some(ConvLayout::Contiguous),
+        Some("channels-last") => Some(ConvLayout::ChannelsLast),
+        _ => None,
+    });
+    let method = match args.get(7).map(String::as_str) {
+        Some("direct") => PerSampleMethod::Direct,
+        Some("grouped") => PerSampleMethod::GroupedConvolution,
+        Some("unfold") => PerSampleMethod::Unfold,
+        _ => PerSampleMethod::Auto,
+    };
     println!(
-        "{which}, B = {b}, {} threads, best of {iters}, ms; host memory {memory}",
-        tch::get_num_threads()
+        "{which}, B = {b}, {} threads, best of {iters}, ms; host memory {memory}; convolution layout {}; \
+         per-sample method {method:?}",
+        tch::get_num_threads(),
+        args.get(6).map_or("auto", String::as_str)
     );
     match which {
         "wrn16_4" => {
@@ -137,6 +154,8 @@ fn main() {
                     LeNet5::new(&mut Init::new(0, replicas, tch::Device::Cpu), 10).unwrap();
                 model.conv1.norm_strategy = strategy;
                 model.conv2.norm_strategy = strategy;
+                model.conv1.per_sample_method = method;
+                model.conv2.per_sample_method = method;
                 let (x, y) = random_batch(&model, b, 0).unwrap();
                 profile(&model, &Batch::new(x, y), iters, label);
             }

@@ -9,6 +9,7 @@ use dpaudit_experiment::throughput::{
     measure, LoopModel, LoopRow, LoopSpec, END_TO_END_ROWS, OVERHEAD_REPLICAS,
 };
 use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};
+use dpaudit_train::layers::conv2d::{set_conv_layout, ConvLayout};
 use dpaudit_train::noise::NoiseGenerator;
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +62,27 @@ pub struct Args {
     /// the device on a GPU), `host` or `device`.
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
     pub noise: String,
+    /// The memory layout of every convolution: `auto` (channels last for
+    /// replica-stacked convolutions with under 16 input channels per group on
+    /// the CPU, contiguous otherwise),
+    /// `contiguous` or `channels-last`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "contiguous", "channels-last"])]
+    pub conv_layout: String,
+}
+
+/// Apply `--conv-layout` to the process and say what is in effect.
+fn apply_conv_layout(choice: &str) -> &'static str {
+    let layout = match choice {
+        "contiguous" => Some(ConvLayout::Contiguous),
+        "channels-last" => Some(ConvLayout::ChannelsLast),
+        _ => None,
+    };
+    set_conv_layout(layout);
+    match layout {
+        Some(ConvLayout::Contiguous) => "contiguous",
+        Some(ConvLayout::ChannelsLast) => "channels last",
+        _ => "auto (channels last for replica-stacked convolutions with under 16 inputs per group on the CPU)",
+    }
 }
 
 fn name(m: BenchModel) -> &'static str {
@@ -191,7 +213,7 @@ fn op_columns(row: &LoopRow) -> String {
     }
 }
 
-fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
+fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()> {
     let specs: Vec<LoopSpec> = if args.overhead {
         OVERHEAD_REPLICAS
             .iter()
@@ -221,7 +243,7 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
@@ -229,7 +251,8 @@ fn run_loop(args: &Args, device: tch::Device) -> anyhow::Result<()> {
             args.warmup,
             noise
                 .unwrap_or_else(|| NoiseGenerator::default_for(Mode::Replayable, device))
-                .name()
+                .name(),
+            layout
         );
         println!(
             "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10}",
@@ -276,21 +299,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.iters == 0 {
         anyhow::bail!("--iters 0: expected at least 1 timed step");
     }
+    let layout = apply_conv_layout(&args.conv_layout);
     if args.oracle {
         return run_oracle(device, args.json);
     }
     if args.end_to_end || args.overhead {
-        return run_loop(&args, device);
+        return run_loop(&args, device, layout);
     }
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps per kind after {} warm-up; host memory {}",
+            "device {:?}, {} threads, best of {} rounds of {} steps per kind after {} warm-up; host memory {}; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
             args.iters,
             args.warmup,
-            dpaudit_train::runtime::retain_freed_host_memory()
+            dpaudit_train::runtime::retain_freed_host_memory(),
+            layout
         );
         println!(
             "{:<8} {:>6} {:>9} {:>16} {:>16} {:>8}",
