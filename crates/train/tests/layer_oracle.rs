@@ -86,6 +86,11 @@ fn conv2d_matches_oracle() {
         Conv2dConfig::new(2, 3, 3).stride(2),
         // Depthwise, stride 3 (row 5 unused).
         Conv2dConfig::new(4, 4, 2).stride(3).groups(4),
+        // Stride 1 with the direct kernel's output blocks of 6 + 6 + 4
+        // channels and an even number of kernel offsets (2 · 3 · 3), and of
+        // 6 + 4 + 1 with an odd one (1 · 3 · 3).
+        Conv2dConfig::new(2, 16, 3).padding(1),
+        Conv2dConfig::new(1, 11, 3).padding(1),
     ];
     for m in REPLICAS {
         for cfg in configs {
