@@ -23,6 +23,7 @@ std::atomic<bool> installed{false};
 at::CallbackHandle handle = 0;
 
 thread_local int depth = 0;
+thread_local bool observing = false;  // on the thread that installed the observer
 thread_local std::chrono::steady_clock::time_point entered;
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction&) {
@@ -67,7 +68,19 @@ int dpaudit_op_count_install() {
     installed = false;
     return 1;
   }
+  observing = true;
   return 0;
+}
+
+// One call of a compute kernel of ours that runs outside the dispatcher (the
+// direct per-sample convolution gradient), `ns` long: counted as one
+// top-level operator with its time, so that the time outside operators stays
+// host work. Counted on the installing thread only, as the observer counts.
+void dpaudit_op_count_own_kernel(uint64_t ns) {
+  if (!observing || depth != 0) return;
+  top_level.fetch_add(1, std::memory_order_relaxed);
+  all_ops.fetch_add(1, std::memory_order_relaxed);
+  inside_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
 void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns) {
@@ -78,6 +91,7 @@ void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns) {
 
 // Removes the observer; call it on the thread that installed it.
 void dpaudit_op_count_remove() {
+  observing = false;
   if (installed.exchange(false)) at::removeCallback(handle);
 }
 

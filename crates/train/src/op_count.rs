@@ -22,6 +22,11 @@
 //!   schedule, noise draw, bookkeeping) and the autograd engine's between its
 //!   operators.
 //!
+//! dpaudit's own compute kernels, which run outside the dispatcher (the
+//! direct per-sample convolution gradient, `conv2d::PerSampleMethod::Direct`),
+//! report each call through [`own_kernel`]: it counts as one top-level
+//! operator with its time, so that the time outside operators stays host work.
+//!
 //! The observer costs about a microsecond per operator while installed, so it
 //! is installed for measurements only ([`OpCounter::start`]) and removed when
 //! the counter is dropped. One counter runs at a time in a process.
@@ -39,6 +44,23 @@ extern "C" {
     fn dpaudit_op_count_install() -> i32;
     fn dpaudit_op_count_read(top: *mut u64, all: *mut u64, ns: *mut u64);
     fn dpaudit_op_count_remove();
+    fn dpaudit_op_count_own_kernel(ns: u64);
+}
+
+/// Records one call of a compute kernel of ours that started at `started`
+/// and has just returned, if a counter runs on this thread; nothing otherwise.
+pub(crate) fn own_kernel(started: Instant) {
+    #[cfg(dpaudit_op_count)]
+    {
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: touches only the counter's atomics and thread-locals.
+        #[allow(unsafe_code)]
+        unsafe {
+            dpaudit_op_count_own_kernel(ns)
+        };
+    }
+    #[cfg(not(dpaudit_op_count))]
+    let _ = started;
 }
 
 /// Operator counts and times of a measured stretch of code.
@@ -199,6 +221,25 @@ mod tests {
         let _d = a.f_mul(&a).unwrap();
         let _e = a.f_mul(&a).unwrap();
         assert_eq!(counter.finish().top_level, 2);
+    }
+
+    #[test]
+    fn counts_our_own_kernels_on_the_counting_thread_only() {
+        // Without a counter on this thread, nothing is recorded.
+        own_kernel(Instant::now());
+        let counter = OpCounter::start().unwrap();
+        let started = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        own_kernel(started);
+        std::thread::spawn(|| own_kernel(Instant::now()))
+            .join()
+            .unwrap();
+        let counts = counter.finish();
+        assert_eq!((counts.top_level, counts.all), (1, 1), "{counts:?}");
+        assert!(
+            counts.inside >= 0.005 && counts.inside <= counts.wall,
+            "{counts:?}"
+        );
     }
 
     #[test]

@@ -562,6 +562,7 @@ impl Conv2d {
         // and, measured in tests/host_memory.rs, made the allocator hand
         // fresh pages to the next step's tensors.
         let failed = AtomicBool::new(false);
+        let started = std::time::Instant::now();
         rayon::in_place_scope(|scope| {
             for t in 1..threads {
                 let (run, failed) = (&run, &failed);
@@ -575,6 +576,7 @@ impl Conv2d {
                 failed.store(true, Ordering::Relaxed);
             }
         });
+        crate::op_count::own_kernel(started);
         let failed = failed.into_inner();
         if failed {
             return Err(TchError::Torch(
