@@ -96,13 +96,16 @@ void rows(const float* d, int64_t lp, const float* xp, const int64_t* off, int64
 
 // Samples [begin, end) of n = b·G + group. Shapes: x [B, G, C, H, W] and
 // d [B, G, O, OH, OW] with element strides xs[5], ds[5] (any layout);
-// out [B·G, O, C, KH, KW] contiguous. OH = H + 2·ph − KH + 1 and
-// OW = W + 2·pw − KW + 1 (stride 1, dilation 1; the caller checks).
-// Returns 0, or 1 if its buffers could not be allocated.
+// out [B·G, O, C, KH, KW] contiguous; shape = {G, C, H, W, O, OH, OW, KH, KW,
+// PH, PW}, with OH = H + 2·PH − KH + 1 and OW = W + 2·PW − KW + 1 (stride 1,
+// dilation 1; the caller checks). Returns 0, or 1 if its buffers could not
+// be allocated.
 extern "C" int DPAUDIT_KERNEL_NAME(int64_t begin, int64_t end, const float* x, const int64_t* xs,
-                                    const float* d, const int64_t* ds, float* out, int64_t groups,
-                                    int64_t c, int64_t h, int64_t w, int64_t o, int64_t oh,
-                                    int64_t ow, int64_t kh, int64_t kw, int64_t ph, int64_t pw) {
+                                    const float* d, const int64_t* ds, float* out,
+                                    const int64_t* shape) {
+  const int64_t groups = shape[0], c = shape[1], h = shape[2], w = shape[3], o = shape[4],
+                oh = shape[5], ow = shape[6], kh = shape[7], kw = shape[8], ph = shape[9],
+                pw = shape[10];
   // Output row y of the backprop is stored at width wp, the padded input's
   // width, so that for kernel offset (p, q) the input values it meets,
   // xpad[y + p][x + q], are the contiguous run starting at p·wp + q of the

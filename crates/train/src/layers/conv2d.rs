@@ -118,72 +118,44 @@ pub enum PerSampleMethod {
 
 /// The direct kernel's entry point for samples `[begin, end)`
 /// (`csrc/conv_grad_kernel.cpp`): x `[B, G, C, H, W]` and d
-/// `[B, G, O, OH, OW]` by element strides, out `[B·G, O, C, KH, KW]`.
+/// `[B, G, O, OH, OW]` by element strides, out `[B·G, O, C, KH, KW]`, and
+/// the shape `[G, C, H, W, O, OH, OW, KH, KW, PH, PW]`.
 type KernelRange = unsafe extern "C" fn(
-    i64,
-    i64,
-    *const f32,
-    *const i64,
-    *const f32,
-    *const i64,
-    *mut f32,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
+    begin: i64,
+    end: i64,
+    x: *const f32,
+    x_strides: *const i64,
+    d: *const f32,
+    d_strides: *const i64,
+    out: *mut f32,
+    shape: *const i64,
 ) -> i32;
 
-#[allow(unsafe_code)]
-extern "C" {
-    fn dpaudit_conv_grad_range_base(
-        begin: i64,
-        end: i64,
-        x: *const f32,
-        x_strides: *const i64,
-        d: *const f32,
-        d_strides: *const i64,
-        out: *mut f32,
-        groups: i64,
-        c: i64,
-        h: i64,
-        w: i64,
-        o: i64,
-        oh: i64,
-        ow: i64,
-        kh: i64,
-        kw: i64,
-        ph: i64,
-        pw: i64,
-    ) -> i32;
-    #[cfg(target_arch = "x86_64")]
-    fn dpaudit_conv_grad_range_avx2(
-        begin: i64,
-        end: i64,
-        x: *const f32,
-        x_strides: *const i64,
-        d: *const f32,
-        d_strides: *const i64,
-        out: *mut f32,
-        groups: i64,
-        c: i64,
-        h: i64,
-        w: i64,
-        o: i64,
-        oh: i64,
-        ow: i64,
-        kh: i64,
-        kw: i64,
-        ph: i64,
-        pw: i64,
-    ) -> i32;
+/// Declares the builds of the direct kernel, each a [`KernelRange`].
+macro_rules! declare_kernel_builds {
+    ($($(#[$attr:meta])* $name:ident),*) => {
+        #[allow(unsafe_code)]
+        extern "C" {
+            $($(#[$attr])*
+            fn $name(
+                begin: i64,
+                end: i64,
+                x: *const f32,
+                x_strides: *const i64,
+                d: *const f32,
+                d_strides: *const i64,
+                out: *mut f32,
+                shape: *const i64,
+            ) -> i32;)*
+        }
+    };
 }
+
+declare_kernel_builds!(
+    dpaudit_conv_grad_range_base,
+    #[cfg(target_arch = "x86_64")]
+    dpaudit_conv_grad_range_avx2
+);
 
 /// The kernel build for this CPU: AVX2 and FMA where it has them.
 fn kernel_range() -> KernelRange {
@@ -523,14 +495,20 @@ impl Conv2d {
             d.data_ptr() as usize,
             out.data_ptr() as usize,
         );
-        let (xsp, dsp) = (x_strides.as_ptr() as usize, d_strides.as_ptr() as usize);
+        let shape = [groups, ci, h, w, oi, oh, ow, kh, kw, ph, pw];
+        let (xsp, dsp, shp) = (
+            x_strides.as_ptr() as usize,
+            d_strides.as_ptr() as usize,
+            shape.as_ptr() as usize,
+        );
         let kernel = kernel_range();
         let run = |begin: i64, end: i64| -> i32 {
             // SAFETY: `x`, `d` and `out` are live float32 CPU tensors of the
             // shapes passed (x [b, groups, ci, h, w] and d [b, groups, oi,
             // oh, ow] with the 5 element strides passed, read only; out
             // contiguous [b·groups, oi, ci, kh, kw]), `data_ptr` points at
-            // their first element, and they and the stride vectors outlive
+            // their first element, and they, the stride vectors and the
+            // 11-element shape outlive
             // the scope below. The kernel reads x[n] and d[n] within those
             // shapes and strides, writes out[n] for n in [begin, end) only,
             // and keeps no pointer; the ranges of the threads are disjoint.
@@ -543,17 +521,7 @@ impl Conv2d {
                     dp as *const f32,
                     dsp as *const i64,
                     op as *mut f32,
-                    groups,
-                    ci,
-                    h,
-                    w,
-                    oi,
-                    oh,
-                    ow,
-                    kh,
-                    kw,
-                    ph,
-                    pw,
+                    shp as *const i64,
                 )
             }
         };
