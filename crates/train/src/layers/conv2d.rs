@@ -206,14 +206,14 @@ pub enum ConvLayout {
     /// `torch.channels_last`). On the CPU, oneDNN then runs a grouped
     /// convolution with its direct kernels instead of one im2col and small
     /// matrix product per group: measured on 2 cores for LeNet-5 with 64
-    /// replicas, the non-private step is 1.6–2.4× faster (benches/RESULTS.md).
+    /// replicas, the non-private step ran 2.4× faster (benches/RESULTS.md).
     ChannelsLast,
 }
 
 /// [`ConvLayout::Auto`] stores a grouped convolution channels last on the
 /// CPU only below this many input channels per group. Measured on 2 cores
 /// (benches/RESULTS.md): with 64 replicas, LeNet-5's convolutions (1 and 6
-/// inputs) run the non-private step 1.6–1.9× faster channels last, while
+/// inputs) run the non-private step 2.4× faster channels last, while
 /// WRN-16-4 with 4 replicas (16–256 inputs) runs it 0.85× as fast.
 pub const CHANNELS_LAST_BELOW_INPUTS: i64 = 16;
 
@@ -449,10 +449,11 @@ impl Conv2d {
     }
 
     /// Per-sample weight gradients by the direct CPU kernel
-    /// ([`PerSampleMethod::Direct`]): the recorded input and the backprop are
-    /// read in place, in either layout, as `[B, M·g, in/g, H, W]` and
-    /// `[B, M·g, out/g, H', W']`; the samples are split over libtorch's
-    /// intra-op thread count.
+    /// ([`PerSampleMethod::Direct`]): the recorded input as
+    /// `[B, M·g, in/g, H, W]`, copied to contiguous if it is not, and the
+    /// backprop as `[B, M·g, out/g, H', W']`, read in place in either layout;
+    /// the samples are split into as many ranges as libtorch's intra-op
+    /// thread count, run on rayon's pool.
     #[allow(unsafe_code)]
     fn direct_weight_grads(&self, rec: &Recorded, backprop: &Tensor) -> Result<Tensor, TchError> {
         let c = &self.config;
@@ -508,10 +509,10 @@ impl Conv2d {
             // oh, ow] with the 5 element strides passed, read only; out
             // contiguous [b·groups, oi, ci, kh, kw]), `data_ptr` points at
             // their first element, and they, the stride vectors and the
-            // 11-element shape outlive
-            // the scope below. The kernel reads x[n] and d[n] within those
-            // shapes and strides, writes out[n] for n in [begin, end) only,
-            // and keeps no pointer; the ranges of the threads are disjoint.
+            // 11-element shape outlive the scope below. The kernel reads x[n]
+            // and d[n] within those shapes and strides, writes out[n] for n
+            // in [begin, end) only, and keeps no pointer; the ranges of the
+            // threads are disjoint.
             unsafe {
                 kernel(
                     begin,
