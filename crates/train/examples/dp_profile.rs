@@ -104,11 +104,7 @@ fn main() {
     let b: i64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
     let memory = retain_freed_host_memory();
-    set_conv_layout(match args.get(6).map(String::as_str) {
-        Some("contiguous") => Some(ConvLayout::Contiguous),
-        Some("channels-last") => Some(ConvLayout::ChannelsLast),
-        _ => None,
-    });
+    set_conv_layout(args.get(6).map(|s| s.parse::<ConvLayout>().unwrap()));
     let method = match args.get(7).map(String::as_str) {
         Some("direct") => PerSampleMethod::Direct,
         Some("grouped") => PerSampleMethod::GroupedConvolution,

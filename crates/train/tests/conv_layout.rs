@@ -89,5 +89,14 @@ fn layouts_agree_and_auto_resolves_as_documented() {
     );
     set_conv_layout(None);
     assert_eq!(conv_layout(), None);
+    // The names `dpaudit bench --conv-layout` takes.
+    assert_eq!("channels-last".parse(), Ok(ConvLayout::ChannelsLast));
+    assert_eq!("contiguous".parse(), Ok(ConvLayout::Contiguous));
+    assert_eq!("auto".parse(), Ok(ConvLayout::Auto));
+    let err = "nhwc".parse::<ConvLayout>().unwrap_err();
+    assert!(
+        err.contains("`nhwc`") && err.contains("channels-last"),
+        "{err}"
+    );
     assert_eq!(three.layout_for(Device::Cpu), ConvLayout::ChannelsLast);
 }

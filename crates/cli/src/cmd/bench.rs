@@ -71,18 +71,16 @@ pub struct Args {
 }
 
 /// Apply `--conv-layout` to the process and say what is in effect.
-fn apply_conv_layout(choice: &str) -> &'static str {
-    let layout = match choice {
-        "contiguous" => Some(ConvLayout::Contiguous),
-        "channels-last" => Some(ConvLayout::ChannelsLast),
-        _ => None,
-    };
-    set_conv_layout(layout);
-    match layout {
-        Some(ConvLayout::Contiguous) => "contiguous",
-        Some(ConvLayout::ChannelsLast) => "channels last",
-        _ => "auto (channels last for replica-stacked convolutions with under 16 inputs per group on the CPU)",
-    }
+fn apply_conv_layout(choice: &str) -> anyhow::Result<&'static str> {
+    let layout: ConvLayout = choice.parse().map_err(anyhow::Error::msg)?;
+    set_conv_layout(Some(layout));
+    Ok(match layout {
+        ConvLayout::Contiguous => "contiguous",
+        ConvLayout::ChannelsLast => "channels last",
+        ConvLayout::Auto => {
+            "auto (channels last for replica-stacked convolutions with under 16 inputs per group on the CPU)"
+        }
+    })
 }
 
 fn name(m: BenchModel) -> &'static str {
@@ -299,7 +297,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.iters == 0 {
         anyhow::bail!("--iters 0: expected at least 1 timed step");
     }
-    let layout = apply_conv_layout(&args.conv_layout);
+    let layout = apply_conv_layout(&args.conv_layout)?;
     if args.oracle {
         return run_oracle(device, args.json);
     }

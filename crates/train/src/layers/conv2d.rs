@@ -210,6 +210,23 @@ pub enum ConvLayout {
     ChannelsLast,
 }
 
+impl std::str::FromStr for ConvLayout {
+    type Err = String;
+
+    /// `auto`, `contiguous` or `channels-last` (the names `dpaudit bench
+    /// --conv-layout` takes).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(ConvLayout::Auto),
+            "contiguous" => Ok(ConvLayout::Contiguous),
+            "channels-last" => Ok(ConvLayout::ChannelsLast),
+            other => Err(format!(
+                "convolution layout `{other}`: expected auto, contiguous or channels-last"
+            )),
+        }
+    }
+}
+
 /// [`ConvLayout::Auto`] stores a grouped convolution channels last on the
 /// CPU only below this many input channels per group. Measured on 2 cores
 /// (benches/RESULTS.md): with 64 replicas, LeNet-5's convolutions (1 and 6
