@@ -20,9 +20,13 @@
 //! whatever device the test suite is given, so a backend that did not wrap
 //! would fail them.
 //!
-//! Cost: about 120 elementwise operations per block of four words, i.e. per
-//! two float64 normals; draws are generated in slices of [`SLICE`] blocks so
-//! that the temporaries stay in cache on a CPU. This generator serves the
+//! Cost: about 150 elementwise operations per block of four words, i.e. per
+//! two float64 normals, all of them in place on nine working tensors
+//! allocated once per draw (`Slice`): a draw allocates and frees nothing per
+//! round, which on a CPU is host time outside any operator and on a GPU a
+//! trip through the caching allocator per temporary. Draws are generated in
+//! slices of [`SLICE`] blocks so that the working tensors stay in cache on a
+//! CPU. This generator serves the
 //! tensor BGM simulator and, through [`RowKeys`] (one key per row, every row
 //! in one pass), the replayable DP noise on a GPU; DP noise on the CPU is drawn
 //! on the host ([`crate::noise`]), which is several times faster there.
@@ -30,7 +34,7 @@
 use dpaudit_data::seed::SeedKey;
 use tch::{Device, Kind, TchError, Tensor};
 
-use crate::scalar::{full, int, WithNumber};
+use crate::scalar::{int, number, WithNumber};
 
 const M0: i64 = 0xD251_1F53;
 const M1: i64 = 0xCD9E_8D57;
@@ -52,8 +56,8 @@ pub struct Philox {
     device: Device,
 }
 
-/// One round function applied ten times to the four counter words.
-fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
+/// The ten round keys of one key, as 0-dim int64 tensors.
+fn round_keys(key: [u32; 2]) -> Result<Vec<[Tensor; 2]>, TchError> {
     let mut keys = Vec::with_capacity(10);
     let (mut k0, mut k1) = (key[0], key[1]);
     for _ in 0..10 {
@@ -61,34 +65,7 @@ fn rounds(c: [Tensor; 4], key: [u32; 2]) -> Result<[Tensor; 4], TchError> {
         k0 = k0.wrapping_add(W0);
         k1 = k1.wrapping_add(W1);
     }
-    keyed_rounds(c, &keys)
-}
-
-/// The ten rounds with the round keys given as tensors that broadcast against
-/// the counter words: 0-dim for one key ([`rounds`]), `[M, 1]` for one key per
-/// row ([`row_keys`]).
-fn keyed_rounds(c: [Tensor; 4], keys: &[[Tensor; 2]]) -> Result<[Tensor; 4], TchError> {
-    let [mut c0, mut c1, mut c2, mut c3] = c;
-    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
-    for [k0, k1] in keys {
-        let p0 = c0.f_mul(&m0)?;
-        let p1 = c2.f_mul(&m1)?;
-        let hi0 = p0
-            .f_bitwise_right_shift(&shift)?
-            .f_bitwise_and_tensor(&mask)?;
-        let lo0 = p0.f_bitwise_and_tensor(&mask)?;
-        let hi1 = p1
-            .f_bitwise_right_shift(&shift)?
-            .f_bitwise_and_tensor(&mask)?;
-        let lo1 = p1.f_bitwise_and_tensor(&mask)?;
-        let n0 = hi1.f_bitwise_xor_tensor(&c1)?.f_bitwise_xor_tensor(k0)?;
-        let n2 = hi0.f_bitwise_xor_tensor(&c3)?.f_bitwise_xor_tensor(k1)?;
-        c0 = n0;
-        c1 = lo1;
-        c2 = n2;
-        c3 = lo0;
-    }
-    Ok([c0, c1, c2, c3])
+    Ok(keys)
 }
 
 /// The ten round keys of one key per row: `keys` is `[M, 2]` int64 (words in
@@ -112,23 +89,176 @@ fn row_keys(keys: &Tensor) -> Result<Vec<[Tensor; 2]>, TchError> {
     Ok(out)
 }
 
-/// Two words `(a, b)` as a float64 in `(0, 1)`: the top 52 of their 64 bits
-/// as an integer `k`, then `(k + ½)·2⁻⁵²`, which float64 represents exactly
-/// (`k + ½ < 2⁵²`), so the value is never 0 nor 1.
-fn unit(a: &Tensor, b: &Tensor) -> Result<Tensor, TchError> {
-    let k = a
-        .f_bitwise_left_shift(&int(20)?)?
-        .f_bitwise_or_tensor(&b.f_bitwise_right_shift(&int(12)?)?)?
-        .f_to_kind(Kind::Double)?;
-    k.add_f64(0.5)?.mul_f64(2f64.powi(-52))
+/// The ten rounds, in place on the four counter words `c`, with `t` as
+/// scratch: no tensor is allocated, so a draw frees nothing per round (on a
+/// CPU, freeing a large tensor costs host time outside any operator; on a
+/// GPU every temporary is a trip through the caching allocator). The round
+/// keys broadcast against the words: 0-dim for one key ([`round_keys`]),
+/// `[M, 1]` for one key per row ([`row_keys`]). All six tensors are
+/// contiguous, of one shape, int64.
+///
+/// One round maps `(c₀, c₁, c₂, c₃)` to `(hi(c₂·M₁) ⊕ c₁ ⊕ k₀, lo(c₂·M₁),
+/// hi(c₀·M₀) ⊕ c₃ ⊕ k₁, lo(c₀·M₀))` (Salmon et al. 2011, §4.2), in 12
+/// operations.
+fn rounds_(c: &mut [Tensor; 4], t: &mut [Tensor; 2], keys: &[[Tensor; 2]]) -> Result<(), TchError> {
+    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
+    let [c0, c1, c2, c3] = c;
+    let [t0, t1] = t;
+    for [k0, k1] in keys {
+        // The products wrap modulo 2⁶⁴; hi is the arithmetic shift, masked.
+        let _ = c0.f_mul_out(t0, &m0)?;
+        let _ = c2.f_mul_out(t1, &m1)?;
+        let _ = t1.f_bitwise_right_shift_tensor_out(c0, &shift)?;
+        let _ = c0.f_bitwise_and_tensor_(&mask)?;
+        let _ = c0.f_bitwise_xor_tensor_(c1)?;
+        let _ = c0.f_bitwise_xor_tensor_(k0)?;
+        let _ = t0.f_bitwise_right_shift_tensor_out(c2, &shift)?;
+        let _ = c2.f_bitwise_and_tensor_(&mask)?;
+        let _ = c2.f_bitwise_xor_tensor_(c3)?;
+        let _ = c2.f_bitwise_xor_tensor_(k1)?;
+        let _ = t1.f_bitwise_and_tensor_out(c1, &mask)?;
+        let _ = t0.f_bitwise_and_tensor_out(c3, &mask)?;
+    }
+    Ok(())
 }
 
-/// The Box–Muller pair `(r·cos θ, r·sin θ)` with `r = √(−2 ln u₁)` and
-/// `θ = 2πu₂` (Box & Muller 1958).
-fn box_muller(u1: &Tensor, u2: &Tensor) -> Result<(Tensor, Tensor), TchError> {
-    let r = u1.f_log()?.mul_f64(-2.0)?.f_sqrt()?;
-    let theta = u2.mul_f64(2.0 * std::f64::consts::PI)?;
-    Ok((r.f_mul(&theta.f_cos()?)?, r.f_mul(&theta.f_sin()?)?))
+/// What a draw makes of each block's four words.
+#[derive(Debug, Clone, Copy)]
+enum Values {
+    /// Two uniforms in `(0, 1)`.
+    Uniform,
+    /// Two standard normals by Box–Muller, times `scale` in float64 when it
+    /// is not 1.
+    Normal { scale: f64 },
+}
+
+/// The working tensors of one slice of `rows × len` blocks, allocated once
+/// per draw (and again only for a shorter last slice): the four counter
+/// words and two products (int64), and three float64 buffers. Every step of a
+/// slice writes into them in place.
+struct Slice {
+    rows: i64,
+    len: i64,
+    words: [Tensor; 4],
+    products: [Tensor; 2],
+    floats: [Tensor; 3],
+}
+
+impl Slice {
+    fn new(rows: i64, len: i64, device: Device) -> Result<Self, TchError> {
+        let int = |_| Tensor::f_empty([rows, len], (Kind::Int64, device));
+        let float = |_| Tensor::f_empty([rows, len], (Kind::Double, device));
+        Ok(Self {
+            rows,
+            len,
+            words: [int(0)?, int(1)?, int(2)?, int(3)?],
+            products: [int(4)?, int(5)?],
+            floats: [float(0)?, float(1)?, float(2)?],
+        })
+    }
+
+    /// The words of blocks `start .. start + len` of every row's draw tagged
+    /// `tag`: the counters `(start + j, tag₀, tag₁, tag₂)` through the ten
+    /// rounds.
+    fn blocks(&mut self, start: i64, tag: [u32; 3], keys: &[[Tensor; 2]]) -> Result<(), TchError> {
+        let device = self.words[0].device();
+        // start, start + 1, …, start + len − 1 (`arange` without a number argument).
+        let index = Tensor::f_ones([1, self.len], (Kind::Int64, device))?
+            .f_cumsum(1, Kind::Int64)?
+            .f_add(&int(start - 1)?)?;
+        let [c0, c1, c2, c3] = &mut self.words;
+        c0.f_copy_(&index)?;
+        for (c, w) in [c1, c2, c3].into_iter().zip(tag) {
+            let _ = c.f_fill_tensor_(&int(i64::from(w))?)?;
+        }
+        rounds_(&mut self.words, &mut self.products, keys)
+    }
+
+    /// The words as values, written into `even` and `odd` (`[rows, len]`
+    /// views of the output, of any kind: the float64 value is rounded once on
+    /// the copy). The words are overwritten.
+    ///
+    /// Two words `(a, b)` make one float64 in `(0, 1)`: the top 52 of their
+    /// 64 bits as an integer `k`, then `(k + ½)·2⁻⁵²`, which float64
+    /// represents exactly (`k + ½ < 2⁵²`), so the value is never 0 nor 1.
+    /// Normals are the Box–Muller pair `(r·cos θ, r·sin θ)` with
+    /// `r = √(−2 ln u₁)` and `θ = 2πu₂` (Box & Muller 1958).
+    fn values(
+        &mut self,
+        values: Values,
+        mut even: Tensor,
+        mut odd: Tensor,
+    ) -> Result<(), TchError> {
+        let (left, right) = (int(20)?, int(12)?);
+        let half = number(0.5, Kind::Double)?;
+        let ulp = number(2f64.powi(-52), Kind::Double)?;
+        let [w0, w1, w2, w3] = &mut self.words;
+        let [u1, u2, scratch] = &mut self.floats;
+        for (hi, lo, u) in [(w0, w1, &mut *u1), (w2, w3, &mut *u2)] {
+            let _ = hi.f_bitwise_left_shift_(&left)?;
+            let _ = lo.f_bitwise_right_shift_(&right)?;
+            let _ = hi.f_bitwise_or_tensor_(lo)?;
+            u.f_copy_(hi)?;
+            let _ = u.f_add_(&half)?;
+            let _ = u.f_mul_(&ulp)?;
+        }
+        let scale = match values {
+            Values::Uniform => {
+                even.f_copy_(u1)?;
+                odd.f_copy_(u2)?;
+                return Ok(());
+            }
+            Values::Normal { scale } => scale,
+        };
+        // u1 ← r, u2 ← θ.
+        let _ = u1.f_log_()?;
+        let _ = u1.f_mul_(&number(-2.0, Kind::Double)?)?;
+        let _ = u1.f_sqrt_()?;
+        let _ = u2.f_mul_(&number(2.0 * std::f64::consts::PI, Kind::Double)?)?;
+        let scale = (scale != 1.0)
+            .then(|| number(scale, Kind::Double))
+            .transpose()?;
+        let _ = u2.f_cos_out(scratch)?;
+        let _ = u2.f_sin_()?;
+        for (z, out) in [(&mut *scratch, &mut even), (&mut *u2, &mut odd)] {
+            let _ = z.f_mul_(u1)?;
+            if let Some(s) = &scale {
+                let _ = z.f_mul_(s)?;
+            }
+            out.f_copy_(z)?;
+        }
+        Ok(())
+    }
+}
+
+/// Blocks `0 .. blocks` of every row's draw as values, into `out` viewed as
+/// `[rows, blocks, 2]` (block `i` gives values `2i` and `2i + 1` of a row),
+/// in slices of at most `slice` blocks per row.
+fn fill(
+    out: &Tensor,
+    rows: i64,
+    blocks: i64,
+    slice: i64,
+    tag: [u32; 3],
+    keys: &[[Tensor; 2]],
+    values: Values,
+) -> Result<(), TchError> {
+    let pairs = out.f_view([rows, blocks, 2])?;
+    let mut work: Option<Slice> = None;
+    let mut start = 0;
+    while start < blocks {
+        let len = slice.min(blocks - start);
+        let w = match work.take() {
+            Some(w) if w.len == len && w.rows == rows => w,
+            _ => Slice::new(rows, len, out.device())?,
+        };
+        let w = work.insert(w);
+        w.blocks(start, tag, keys)?;
+        let part = pairs.f_narrow(1, start, len)?;
+        w.values(values, part.f_select(2, 0)?, part.f_select(2, 1)?)?;
+        start += len;
+    }
+    Ok(())
 }
 
 impl Philox {
@@ -157,13 +287,15 @@ impl Philox {
     /// Blocks `start .. start + n` of the draw tagged `tag`: four int64
     /// tensors `[n]` with values in `[0, 2³²)`.
     pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
-        let opts = (Kind::Int64, self.device);
-        // start, start + 1, …, start + n − 1 (`arange` without a number argument).
-        let c0 = Tensor::f_ones([n], opts)?
-            .f_cumsum(0, Kind::Int64)?
-            .f_add(&int(start - 1)?)?;
-        let word = |w: u32| full(&[n], &int(i64::from(w))?, opts);
-        rounds([c0, word(tag[0])?, word(tag[1])?, word(tag[2])?], self.key)
+        let mut w = Slice::new(1, n, self.device)?;
+        w.blocks(start, tag, &round_keys(self.key)?)?;
+        let [a, b, c, d] = &w.words;
+        Ok([
+            a.f_view([n])?,
+            b.f_view([n])?,
+            c.f_view([n])?,
+            d.f_view([n])?,
+        ])
     }
 
     fn check(&self, elements: i64, per_block: i64) -> Result<i64, TchError> {
@@ -177,33 +309,18 @@ impl Philox {
         Ok(blocks)
     }
 
-    /// Fill a flat float64 tensor of `n` values, two per block, slice by slice.
-    fn fill_pairs(
-        &self,
-        n: i64,
-        tag: [u32; 3],
-        pair: impl Fn(&Tensor, &Tensor) -> Result<(Tensor, Tensor), TchError>,
-    ) -> Result<Tensor, TchError> {
+    /// A flat float64 tensor of `n` values, two per block, slice by slice.
+    fn fill_pairs(&self, n: i64, tag: [u32; 3], values: Values) -> Result<Tensor, TchError> {
         let blocks = self.check(n, 2)?;
         let out = Tensor::f_empty([2 * blocks], (Kind::Double, self.device))?;
-        let mut start = 0;
-        while start < blocks {
-            let len = SLICE.min(blocks - start);
-            let [w0, w1, w2, w3] = self.blocks(start, len, tag)?;
-            let (a, b) = pair(&unit(&w0, &w1)?, &unit(&w2, &w3)?)?;
-            // Block i gives values 2i and 2i + 1.
-            let both = Tensor::f_stack(&[a, b], 1)?.f_reshape([-1])?;
-            out.f_narrow(0, 2 * start, 2 * len)?.f_copy_(&both)?;
-            start += len;
-        }
+        fill(&out, 1, blocks, SLICE, tag, &round_keys(self.key)?, values)?;
         out.f_narrow(0, 0, n)
     }
 
     /// Float64 uniforms in `(0, 1)` on the grid `(k + ½)·2⁻⁵²`, shaped `shape`.
     pub fn uniform(&self, shape: &[i64], tag: [u32; 3]) -> Result<Tensor, TchError> {
         let n = shape.iter().product();
-        self.fill_pairs(n, tag, |a, b| Ok((a.shallow_clone(), b.shallow_clone())))?
-            .f_reshape(shape)
+        self.fill_pairs(n, tag, Values::Uniform)?.f_reshape(shape)
     }
 
     /// Float64 standard normals by the Box–Muller transform (Box & Muller
@@ -211,9 +328,9 @@ impl Philox {
     /// `θ = 2πu₂`. With `u₁ ≥ 2⁻⁵³` the largest `|z|` is about 8.6.
     pub fn normal(&self, shape: &[i64], tag: [u32; 3]) -> Result<Tensor, TchError> {
         let n = shape.iter().product();
-        self.fill_pairs(n, tag, box_muller)?.f_reshape(shape)
+        self.fill_pairs(n, tag, Values::Normal { scale: 1.0 })?
+            .f_reshape(shape)
     }
-
     /// Int64 values in `[0, high)` as `⌊u·high⌋` of a 52-bit uniform: each
     /// value's probability is within `2⁻⁵²` of `1/high`.
     pub fn below(&self, high: i64, shape: &[i64], tag: [u32; 3]) -> Result<Tensor, TchError> {
@@ -295,17 +412,9 @@ impl RowKeys {
     /// int64 tensors `[M, n]`; row `r` equals `Philox(keys[r]).blocks(start,
     /// n, tag)`.
     pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
-        let opts = (Kind::Int64, self.keys.device());
-        let m = self.rows();
-        let c0 = Tensor::f_ones([1, n], opts)?
-            .f_cumsum(1, Kind::Int64)?
-            .f_add(&int(start - 1)?)?
-            .f_expand([m, n], false)?;
-        let word = |w: u32| full(&[m, n], &int(i64::from(w))?, opts);
-        keyed_rounds(
-            [c0, word(tag[0])?, word(tag[1])?, word(tag[2])?],
-            &self.round_keys,
-        )
+        let mut w = Slice::new(self.rows(), n, self.device())?;
+        w.blocks(start, tag, &self.round_keys)?;
+        Ok(w.words)
     }
 
     /// `[M, n]` float64 standard normals, row `r` from key `r`, by the same
@@ -316,8 +425,10 @@ impl RowKeys {
         self.scaled_normal(n, tag, 1.0, Kind::Double)
     }
 
-    /// [`RowKeys::normal`] times `scale`, computed in float64 and converted to
+    /// [`RowKeys::normal`] times `scale`, computed in float64 and written to
     /// `kind` slice by slice, so no float64 copy of the whole draw is held.
+    /// A draw of up to [`ROW_SLICE`] blocks runs a fixed number of
+    /// operations and allocates nine working tensors and the result.
     pub fn scaled_normal(
         &self,
         n: i64,
@@ -335,26 +446,22 @@ impl RowKeys {
         }
         let out = Tensor::f_empty([m, 2 * blocks], (kind, self.keys.device()))?;
         let per_slice = (ROW_SLICE / m.max(1)).max(1);
-        let mut start = 0;
-        while start < blocks {
-            let len = per_slice.min(blocks - start);
-            let [w0, w1, w2, w3] = self.blocks(start, len, tag)?;
-            let (a, b) = box_muller(&unit(&w0, &w1)?, &unit(&w2, &w3)?)?;
-            let mut both = Tensor::f_stack(&[a, b], 2)?.f_reshape([m, 2 * len])?;
-            if scale != 1.0 {
-                both = both.mul_f64(scale)?;
-            }
-            out.f_narrow(1, 2 * start, 2 * len)?
-                .f_copy_(&both.f_to_kind(kind)?)?;
-            start += len;
-        }
+        fill(
+            &out,
+            m,
+            blocks,
+            per_slice,
+            tag,
+            &self.round_keys,
+            Values::Normal { scale },
+        )?;
         out.f_narrow(1, 0, n)
     }
 }
 
 /// Largest number of blocks (all rows together) one slice of
-/// [`RowKeys::normal`] generates: 2²² blocks keep each int64 temporary at
-/// 32 MiB, and a draw of up to that many blocks runs a fixed number of
+/// [`RowKeys::normal`] generates: 2²² blocks keep each int64 working tensor
+/// at 32 MiB, and a draw of up to that many blocks runs a fixed number of
 /// operations.
 pub const ROW_SLICE: i64 = 1 << 22;
 
@@ -414,22 +521,10 @@ mod tests {
     use super::*;
 
     fn block(p: &Philox, counter: [u32; 4]) -> [u32; 4] {
-        let opts = (Kind::Int64, Device::Cpu);
-        let c: Vec<Tensor> = counter
-            .iter()
-            .map(|&w| Tensor::from_slice(&[i64::from(w)]).to_kind(opts.0))
-            .collect();
-        let out = rounds(
-            [
-                c[0].shallow_clone(),
-                c[1].shallow_clone(),
-                c[2].shallow_clone(),
-                c[3].shallow_clone(),
-            ],
-            p.key,
-        )
-        .unwrap();
-        out.map(|t| t.int64_value(&[0]) as u32)
+        let mut c = counter.map(|w| Tensor::from_slice(&[i64::from(w)]));
+        let mut t = [0, 1].map(|_| Tensor::zeros([1], (Kind::Int64, Device::Cpu)));
+        rounds_(&mut c, &mut t, &round_keys(p.key).unwrap()).unwrap();
+        c.map(|t| t.int64_value(&[0]) as u32)
     }
 
     /// Known-answer vectors of Philox4x32-10 from the Random123 distribution
@@ -460,6 +555,79 @@ mod tests {
                 block(&p, counter),
                 expected,
                 "counter {counter:x?} key {key:x?}"
+            );
+        }
+    }
+
+    /// Philox4x32-10 on the host, from the round function of Salmon et al.
+    /// 2011 (§4.2) in `u32`/`u64` arithmetic: a reference that shares no code
+    /// with the tensor version.
+    fn host_block(key: [u32; 2], counter: [u32; 4]) -> [u32; 4] {
+        let (mut c, mut k) = (counter, key);
+        for _ in 0..10 {
+            let p0 = u64::from(c[0]) * (M0 as u64);
+            let p1 = u64::from(c[2]) * (M1 as u64);
+            c = [
+                ((p1 >> 32) as u32) ^ c[1] ^ k[0],
+                p1 as u32,
+                ((p0 >> 32) as u32) ^ c[3] ^ k[1],
+                p0 as u32,
+            ];
+            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+        }
+        c
+    }
+
+    /// Uniforms are exactly `(k + ½)·2⁻⁵²` of the top 52 bits of each word
+    /// pair, block `i` giving values `2i` and `2i + 1`; normals are the
+    /// Box–Muller pair of them. libtorch's vectorised `log`/`cos`/`sin` may
+    /// differ from Rust's by an ulp or so, hence the tolerance on normals.
+    #[test]
+    fn values_match_a_host_reference() {
+        let key = [0x1234_5678, 0x9abc_def0];
+        let p = Philox::from_words(key, Device::Cpu);
+        let tag = [3, 1, 4];
+        let n = 2001;
+        let host_unit = |hi: u32, lo: u32| {
+            let k = (u64::from(hi) << 20) | (u64::from(lo) >> 12);
+            (k as f64 + 0.5) * 2f64.powi(-52)
+        };
+        let mut uniforms = Vec::new();
+        let mut normals = Vec::new();
+        for i in 0..(n as u32).div_ceil(2) {
+            let w = host_block(key, [i, tag[0], tag[1], tag[2]]);
+            let (u1, u2) = (host_unit(w[0], w[1]), host_unit(w[2], w[3]));
+            uniforms.extend([u1, u2]);
+            let (r, theta) = ((-2.0 * u1.ln()).sqrt(), 2.0 * std::f64::consts::PI * u2);
+            normals.extend([r * theta.cos(), r * theta.sin()]);
+        }
+        let got = Vec::<f64>::try_from(p.uniform(&[n], tag).unwrap()).unwrap();
+        assert_eq!(got[..], uniforms[..n as usize]);
+        let got = Vec::<f64>::try_from(p.normal(&[n], tag).unwrap()).unwrap();
+        for (i, (g, h)) in got.iter().zip(&normals).enumerate() {
+            assert!(
+                (g - h).abs() <= 1e-13 * h.abs().max(1.0),
+                "value {i}: {g} against {h}"
+            );
+        }
+        // One key per row: row r is the stream of key r, scaled in float64
+        // and rounded once to float32.
+        let keys = Tensor::from_slice(&[i64::from(key[0]), i64::from(key[1])]).reshape([1, 2]);
+        let rows = RowKeys {
+            round_keys: row_keys(&keys).unwrap(),
+            keys,
+        };
+        let got = Vec::<f32>::try_from(
+            rows.scaled_normal(n, tag, 0.7, Kind::Float)
+                .unwrap()
+                .reshape([-1]),
+        )
+        .unwrap();
+        for (i, (g, h)) in got.iter().zip(&normals).enumerate() {
+            let want = (0.7 * h) as f32;
+            assert!(
+                (g - want).abs() <= 2.0 * f32::EPSILON * want.abs().max(1.0),
+                "row value {i}: {g} against {want}"
             );
         }
     }
