@@ -146,14 +146,14 @@ struct Slice {
 
 impl Slice {
     fn new(rows: i64, len: i64, device: Device) -> Result<Self, TchError> {
-        let int = |_| Tensor::f_empty([rows, len], (Kind::Int64, device));
-        let float = |_| Tensor::f_empty([rows, len], (Kind::Double, device));
+        let int = || Tensor::f_empty([rows, len], (Kind::Int64, device));
+        let float = || Tensor::f_empty([rows, len], (Kind::Double, device));
         Ok(Self {
             rows,
             len,
-            words: [int(0)?, int(1)?, int(2)?, int(3)?],
-            products: [int(4)?, int(5)?],
-            floats: [float(0)?, float(1)?, float(2)?],
+            words: [int()?, int()?, int()?, int()?],
+            products: [int()?, int()?],
+            floats: [float()?, float()?, float()?],
         })
     }
 
@@ -630,6 +630,29 @@ mod tests {
                 "row value {i}: {g} against {want}"
             );
         }
+    }
+
+    /// Empty draws (no values, no rows) are empty tensors of the right shape,
+    /// not errors: the working tensors are then empty too.
+    #[test]
+    fn empty_draws_have_their_shapes() {
+        let p = Philox::from_words([1, 2], Device::Cpu);
+        assert_eq!(p.normal(&[0], [0, 0, 0]).unwrap().size(), [0]);
+        assert_eq!(p.uniform(&[3, 0], [0, 0, 0]).unwrap().size(), [3, 0]);
+        assert_eq!(p.blocks(5, 0, [0, 0, 0]).unwrap()[0].size(), [0]);
+        let one = Tensor::from_slice(&[1i64, 2]).reshape([1, 2]);
+        let rows = RowKeys {
+            round_keys: row_keys(&one).unwrap(),
+            keys: one,
+        };
+        assert_eq!(rows.normal(0, [0, 0, 0]).unwrap().size(), [1, 0]);
+        let none = Tensor::zeros([0, 2], (Kind::Int64, Device::Cpu));
+        let rows = RowKeys {
+            round_keys: row_keys(&none).unwrap(),
+            keys: none,
+        };
+        let z = rows.scaled_normal(5, [0, 0, 0], 2.0, Kind::Float).unwrap();
+        assert_eq!(z.size(), [0, 5]);
     }
 
     #[test]
