@@ -20,13 +20,17 @@
 //! whatever device the test suite is given, so a backend that did not wrap
 //! would fail them.
 //!
-//! Cost: about 150 elementwise operations per block of four words, i.e. per
-//! two float64 normals, all of them in place on nine working tensors
-//! allocated once per draw (`Slice`): a draw allocates and frees nothing per
-//! round, which on a CPU is host time outside any operator and on a GPU a
-//! trip through the caching allocator per temporary. Draws are generated in
-//! slices of [`SLICE`] blocks so that the working tensors stay in cache on a
-//! CPU. This generator serves the
+//! Cost: a slice of blocks (every row's, for [`RowKeys`]) is about 90
+//! elementwise operations whatever its size: the ten rounds are seven each,
+//! because the four words are held as two stacked pairs and one operation
+//! serves both halves of a round (`Slice`). They all run in place on five
+//! working tensors allocated once per draw: a draw frees no temporaries
+//! between its operations, which on a CPU is host time outside any operator
+//! and on a GPU a trip through the caching allocator each. On a GPU each
+//! operation is a kernel launch, so the count, not the size, sets most of
+//! the draw's host cost.
+//! Draws are generated in slices of [`SLICE`] blocks so that the working
+//! tensors stay in cache on a CPU. This generator serves the
 //! tensor BGM simulator and, through [`RowKeys`] (one key per row, every row
 //! in one pass), the replayable DP noise on a GPU; DP noise on the CPU is drawn
 //! on the host ([`crate::noise`]), which is several times faster there.
@@ -56,70 +60,77 @@ pub struct Philox {
     device: Device,
 }
 
-/// The ten round keys of one key, as 0-dim int64 tensors.
-fn round_keys(key: [u32; 2]) -> Result<Vec<[Tensor; 2]>, TchError> {
-    let mut keys = Vec::with_capacity(10);
-    let (mut k0, mut k1) = (key[0], key[1]);
-    for _ in 0..10 {
-        keys.push([int(i64::from(k0))?, int(i64::from(k1))?]);
-        k0 = k0.wrapping_add(W0);
-        k1 = k1.wrapping_add(W1);
-    }
-    Ok(keys)
+/// The round constants of a draw, as the two windows each round needs (see
+/// [`Slice`]): round `r` of an even-numbered parity multiplies `(c₀, c₂)` by
+/// `(M₀, M₁)` and XORs `(k₁, k₀)`; an odd one multiplies `(c₂, c₀)` by
+/// `(M₁, M₀)` and XORs `(k₀, k₁)`. Each pair is a view of one three-slot
+/// tensor (`(k₀, k₁, k₀)`, `(M₁, M₀, M₁)`) on the device, built once: no
+/// round uploads or allocates anything.
+#[derive(Debug)]
+struct Schedule {
+    /// `[(M₀, M₁), (M₁, M₀)]`, each `[2, 1, 1]` int64.
+    multipliers: [Tensor; 2],
+    /// Per round, `[(k₁, k₀), (k₀, k₁)]`, each `[2, 1, 1]` (one key) or
+    /// `[2, M, 1]` (one key per row).
+    keys: Vec<[Tensor; 2]>,
 }
 
-/// The ten round keys of one key per row: `keys` is `[M, 2]` int64 (words in
-/// `[0, 2³²)`), each result `[M, 1]`.
-fn row_keys(keys: &Tensor) -> Result<Vec<[Tensor; 2]>, TchError> {
-    let mask = int(MASK)?;
-    let mut k0 = keys.f_narrow(1, 0, 1)?;
-    let mut k1 = keys.f_narrow(1, 1, 1)?;
-    let mut out = Vec::with_capacity(10);
-    for _ in 0..10 {
-        let next0 = k0
-            .f_add(&int(i64::from(W0))?)?
-            .f_bitwise_and_tensor(&mask)?;
-        let next1 = k1
-            .f_add(&int(i64::from(W1))?)?
-            .f_bitwise_and_tensor(&mask)?;
-        out.push([k0, k1]);
-        k0 = next0;
-        k1 = next1;
+impl Schedule {
+    /// Both windows of a three-slot tensor `(x, y, x)` along dimension 0:
+    /// `[(y, x), (x, y)]`.
+    fn windows(three: &Tensor) -> Result<[Tensor; 2], TchError> {
+        Ok([three.f_narrow(0, 1, 2)?, three.f_narrow(0, 0, 2)?])
     }
-    Ok(out)
-}
 
-/// The ten rounds, in place on the four counter words `c`, with `t` as
-/// scratch: no tensor is allocated, so a draw frees nothing per round (on a
-/// CPU, freeing a large tensor costs host time outside any operator; on a
-/// GPU every temporary is a trip through the caching allocator). The round
-/// keys broadcast against the words: 0-dim for one key ([`round_keys`]),
-/// `[M, 1]` for one key per row ([`row_keys`]). All six tensors are
-/// contiguous, of one shape, int64.
-///
-/// One round maps `(c₀, c₁, c₂, c₃)` to `(hi(c₂·M₁) ⊕ c₁ ⊕ k₀, lo(c₂·M₁),
-/// hi(c₀·M₀) ⊕ c₃ ⊕ k₁, lo(c₀·M₀))` (Salmon et al. 2011, §4.2), in 12
-/// operations.
-fn rounds_(c: &mut [Tensor; 4], t: &mut [Tensor; 2], keys: &[[Tensor; 2]]) -> Result<(), TchError> {
-    let (m0, m1, mask, shift) = (int(M0)?, int(M1)?, int(MASK)?, int(32)?);
-    let [c0, c1, c2, c3] = c;
-    let [t0, t1] = t;
-    for [k0, k1] in keys {
-        // The products wrap modulo 2⁶⁴; hi is the arithmetic shift, masked.
-        let _ = c0.f_mul_out(t0, &m0)?;
-        let _ = c2.f_mul_out(t1, &m1)?;
-        let _ = t1.f_bitwise_right_shift_tensor_out(c0, &shift)?;
-        let _ = c0.f_bitwise_and_tensor_(&mask)?;
-        let _ = c0.f_bitwise_xor_tensor_(c1)?;
-        let _ = c0.f_bitwise_xor_tensor_(k0)?;
-        let _ = t0.f_bitwise_right_shift_tensor_out(c2, &shift)?;
-        let _ = c2.f_bitwise_and_tensor_(&mask)?;
-        let _ = c2.f_bitwise_xor_tensor_(c3)?;
-        let _ = c2.f_bitwise_xor_tensor_(k1)?;
-        let _ = t1.f_bitwise_and_tensor_out(c1, &mask)?;
-        let _ = t0.f_bitwise_and_tensor_out(c3, &mask)?;
+    fn multipliers(device: Device) -> Result<[Tensor; 2], TchError> {
+        let m = Tensor::f_from_slice(&[M1, M0, M1])?
+            .f_reshape([3, 1, 1])?
+            .f_to_device(device)?;
+        Self::windows(&m)
     }
-    Ok(())
+
+    /// One key: its ten round keys in one upload.
+    fn single(key: [u32; 2], device: Device) -> Result<Self, TchError> {
+        let mut table = Vec::with_capacity(30);
+        let (mut k0, mut k1) = (key[0], key[1]);
+        for _ in 0..10 {
+            table.extend([i64::from(k0), i64::from(k1), i64::from(k0)]);
+            k0 = k0.wrapping_add(W0);
+            k1 = k1.wrapping_add(W1);
+        }
+        let table = Tensor::f_from_slice(&table)?
+            .f_reshape([10, 3, 1, 1])?
+            .f_to_device(device)?;
+        let keys = (0..10)
+            .map(|r| Self::windows(&table.f_select(0, r)?))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            multipliers: Self::multipliers(device)?,
+            keys,
+        })
+    }
+
+    /// One key per row: `keys` is `[M, 2]` int64 (words in `[0, 2³²)`) on
+    /// the device; the round keys are computed there.
+    fn rows(keys: &Tensor) -> Result<Self, TchError> {
+        let mask = int(MASK)?;
+        let mut k0 = keys.f_narrow(1, 0, 1)?;
+        let mut k1 = keys.f_narrow(1, 1, 1)?;
+        let mut out = Vec::with_capacity(10);
+        for _ in 0..10 {
+            out.push(Self::windows(&Tensor::f_stack(&[&k0, &k1, &k0], 0)?)?);
+            k0 = k0
+                .f_add(&int(i64::from(W0))?)?
+                .f_bitwise_and_tensor(&mask)?;
+            k1 = k1
+                .f_add(&int(i64::from(W1))?)?
+                .f_bitwise_and_tensor(&mask)?;
+        }
+        Ok(Self {
+            multipliers: Self::multipliers(keys.device())?,
+            keys: out,
+        })
+    }
 }
 
 /// What a draw makes of each block's four words.
@@ -133,101 +144,158 @@ enum Values {
 }
 
 /// The working tensors of one slice of `rows × len` blocks, allocated once
-/// per draw (and again only for a shorter last slice): the four counter
-/// words and two products (int64), and three float64 buffers. Every step of a
-/// slice writes into them in place.
+/// per draw (and again only for a shorter last slice); every step of a slice
+/// writes into them in place, so a draw frees no temporaries between its
+/// operations (on a CPU, freeing a large tensor costs host time outside any
+/// operator; on a GPU each temporary is a trip through the caching
+/// allocator).
+///
+/// The four counter words are held as two stacked pairs, so that one
+/// operation serves both halves of a round: `multiplied`, the two words a
+/// round multiplies, and `others`, the other two with the first repeated, so
+/// that both orders of the pair are contiguous windows:
+/// - before an even-numbered round, `multiplied = (c₀, c₂)` and
+///   `others = (c₃, c₁, c₃)`;
+/// - before an odd-numbered one, `multiplied = (c₂, c₀)` and the same
+///   `others` layout of the then current words.
+///
+/// One round maps `(c₀, c₁, c₂, c₃)` to `(hi(c₂·M₁) ⊕ c₁ ⊕ k₀, lo(c₂·M₁),
+/// hi(c₀·M₀) ⊕ c₃ ⊕ k₁, lo(c₀·M₀))` (Salmon et al. 2011, §4.2). With the
+/// layout above it is seven operations: the product of `multiplied` by the
+/// multipliers' window, the high words XORed with the `others` window and the
+/// keys' window into `multiplied` (which then holds the pair in the other
+/// order), the low words into the other `others` window, and one copy of the
+/// repeated slot. After ten rounds the layout is the even one again.
 struct Slice {
     rows: i64,
     len: i64,
-    words: [Tensor; 4],
-    products: [Tensor; 2],
-    floats: [Tensor; 3],
+    /// `[2, rows, len]` int64.
+    multiplied: Tensor,
+    /// `[3, rows, len]` int64, and its windows `[0, 2)` and `[1, 3)` and
+    /// slots 0 and 2.
+    others: Tensor,
+    windows: [Tensor; 2],
+    ends: [Tensor; 2],
+    /// `[2, rows, len]` int64: the round's products.
+    products: Tensor,
+    /// `[2, rows, len]` float64: the uniforms `(u₁, u₂)`.
+    uniforms: Tensor,
+    /// `[2, rows, len]` float64: `(r·cos θ, r·sin θ)`.
+    normals: Tensor,
 }
 
 impl Slice {
     fn new(rows: i64, len: i64, device: Device) -> Result<Self, TchError> {
-        let int = || Tensor::f_empty([rows, len], (Kind::Int64, device));
-        let float = || Tensor::f_empty([rows, len], (Kind::Double, device));
+        let int = |k| Tensor::f_empty([k, rows, len], (Kind::Int64, device));
+        let float = || Tensor::f_empty([2, rows, len], (Kind::Double, device));
+        let others = int(3)?;
         Ok(Self {
             rows,
             len,
-            words: [int()?, int()?, int()?, int()?],
-            products: [int()?, int()?],
-            floats: [float()?, float()?, float()?],
+            multiplied: int(2)?,
+            windows: [others.f_narrow(0, 0, 2)?, others.f_narrow(0, 1, 2)?],
+            ends: [others.f_select(0, 0)?, others.f_select(0, 2)?],
+            others,
+            products: int(2)?,
+            uniforms: float()?,
+            normals: float()?,
         })
+    }
+
+    /// The four words `(c₀, c₁, c₂, c₃)` as `[rows, len]` views, in the
+    /// even layout (before the rounds, and after all ten).
+    fn words(&self) -> Result<[Tensor; 4], TchError> {
+        Ok([
+            self.multiplied.f_select(0, 0)?,
+            self.others.f_select(0, 1)?,
+            self.multiplied.f_select(0, 1)?,
+            self.others.f_select(0, 0)?,
+        ])
     }
 
     /// The words of blocks `start .. start + len` of every row's draw tagged
     /// `tag`: the counters `(start + j, tag₀, tag₁, tag₂)` through the ten
     /// rounds.
-    fn blocks(&mut self, start: i64, tag: [u32; 3], keys: &[[Tensor; 2]]) -> Result<(), TchError> {
-        let device = self.words[0].device();
+    fn blocks(&mut self, start: i64, tag: [u32; 3], schedule: &Schedule) -> Result<(), TchError> {
+        let device = self.multiplied.device();
         // start, start + 1, …, start + len − 1 (`arange` without a number argument).
         let index = Tensor::f_ones([1, self.len], (Kind::Int64, device))?
             .f_cumsum(1, Kind::Int64)?
             .f_add(&int(start - 1)?)?;
-        let [c0, c1, c2, c3] = &mut self.words;
+        let [mut c0, mut c1, mut c2, _] = self.words()?;
         c0.f_copy_(&index)?;
-        for (c, w) in [c1, c2, c3].into_iter().zip(tag) {
-            let _ = c.f_fill_tensor_(&int(i64::from(w))?)?;
-        }
-        rounds_(&mut self.words, &mut self.products, keys)
+        let _ = c2.f_fill_tensor_(&int(i64::from(tag[1]))?)?;
+        let _ = self.others.f_fill_tensor_(&int(i64::from(tag[2]))?)?;
+        let _ = c1.f_fill_tensor_(&int(i64::from(tag[0]))?)?;
+        self.rounds(schedule)
     }
 
-    /// The words as values, written into `even` and `odd` (`[rows, len]`
-    /// views of the output, of any kind: the float64 value is rounded once on
-    /// the copy). The words are overwritten.
+    /// The ten rounds (see [`Slice`]).
+    fn rounds(&mut self, schedule: &Schedule) -> Result<(), TchError> {
+        let (mask, shift) = (int(MASK)?, int(32)?);
+        for (r, keys) in schedule.keys.iter().enumerate() {
+            let odd = r % 2;
+            // The products wrap modulo 2⁶⁴; hi is the arithmetic shift, masked.
+            let _ = self
+                .multiplied
+                .f_mul_out(&self.products, &schedule.multipliers[odd])?;
+            let _ = self
+                .products
+                .f_bitwise_right_shift_tensor_out(&self.multiplied, &shift)?;
+            let _ = self.multiplied.f_bitwise_and_tensor_(&mask)?;
+            let _ = self.multiplied.f_bitwise_xor_tensor_(&self.windows[odd])?;
+            let _ = self.multiplied.f_bitwise_xor_tensor_(&keys[odd])?;
+            let _ = self
+                .products
+                .f_bitwise_and_tensor_out(&self.windows[odd], &mask)?;
+            // Repeat the slot the next round's window needs.
+            let [first, last] = &mut self.ends;
+            match odd {
+                0 => last.f_copy_(first)?,
+                _ => first.f_copy_(last)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The words as values, written into `out` (a `[2, rows, len]` view of
+    /// the output, of any kind: the float64 value is rounded once on the
+    /// copy; `out[0]` gets the first value of each block, `out[1]` the
+    /// second). The words are overwritten.
     ///
     /// Two words `(a, b)` make one float64 in `(0, 1)`: the top 52 of their
     /// 64 bits as an integer `k`, then `(k + ½)·2⁻⁵²`, which float64
     /// represents exactly (`k + ½ < 2⁵²`), so the value is never 0 nor 1.
-    /// Normals are the Box–Muller pair `(r·cos θ, r·sin θ)` with
-    /// `r = √(−2 ln u₁)` and `θ = 2πu₂` (Box & Muller 1958).
-    fn values(
-        &mut self,
-        values: Values,
-        mut even: Tensor,
-        mut odd: Tensor,
-    ) -> Result<(), TchError> {
-        let (left, right) = (int(20)?, int(12)?);
-        let half = number(0.5, Kind::Double)?;
-        let ulp = number(2f64.powi(-52), Kind::Double)?;
-        let [w0, w1, w2, w3] = &mut self.words;
-        let [u1, u2, scratch] = &mut self.floats;
-        for (hi, lo, u) in [(w0, w1, &mut *u1), (w2, w3, &mut *u2)] {
-            let _ = hi.f_bitwise_left_shift_(&left)?;
-            let _ = lo.f_bitwise_right_shift_(&right)?;
-            let _ = hi.f_bitwise_or_tensor_(lo)?;
-            u.f_copy_(hi)?;
-            let _ = u.f_add_(&half)?;
-            let _ = u.f_mul_(&ulp)?;
-        }
+    /// `(c₀, c₁)` give `u₁` and `(c₂, c₃)` give `u₂`. Normals are the
+    /// Box–Muller pair `(r·cos θ, r·sin θ)` with `r = √(−2 ln u₁)` and
+    /// `θ = 2πu₂` (Box & Muller 1958).
+    fn values(&mut self, values: Values, mut out: Tensor) -> Result<(), TchError> {
+        // Even layout: multiplied = (c₀, c₂), window 1 of others = (c₁, c₃).
+        let _ = self.multiplied.f_bitwise_left_shift_(&int(20)?)?;
+        let _ = self.windows[1].f_bitwise_right_shift_(&int(12)?)?;
+        let _ = self.multiplied.f_bitwise_or_tensor_(&self.windows[1])?;
+        self.uniforms.f_copy_(&self.multiplied)?;
+        let _ = self.uniforms.f_add_(&number(0.5, Kind::Double)?)?;
+        let _ = self
+            .uniforms
+            .f_mul_(&number(2f64.powi(-52), Kind::Double)?)?;
         let scale = match values {
-            Values::Uniform => {
-                even.f_copy_(u1)?;
-                odd.f_copy_(u2)?;
-                return Ok(());
-            }
+            Values::Uniform => return out.f_copy_(&self.uniforms),
             Values::Normal { scale } => scale,
         };
-        // u1 ← r, u2 ← θ.
-        let _ = u1.f_log_()?;
-        let _ = u1.f_mul_(&number(-2.0, Kind::Double)?)?;
-        let _ = u1.f_sqrt_()?;
-        let _ = u2.f_mul_(&number(2.0 * std::f64::consts::PI, Kind::Double)?)?;
-        let scale = (scale != 1.0)
-            .then(|| number(scale, Kind::Double))
-            .transpose()?;
-        let _ = u2.f_cos_out(scratch)?;
-        let _ = u2.f_sin_()?;
-        for (z, out) in [(&mut *scratch, &mut even), (&mut *u2, &mut odd)] {
-            let _ = z.f_mul_(u1)?;
-            if let Some(s) = &scale {
-                let _ = z.f_mul_(s)?;
-            }
-            out.f_copy_(z)?;
+        let mut r = self.uniforms.f_select(0, 0)?;
+        let mut theta = self.uniforms.f_select(0, 1)?;
+        let _ = r.f_log_()?;
+        let _ = r.f_mul_(&number(-2.0, Kind::Double)?)?;
+        let _ = r.f_sqrt_()?;
+        let _ = theta.f_mul_(&number(2.0 * std::f64::consts::PI, Kind::Double)?)?;
+        let _ = theta.f_cos_out(&self.normals.f_select(0, 0)?)?;
+        let _ = theta.f_sin_out(&self.normals.f_select(0, 1)?)?;
+        let _ = self.normals.f_mul_(&r)?;
+        if scale != 1.0 {
+            let _ = self.normals.f_mul_(&number(scale, Kind::Double)?)?;
         }
-        Ok(())
+        out.f_copy_(&self.normals)
     }
 }
 
@@ -240,7 +308,7 @@ fn fill(
     blocks: i64,
     slice: i64,
     tag: [u32; 3],
-    keys: &[[Tensor; 2]],
+    schedule: &Schedule,
     values: Values,
 ) -> Result<(), TchError> {
     let pairs = out.f_view([rows, blocks, 2])?;
@@ -253,9 +321,8 @@ fn fill(
             _ => Slice::new(rows, len, out.device())?,
         };
         let w = work.insert(w);
-        w.blocks(start, tag, keys)?;
-        let part = pairs.f_narrow(1, start, len)?;
-        w.values(values, part.f_select(2, 0)?, part.f_select(2, 1)?)?;
+        w.blocks(start, tag, schedule)?;
+        w.values(values, pairs.f_narrow(1, start, len)?.f_permute([2, 0, 1])?)?;
         start += len;
     }
     Ok(())
@@ -288,8 +355,8 @@ impl Philox {
     /// tensors `[n]` with values in `[0, 2³²)`.
     pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
         let mut w = Slice::new(1, n, self.device)?;
-        w.blocks(start, tag, &round_keys(self.key)?)?;
-        let [a, b, c, d] = &w.words;
+        w.blocks(start, tag, &Schedule::single(self.key, self.device)?)?;
+        let [a, b, c, d] = w.words()?;
         Ok([
             a.f_view([n])?,
             b.f_view([n])?,
@@ -313,7 +380,8 @@ impl Philox {
     fn fill_pairs(&self, n: i64, tag: [u32; 3], values: Values) -> Result<Tensor, TchError> {
         let blocks = self.check(n, 2)?;
         let out = Tensor::f_empty([2 * blocks], (Kind::Double, self.device))?;
-        fill(&out, 1, blocks, SLICE, tag, &round_keys(self.key)?, values)?;
+        let schedule = Schedule::single(self.key, self.device)?;
+        fill(&out, 1, blocks, SLICE, tag, &schedule, values)?;
         out.f_narrow(0, 0, n)
     }
 
@@ -376,8 +444,8 @@ impl Philox {
 pub struct RowKeys {
     /// `[M, 2]` int64 on the device: the two key words of each row.
     keys: Tensor,
-    /// The ten round keys, `[M, 1]` each, computed once.
-    round_keys: Vec<[Tensor; 2]>,
+    /// The round constants, computed once.
+    schedule: Schedule,
 }
 
 impl RowKeys {
@@ -394,8 +462,8 @@ impl RowKeys {
         let keys = Tensor::f_from_slice(&words)?
             .f_reshape([m, 2])?
             .f_to_device(device)?;
-        let round_keys = row_keys(&keys)?;
-        Ok(Self { keys, round_keys })
+        let schedule = Schedule::rows(&keys)?;
+        Ok(Self { keys, schedule })
     }
 
     /// The device the keys (and draws) are on.
@@ -413,8 +481,8 @@ impl RowKeys {
     /// n, tag)`.
     pub fn blocks(&self, start: i64, n: i64, tag: [u32; 3]) -> Result<[Tensor; 4], TchError> {
         let mut w = Slice::new(self.rows(), n, self.device())?;
-        w.blocks(start, tag, &self.round_keys)?;
-        Ok(w.words)
+        w.blocks(start, tag, &self.schedule)?;
+        w.words()
     }
 
     /// `[M, n]` float64 standard normals, row `r` from key `r`, by the same
@@ -452,7 +520,7 @@ impl RowKeys {
             blocks,
             per_slice,
             tag,
-            &self.round_keys,
+            &self.schedule,
             Values::Normal { scale },
         )?;
         out.f_narrow(1, 0, n)
@@ -521,10 +589,16 @@ mod tests {
     use super::*;
 
     fn block(p: &Philox, counter: [u32; 4]) -> [u32; 4] {
-        let mut c = counter.map(|w| Tensor::from_slice(&[i64::from(w)]));
-        let mut t = [0, 1].map(|_| Tensor::zeros([1], (Kind::Int64, Device::Cpu)));
-        rounds_(&mut c, &mut t, &round_keys(p.key).unwrap()).unwrap();
-        c.map(|t| t.int64_value(&[0]) as u32)
+        let mut w = Slice::new(1, 1, Device::Cpu).unwrap();
+        for (mut word, c) in w.words().unwrap().into_iter().zip(counter) {
+            let _ = word.fill_(i64::from(c));
+        }
+        // The even layout repeats c₃ in the last slot of `others`.
+        let [first, last] = &mut w.ends;
+        last.copy_(first);
+        w.rounds(&Schedule::single(p.key, Device::Cpu).unwrap())
+            .unwrap();
+        w.words().unwrap().map(|t| t.int64_value(&[0, 0]) as u32)
     }
 
     /// Known-answer vectors of Philox4x32-10 from the Random123 distribution
@@ -614,7 +688,7 @@ mod tests {
         // and rounded once to float32.
         let keys = Tensor::from_slice(&[i64::from(key[0]), i64::from(key[1])]).reshape([1, 2]);
         let rows = RowKeys {
-            round_keys: row_keys(&keys).unwrap(),
+            schedule: Schedule::rows(&keys).unwrap(),
             keys,
         };
         let got = Vec::<f32>::try_from(
@@ -642,13 +716,13 @@ mod tests {
         assert_eq!(p.blocks(5, 0, [0, 0, 0]).unwrap()[0].size(), [0]);
         let one = Tensor::from_slice(&[1i64, 2]).reshape([1, 2]);
         let rows = RowKeys {
-            round_keys: row_keys(&one).unwrap(),
+            schedule: Schedule::rows(&one).unwrap(),
             keys: one,
         };
         assert_eq!(rows.normal(0, [0, 0, 0]).unwrap().size(), [1, 0]);
         let none = Tensor::zeros([0, 2], (Kind::Int64, Device::Cpu));
         let rows = RowKeys {
-            round_keys: row_keys(&none).unwrap(),
+            schedule: Schedule::rows(&none).unwrap(),
             keys: none,
         };
         let z = rows.scaled_normal(5, [0, 0, 0], 2.0, Kind::Float).unwrap();
