@@ -496,7 +496,7 @@ impl RowKeys {
     /// [`RowKeys::normal`] times `scale`, computed in float64 and written to
     /// `kind` slice by slice, so no float64 copy of the whole draw is held.
     /// A draw of up to [`ROW_SLICE`] blocks runs a fixed number of
-    /// operations and allocates nine working tensors and the result.
+    /// operations and allocates five working tensors and the result.
     pub fn scaled_normal(
         &self,
         n: i64,
