@@ -12,7 +12,8 @@
 #      (benches/torch_rows.py; Opacus where it can be imported, else PyTorch alone, said in the file),
 #   3. replica throughput: LeNet-5 M × B = 64 × 100, 512 × 100 and 1024 × 100 against the PyTorch replica
 #      reference (as written and stored channels last), then dpaudit's replica rows in each convolution layout,
-#   4. the training loop: `dpaudit bench --end-to-end` and `--overhead`,
+#   4. the training loop: `dpaudit bench --end-to-end` (reading reports back every 16 steps, then every
+#      step) and `--overhead`,
 #   5. a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
 #      fewer runs and steps),
 # then the ratio table (benches/ratios.py). `--tiny --device cpu` runs the same steps at toy sizes in a
@@ -97,6 +98,10 @@ section "4. training loop: end to end against the engine, and the overhead per s
 loop_flag=()
 [ -n "$loop_rows" ] && loop_flag=(--rows "$loop_rows")
 "$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" 2>&1 | tee -a "$out"
+# The same loop reading its reports back (and so waiting for the device) every step: what the deferred
+# read-back saves.
+"$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" \
+    --read-back-every 1 2>&1 | tee -a "$out"
 # The replayable default (on a GPU: Philox on the device), then the host generator that secure runs use.
 for noise in auto host; do
     "$bin" bench --overhead --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" \

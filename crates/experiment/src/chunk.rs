@@ -262,6 +262,7 @@ impl Prepared {
         let model = self.build(&runs)?;
         let noise = NoiseStreams::new(&randomness, &runs);
         let mut dp = DpSgd::new(dp_config(&cfg.train, &self.sampler), noise)?;
+        dp.set_read_back_every(dpaudit_train::engine::LOOP_READ_BACK_EVERY);
         if let Some(f) = self.fault {
             dp = dp.with_fault(f);
         }
@@ -344,6 +345,13 @@ impl ChunkRun<'_> {
         self.model.as_ref()
     }
 
+    /// Read the steps' reports back every `k` steps (benchmarks; chunks use
+    /// [`dpaudit_train::engine::LOOP_READ_BACK_EVERY`]). The chunk's last step
+    /// is always read back.
+    pub fn set_read_back_every(&mut self, k: u64) {
+        self.dp.set_read_back_every(k);
+    }
+
     /// Draw the DP noise with `generator` (benchmarks; runs use the default
     /// of their mode and device, [`NoiseGenerator::default_for`]).
     pub fn set_noise_generator(&mut self, generator: NoiseGenerator) -> Result<()> {
@@ -390,14 +398,23 @@ impl ChunkRun<'_> {
         let batch = self.next_batch()?;
         let canaries = &self.prepared.canaries;
         self.book.before_step(self.model.as_ref(), canaries)?;
-        let report = self.dp.step(self.model.as_ref(), &batch)?;
+        let mut report = self.dp.step(self.model.as_ref(), &batch)?;
         self.book.after_step(self.model.as_ref())?;
         self.step += 1;
+        if self.step == self.steps {
+            // The chunk's last steps are read back (and checked) before
+            // anything reads the model.
+            if let Some(last) = self.dp.read_back()? {
+                report = last;
+            }
+        }
         Ok(Some(report))
     }
 
     /// The scores of every canary and the test accuracy of every replica.
-    pub fn finish(self) -> Result<ChunkScores> {
+    pub fn finish(mut self) -> Result<ChunkScores> {
+        // Steps not yet read back are checked first (a chunk stopped early).
+        self.dp.read_back()?;
         let p = self.prepared;
         let scores = self.book.finish(self.model.as_ref(), &p.canaries)?;
         let test_accuracy = evaluate(self.model.as_ref(), &p.eval, p.device)?;

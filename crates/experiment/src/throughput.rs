@@ -147,6 +147,8 @@ pub struct LoopRow {
     pub iters: usize,
     /// Rounds (end-to-end and engine-only interleaved).
     pub rounds: usize,
+    /// Steps between the loop's read-backs of its reports.
+    pub read_back_every: u64,
     /// Seconds per end-to-end step: the best round.
     pub end_to_end: f64,
     /// Seconds per engine-only step on a pre-built batch: the best round.
@@ -174,6 +176,20 @@ fn sync(device: Device) {
     }
 }
 
+/// How [`measure`] times a row.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Timed steps per round.
+    pub iters: usize,
+    /// Rounds, loop and engine interleaved; each kind's best counts.
+    pub rounds: usize,
+    /// Untimed loop steps first.
+    pub warmup: usize,
+    /// The loop reads its step reports back from the device every this many
+    /// steps (the engine-only step reads every step).
+    pub read_back_every: u64,
+}
+
 /// Time `iters` steps of the real loop against `iters` engine steps on a
 /// pre-built batch, `rounds` times interleaved after `warmup` loop steps, and
 /// the noise draw alone. `noise` forces a noise generator on both (default:
@@ -181,11 +197,15 @@ fn sync(device: Device) {
 pub fn measure(
     spec: LoopSpec,
     device: Device,
-    iters: usize,
-    rounds: usize,
-    warmup: usize,
+    timing: Timing,
     noise: Option<NoiseGenerator>,
 ) -> Result<LoopRow> {
+    let Timing {
+        iters,
+        rounds,
+        warmup,
+        read_back_every,
+    } = timing;
     let iters = iters.max(1);
     let rounds = rounds.max(1);
     let steps = (warmup + (rounds + 1) * iters + 1) as u64;
@@ -202,6 +222,7 @@ pub fn measure(
     if let Some(g) = noise {
         run.set_noise_generator(g)?;
     }
+    run.set_read_back_every(read_back_every);
     for _ in 0..warmup {
         run.step()?;
     }
@@ -272,6 +293,7 @@ pub fn measure(
         spec,
         iters,
         rounds,
+        read_back_every,
         end_to_end: best_loop,
         engine: best_engine,
         ratio: best_engine / best_loop,

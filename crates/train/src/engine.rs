@@ -330,7 +330,8 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
     {
         // On the device: the overridden slots drop their computed gradient.
         torch("masking the overridden slots", || {
-            let zero = crate::scalar::number(0.0, Kind::Float)?.f_to_device(device)?;
+            // Made on the device: uploading a number would wait for the device.
+            let zero = Tensor::f_zeros([], (Kind::Float, device))?;
             let computed = mask.f_index_put(&[Some(&g.slots), Some(&g.replicas)], &zero, false)?;
             Ok((computed, mask.shallow_clone()))
         })?
@@ -815,18 +816,47 @@ impl DpSgdConfig {
     }
 }
 
-/// What one step reports.
+/// What one step reports. The figures are sums over the steps since the
+/// previous read-back from the device ([`DpSgd::set_read_back_every`]):
+/// `steps` of them, ending at `step`; `steps = 0` (and zero figures) on a
+/// step whose figures stay on the device.
 #[derive(Debug, Clone)]
 pub struct StepReport {
-    /// Zero-based step index.
+    /// Zero-based index of the step just taken.
     pub step: u64,
-    /// Sum of the losses of present slots with computed gradients, all replicas.
+    /// How many steps the figures cover (`1` when every step is read back).
+    pub steps: u64,
+    /// Sum of the losses of present slots with computed gradients, all
+    /// replicas, over those steps.
     pub loss_sum: f64,
-    /// Number of slots whose computed gradient counted.
+    /// Number of slots whose computed gradient counted, over those steps.
     pub samples: f64,
     /// Fraction of those slots that were clipped (`‖g_i‖ > C`).
     pub clipped_fraction: f64,
 }
+
+impl StepReport {
+    /// Whether this report carries figures read back from the device.
+    pub fn is_read_back(&self) -> bool {
+        self.steps > 0
+    }
+
+    /// Mean loss per counted slot over the steps covered (NaN when none).
+    pub fn mean_loss(&self) -> f64 {
+        if self.samples > 0.0 {
+            self.loss_sum / self.samples
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+/// How often the training loops (experiment chunks, `dpaudit train`) read
+/// a step's report and checks back from the device: each read-back waits
+/// for the device to finish everything queued, so a GPU loop that read every
+/// step would idle while the host queues the next one. Figures and checks
+/// accumulate on the device in between (see [`DpSgd::step`]).
+pub const LOOP_READ_BACK_EVERY: u64 = 16;
 
 /// Plain SGD on a model's parameters (momentum and weight decay optional), used
 /// by both the DP and the non-private step.
@@ -855,6 +885,19 @@ impl Sgd {
     /// `θ ← θ − η·(g + λθ)` (with momentum `v ← μv + g + λθ`, `θ ← θ − ηv`, as
     /// `torch.optim.SGD`), for gradients in [`Model::named_parameters`] order.
     pub fn step(&mut self, model: &dyn Model, grads: &[Tensor]) -> Result<()> {
+        self.step_gated(model, grads, None)
+    }
+
+    /// [`Sgd::step`], where every parameter keeps its value unless `gate.0`
+    /// (a 0-dim boolean on the device) is true; `gate.1` is a 0-dim float zero
+    /// on the same device. The DP step's update is gated by its checks
+    /// without reading them back.
+    pub fn step_gated(
+        &mut self,
+        model: &dyn Model,
+        grads: &[Tensor],
+        gate: Option<(&Tensor, &Tensor)>,
+    ) -> Result<()> {
         let params = model.named_parameters();
         torch("the SGD update", || {
             tch::no_grad(|| {
@@ -893,9 +936,16 @@ impl Sgd {
                         updates = bufs.iter().map(|b| b.shallow_clone()).collect();
                     }
                 }
+                // A gated-off step subtracts an exact 0 (`where`, not a
+                // product: the update may hold NaN).
                 for ((_, p), u) in params.iter().zip(&updates) {
                     let mut p = p.shallow_clone();
-                    let _ = p.f_sub_(&u.mul_f64(self.learning_rate)?)?;
+                    let delta = u.mul_f64(self.learning_rate)?;
+                    let delta = match gate {
+                        Some((g, zero)) => delta.f_where_self(g, zero)?,
+                        None => delta,
+                    };
+                    let _ = p.f_sub_(&delta)?;
                 }
                 Ok(())
             })
@@ -926,7 +976,34 @@ pub struct DpSgd {
     step: u64,
     fault: Option<Fault>,
     noise: NoiseStreams,
+    read_back_every: u64,
+    pending: Option<Pending>,
 }
+
+/// The steps since the last read-back, as the device holds them.
+#[derive(Debug)]
+struct Pending {
+    /// `[k, 3 + 1 + F]` float64 on the device, one row per step of the window
+    /// (`k` = steps between read-backs): loss sum, counted slots, clipped
+    /// slots, then the checks, 1 (passed) or 0: the loss is finite, then each
+    /// entry of `norms_finite` and of `sums_finite`.
+    table: Tensor,
+    /// Boolean, 0-dim, on the device: every step so far passed its checks.
+    gate: Tensor,
+    /// A 0-dim float zero on the device, what a gated-off update subtracts.
+    zero: Tensor,
+    /// The step of the first row.
+    first_step: u64,
+    /// Rows written.
+    steps: u64,
+    /// Entries of `norms_finite` among the checks.
+    norm_checks: usize,
+    /// The model's layer names, for the error message.
+    layers: Vec<String>,
+}
+
+/// Columns of [`Pending::table`] before the checks.
+const FIGURES: usize = 3;
 
 impl DpSgd {
     /// Validate and build; `noise` holds one generator per replica of the
@@ -940,7 +1017,26 @@ impl DpSgd {
             step: 0,
             fault: None,
             noise,
+            read_back_every: 1,
+            pending: None,
         })
+    }
+
+    /// Read the step report and the checks back from the device every `k`
+    /// steps (`k ≥ 1`; 1, the default, reads every step). In between they
+    /// accumulate on the device and each update is gated there, so a step
+    /// that fails its checks, and every later step until the read-back,
+    /// leaves the parameters as they were; the read-back then fails naming
+    /// the first failing step. Callers read the last steps with
+    /// [`DpSgd::read_back`] before using the model. A new interval takes
+    /// effect from the next read-back on.
+    pub fn set_read_back_every(&mut self, k: u64) {
+        self.read_back_every = k.max(1);
+    }
+
+    /// Steps between read-backs.
+    pub fn read_back_every(&self) -> u64 {
+        self.read_back_every
     }
 
     /// Draw the noise with `generator` whatever the device (secure mode
@@ -1022,55 +1118,18 @@ impl DpSgd {
     }
 
     /// One DP-SGD step. Nothing changes the parameters unless the loss, every
-    /// layer's per-sample norms and every layer's clipped sum are finite; the
-    /// error names the step and the layer. All of this, and the step's report,
-    /// comes back from the device in one copy.
+    /// layer's per-sample norms and every layer's clipped sum are finite: the
+    /// update is gated on the device by these checks. They, and the step's
+    /// report, come back from the device in one copy every
+    /// [`DpSgd::read_back_every`] steps (every step by default); a failed
+    /// check then stops the run with an error that names the first failing
+    /// step and its layer, and every step from that one on has left the
+    /// parameters unchanged.
     pub fn step(&mut self, model: &dyn Model, batch: &Batch) -> Result<StepReport> {
         let parts = self.noisy_sum_checked(model, batch)?;
-        let bp = &parts.backprops;
-        let coef = &parts.coef;
-        let host: Vec<f64> = torch("reading the step's report", || {
-            let loss_sum = bp.losses.f_mul(&bp.computed)?.f_sum(Kind::Double)?;
-            let samples = bp.computed.f_sum(Kind::Double)?;
-            let clipped = coef
-                .computed
-                .lt_f64(1.0)?
-                .f_to_kind(Kind::Double)?
-                .f_mul(&bp.computed)?
-                .f_sum(Kind::Double)?;
-            let mut scalars = vec![loss_sum, samples, clipped];
-            for t in parts.norms_finite.iter().chain(&parts.sums_finite) {
-                scalars.push(t.f_to_kind(Kind::Double)?);
-            }
-            let t = Tensor::f_stack(&scalars, 0)?.f_to_device(tch::Device::Cpu)?;
-            Vec::<f64>::try_from(&t)
-        })?;
-        let (loss_sum, samples, clipped) = (host[0], host[1], host[2]);
-        if !loss_sum.is_finite() {
-            return Err(TrainError::NonFiniteLoss {
-                step: self.step,
-                loss: loss_sum,
-            });
-        }
-        let names: Vec<String> = model.layers().into_iter().map(|(n, _)| n).collect();
-        let nl = names.len();
-        let flags = &host[3..];
-        let layer_name = |i: usize| names.get(i).cloned().unwrap_or_else(|| "overrides".into());
-        if let Some(i) = flags[..nl + 1].iter().position(|&f| f != 1.0) {
-            return Err(TrainError::NonFinite {
-                step: self.step,
-                layer: layer_name(i),
-                what: "per-sample gradient norm".into(),
-            });
-        }
-        if let Some(i) = flags[nl + 1..].iter().position(|&f| f != 1.0) {
-            return Err(TrainError::NonFinite {
-                step: self.step,
-                layer: layer_name(i),
-                what: "clipped sum".into(),
-            });
-        }
+        let (gate, zero) = self.record(model, &parts)?;
         let noisy = &parts.noisy;
+        let bp = &parts.backprops;
         let inv = 1.0 / self.config.normaliser.value();
         let grads: Vec<Tensor> = torch("normalising the noisy sum", || {
             if self.fault == Some(Fault::RealisedBatchSize) {
@@ -1092,9 +1151,126 @@ impl DpSgd {
                 noisy.0.iter().map(|s| s.mul_f64(inv)).collect()
             }
         })?;
-        self.sgd.step(model, &grads)?;
-        let report = StepReport {
-            step: self.step,
+        self.sgd.step_gated(model, &grads, Some((&gate, &zero)))?;
+        self.step += 1;
+        // The table's rows: the interval when the window began.
+        let due = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.table.size().first() <= Some(&(p.steps as i64)));
+        if due {
+            if let Some(report) = self.read_back()? {
+                return Ok(report);
+            }
+        }
+        Ok(StepReport {
+            step: self.step.saturating_sub(1),
+            steps: 0,
+            loss_sum: 0.0,
+            samples: 0.0,
+            clipped_fraction: 0.0,
+        })
+    }
+
+    /// Write this step's figures and checks into the device's table of the
+    /// steps since the last read-back; return the gate of its update (true
+    /// while every step since the last read-back passed its checks) and the
+    /// zero a gated-off update subtracts.
+    fn record(&mut self, model: &dyn Model, parts: &StepParts) -> Result<(Tensor, Tensor)> {
+        let bp = &parts.backprops;
+        let coef = &parts.coef;
+        let flags: Vec<&Tensor> = parts
+            .norms_finite
+            .iter()
+            .chain(&parts.sums_finite)
+            .collect();
+        let width = (FIGURES + 1 + flags.len()) as i64;
+        let mut pending = match self.pending.take() {
+            Some(p) => p,
+            None => {
+                let device = bp.computed.device();
+                let rows = self.read_back_every as i64;
+                torch("the table of the steps until the next read-back", || {
+                    Ok(Pending {
+                        table: Tensor::f_zeros([rows, width], (Kind::Double, device))?,
+                        gate: Tensor::f_ones([], (Kind::Bool, device))?,
+                        zero: Tensor::f_zeros([], (Kind::Float, device))?,
+                        first_step: self.step,
+                        steps: 0,
+                        norm_checks: parts.norms_finite.len(),
+                        layers: model.layers().into_iter().map(|(n, _)| n).collect(),
+                    })
+                })?
+            }
+        };
+        if pending.table.size().get(1) != Some(&width) {
+            return Err(TrainError::Shape {
+                what: "the table of the steps since the last read-back".into(),
+                got: pending.table.size(),
+                expected: format!("[k, {width}]: the same model at every step"),
+            });
+        }
+        torch("recording the step's checks on the device", || {
+            let loss_sum = bp.losses.f_mul(&bp.computed)?.f_sum(Kind::Double)?;
+            let samples = bp.computed.f_sum(Kind::Double)?;
+            let clipped = coef
+                .computed
+                .lt_f64(1.0)?
+                .f_to_kind(Kind::Double)?
+                .f_mul(&bp.computed)?
+                .f_sum(Kind::Double)?;
+            let loss_finite = loss_sum.f_isfinite()?;
+            let checks = Tensor::f_stack(
+                &std::iter::once(&loss_finite)
+                    .chain(flags.iter().copied())
+                    .collect::<Vec<_>>(),
+                0,
+            )?;
+            let figures = Tensor::f_stack(&[&loss_sum, &samples, &clipped], 0)?;
+            let row = Tensor::f_cat(&[figures, checks.f_to_kind(Kind::Double)?], 0)?;
+            pending
+                .table
+                .f_select(0, pending.steps as i64)?
+                .f_copy_(&row)?;
+            let _ = pending.gate.f_logical_and_(&checks.f_all()?)?;
+            Ok(())
+        })?;
+        pending.steps += 1;
+        let gate = (pending.gate.shallow_clone(), pending.zero.shallow_clone());
+        self.pending = Some(pending);
+        Ok(gate)
+    }
+
+    /// Read the steps since the last read-back from the device: their report,
+    /// or the error of the first that failed its checks (that step and every
+    /// later one left the parameters unchanged). `None` when there are none.
+    pub fn read_back(&mut self) -> Result<Option<StepReport>> {
+        let Some(p) = self.pending.take() else {
+            return Ok(None);
+        };
+        let host: Vec<f64> = torch("reading the steps' report", || {
+            Vec::<f64>::try_from(
+                &p.table
+                    .f_narrow(0, 0, p.steps as i64)?
+                    .f_to_device(tch::Device::Cpu)?
+                    .f_reshape([-1])?,
+            )
+        })?;
+        let width = host.len() / p.steps.max(1) as usize;
+        let (mut loss_sum, mut samples, mut clipped) = (0.0, 0.0, 0.0);
+        for (j, row) in host.chunks(width.max(1)).enumerate() {
+            let step = p.first_step + j as u64;
+            let (figures, checks) = row.split_at(FIGURES.min(row.len()));
+            if let Some(i) = checks.iter().position(|&c| c != 1.0) {
+                return Err(failure(step, figures[0], i, p.norm_checks, &p.layers));
+            }
+            loss_sum += figures[0];
+            samples += figures[1];
+            clipped += figures[2];
+        }
+        Ok(Some(StepReport {
+            step: p.first_step + p.steps.saturating_sub(1),
+            steps: p.steps,
             loss_sum,
             samples,
             clipped_fraction: if samples > 0.0 {
@@ -1102,9 +1278,33 @@ impl DpSgd {
             } else {
                 0.0
             },
-        };
-        self.step += 1;
-        Ok(report)
+        }))
+    }
+}
+
+/// The error of a step whose check `check` failed: 0 is the loss, then the
+/// `norm_checks` per-sample norm checks (one per layer, then the overrides),
+/// then the clipped sums (one per layer).
+fn failure(
+    step: u64,
+    loss: f64,
+    check: usize,
+    norm_checks: usize,
+    layers: &[String],
+) -> TrainError {
+    let layer = |i: usize| layers.get(i).cloned().unwrap_or_else(|| "overrides".into());
+    match check.checked_sub(1) {
+        None => TrainError::NonFiniteLoss { step, loss },
+        Some(i) if i < norm_checks => TrainError::NonFinite {
+            step,
+            layer: layer(i),
+            what: "per-sample gradient norm".into(),
+        },
+        Some(i) => TrainError::NonFinite {
+            step,
+            layer: layer(i - norm_checks),
+            what: "clipped sum".into(),
+        },
     }
 }
 

@@ -118,6 +118,25 @@ pub struct DeviceData {
     shape: Vec<i64>,
 }
 
+/// The step's index table on `device`. On a GPU a copy from ordinary host
+/// memory waits until the device has finished everything queued, which would
+/// stall the loop every step; the table goes through page-locked memory
+/// instead and the copy is queued like a kernel (libtorch keeps the
+/// page-locked block until the copy has run). Should page-locking fail, the
+/// waiting copy is used: slower, same values.
+fn upload_indices(host: &[i64], device: Device) -> std::result::Result<Tensor, tch::TchError> {
+    let table = Tensor::f_from_slice(host)?;
+    if !device.is_cuda() {
+        return table.f_to_device(device);
+    }
+    // `_pin_memory` with the device named (`pin_memory` with a device argument
+    // warns on every call in libtorch 2.11).
+    match table.f_internal_pin_memory(device) {
+        Ok(pinned) => pinned.f_to_device_(device, tch::Kind::Int64, true, false),
+        Err(_) => table.f_to_device(device),
+    }
+}
+
 /// A gradient override of one slot, by row of a table of gradients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowOverride {
@@ -280,7 +299,7 @@ impl DeviceData {
         let mut shape = vec![bi, mi];
         shape.extend(&self.shape);
         torch("gathering a batch on the device", || {
-            let all = Tensor::f_from_slice(&host)?.f_to_device(device)?;
+            let all = upload_indices(&host, device)?;
             let idx = all.f_narrow(0, 0, bm as i64)?;
             let inputs = self
                 .features

@@ -404,6 +404,7 @@ pub fn train(
     let model = build_model(&config.model, train_data.shape(), classes, &mut init)?;
     let noise = NoiseStreams::new(randomness, &runs);
     let mut dp = DpSgd::new(dp_config(config, &sampler), noise)?;
+    dp.set_read_back_every(crate::engine::LOOP_READ_BACK_EVERY);
     let sampler_key = randomness.stream(Stream::Sampler);
     let mut streams: Vec<_> = runs
         .iter()
@@ -413,18 +414,21 @@ pub fn train(
     let on_device = crate::gather::DeviceData::upload(&train_data, None, device)?;
     observer.on_start(steps);
     let mut last_loss = f64::NAN;
-    for _ in 0..steps {
+    for t in 0..steps {
+        if t + 1 == steps {
+            // The last step is read back on its own: `last_loss` is its loss.
+            dp.read_back()?;
+            dp.set_read_back_every(1);
+        }
         let batches: Vec<Vec<usize>> = streams
             .iter_mut()
             .map(|s| s.next().map(|st| st.batch).unwrap_or_default())
             .collect();
         let batch = on_device.batch(&batches, &[], None, &[])?;
         let report = dp.step(model.as_ref(), &batch)?;
-        last_loss = if report.samples > 0.0 {
-            report.loss_sum / report.samples
-        } else {
-            f64::NAN
-        };
+        if report.is_read_back() {
+            last_loss = report.mean_loss();
+        }
         observer.on_step(&report);
     }
     let test_accuracy = evaluate(model.as_ref(), &test_data, device)?;

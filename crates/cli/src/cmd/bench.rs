@@ -6,7 +6,7 @@
 use anyhow::Context;
 use dpaudit_data::seed::Mode;
 use dpaudit_experiment::throughput::{
-    measure, LoopModel, LoopRow, LoopSpec, END_TO_END_ROWS, OVERHEAD_REPLICAS,
+    measure, LoopModel, LoopRow, LoopSpec, Timing, END_TO_END_ROWS, OVERHEAD_REPLICAS,
 };
 use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};
 use dpaudit_train::layers::conv2d::{set_conv_layout, ConvLayout};
@@ -62,6 +62,11 @@ pub struct Args {
     /// the device on a GPU), `host` or `device`.
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
     pub noise: String,
+    /// How often the loop of `--end-to-end` and `--overhead` reads its step
+    /// reports back from the device (each read-back waits for the device);
+    /// the training loops' default is 16. The engine-only step reads every step.
+    #[arg(long, default_value_t = dpaudit_train::engine::LOOP_READ_BACK_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
+    pub read_back_every: u64,
     /// The memory layout of every convolution: `auto` (channels last for
     /// replica-stacked convolutions with under 16 input channels per group on
     /// the CPU, contiguous otherwise),
@@ -241,12 +246,13 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; convolution layout {}",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
             args.iters,
             args.warmup,
+            args.read_back_every,
             noise
                 .unwrap_or_else(|| NoiseGenerator::default_for(Mode::Replayable, device))
                 .name(),
@@ -270,16 +276,20 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
         );
     }
     for spec in specs {
-        let row = measure(spec, device, args.iters, args.rounds, args.warmup, noise).with_context(
-            || {
-                format!(
-                    "loop benchmark {} B={} M={}",
-                    spec.model.name(),
-                    spec.batch,
-                    spec.replicas
-                )
-            },
-        )?;
+        let timing = Timing {
+            iters: args.iters,
+            rounds: args.rounds,
+            warmup: args.warmup,
+            read_back_every: args.read_back_every,
+        };
+        let row = measure(spec, device, timing, noise).with_context(|| {
+            format!(
+                "loop benchmark {} B={} M={}",
+                spec.model.name(),
+                spec.batch,
+                spec.replicas
+            )
+        })?;
         print_loop_row(&row, args.json)?;
     }
     Ok(())

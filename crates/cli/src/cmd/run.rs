@@ -45,12 +45,9 @@ struct Bar {
 impl Observer for Bar {
     fn on_step(&mut self, r: &StepReport) {
         self.bar.inc(1);
-        if r.samples > 0.0 {
-            self.bar.set_message(format!(
-                "{}  loss {:.4}",
-                self.chunk,
-                r.loss_sum / r.samples
-            ));
+        if r.is_read_back() && r.samples > 0.0 {
+            self.bar
+                .set_message(format!("{}  loss {:.4}", self.chunk, r.mean_loss()));
         }
     }
 }

@@ -73,10 +73,10 @@ impl Observer for Bar {
     }
     fn on_step(&mut self, r: &StepReport) {
         self.0.inc(1);
-        if r.samples > 0.0 {
+        if r.is_read_back() && r.samples > 0.0 {
             self.0.set_message(format!(
                 "loss {:.4}  clipped {:.0}%",
-                r.loss_sum / r.samples,
+                r.mean_loss(),
                 100.0 * r.clipped_fraction
             ));
         }
