@@ -106,6 +106,20 @@ pub fn uniform_tensor(shape: &[i64], seed: u64) -> Result<Tensor> {
     })
 }
 
+/// Every parameter of `model`, detached and flattened into one vector in
+/// [`Model::named_parameters`] order: to compare a model's state before and
+/// after.
+pub fn flat_parameters(model: &dyn Model) -> Result<Tensor> {
+    torch("flattening the parameters", || {
+        let parts = model
+            .named_parameters()
+            .iter()
+            .map(|(_, t)| t.f_detach()?.f_reshape([-1]))
+            .collect::<Result<Vec<_>, TchError>>()?;
+        Tensor::f_cat(&parts, 0)
+    })
+}
+
 /// Random inputs `[B, M, sample]` (standard normal) and targets `[B, M]`
 /// (uniform classes), from ChaCha20 seeded with `seed`.
 pub fn random_batch(model: &dyn Model, b: i64, seed: u64) -> Result<(Tensor, Tensor)> {

@@ -13,7 +13,7 @@
 
 use dpaudit_train::engine::clip_coefficients;
 use dpaudit_train::layers::{Linear, LinearConfig, PerSampleGrad, Recorded, Tape};
-use dpaudit_train::testing::random_batch;
+use dpaudit_train::testing::{flat_parameters, random_batch};
 use dpaudit_train::{Batch, DpSgd, DpSgdConfig, Init, Model, NoiseStreams, Normaliser, TrainError};
 use tch::{Device, Kind, Tensor};
 
@@ -239,14 +239,7 @@ fn dp(noise_multiplier: f64) -> DpSgd {
 }
 
 fn flat(model: &dyn Model) -> Tensor {
-    Tensor::cat(
-        &model
-            .named_parameters()
-            .iter()
-            .map(|(_, t)| t.detach().reshape([-1]))
-            .collect::<Vec<_>>(),
-        0,
-    )
+    flat_parameters(model).unwrap()
 }
 
 #[test]

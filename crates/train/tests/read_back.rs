@@ -8,7 +8,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use dpaudit_train::models::Mlp;
-use dpaudit_train::testing::random_batch;
+use dpaudit_train::testing::{flat_parameters, random_batch};
 use dpaudit_train::{
     Batch, DpSgd, DpSgdConfig, Init, Model, NoiseStreams, Normaliser, StepReport, TrainError,
 };
@@ -47,14 +47,7 @@ fn batch(model: &Mlp, t: u64, nan_at: Option<u64>) -> Batch {
 }
 
 fn flat(model: &dyn Model) -> Tensor {
-    Tensor::cat(
-        &model
-            .named_parameters()
-            .iter()
-            .map(|(_, t)| t.detach().reshape([-1]))
-            .collect::<Vec<_>>(),
-        0,
-    )
+    flat_parameters(model).unwrap()
 }
 
 /// Same bits (NaN included).
