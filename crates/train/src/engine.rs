@@ -919,7 +919,12 @@ impl Sgd {
                                 .iter()
                                 .map(|u| {
                                     let mut copy = u.f_zeros_like()?;
-                                    copy.f_copy_(u)?;
+                                    match gate {
+                                        Some((g, zero)) => {
+                                            copy.f_copy_(&u.f_where_self(g, zero)?)?
+                                        }
+                                        None => copy.f_copy_(u)?,
+                                    }
                                     Ok(copy)
                                 })
                                 .collect::<Result<_, TchError>>()?;
@@ -927,8 +932,17 @@ impl Sgd {
                         }
                         Some(bufs) => {
                             for (buf, u) in bufs.iter_mut().zip(&updates) {
-                                let _ = buf.mul_f64_(self.momentum)?;
-                                let _ = buf.f_add_(u)?;
+                                match gate {
+                                    // A gated-off step keeps the momentum too.
+                                    Some((g, _)) => {
+                                        let next = buf.mul_f64(self.momentum)?.f_add(u)?;
+                                        buf.f_copy_(&next.f_where_self(g, buf)?)?;
+                                    }
+                                    None => {
+                                        let _ = buf.mul_f64_(self.momentum)?;
+                                        let _ = buf.f_add_(u)?;
+                                    }
+                                }
                             }
                         }
                     }

@@ -141,3 +141,33 @@ fn steps_not_yet_read_back_are_checked_by_read_back() {
     let r = dp.read_back().unwrap().unwrap();
     assert_eq!((r.step, r.steps, r.samples), (1, 1, 12.0));
 }
+
+#[test]
+fn a_failed_step_keeps_the_momentum_as_well() {
+    // σ = 0, so the noise does not depend on the step index.
+    let quiet = || {
+        DpSgd::new(
+            DpSgdConfig {
+                noise_multiplier: 0.0,
+                max_grad_norm: 2.5,
+                learning_rate: 0.3,
+                normaliser: Normaliser::FixedBatchSize(6),
+                momentum: 0.5,
+                weight_decay: 0.0,
+            },
+            NoiseStreams::replayable(11, REPLICAS),
+        )
+        .unwrap()
+    };
+    let reference = model();
+    let mut dp = quiet();
+    for t in [0, 2] {
+        dp.step(&reference, &batch(&reference, t, None)).unwrap();
+    }
+    let m = model();
+    let mut dp = quiet();
+    dp.step(&m, &batch(&m, 0, None)).unwrap();
+    assert!(dp.step(&m, &batch(&m, 1, Some(1))).is_err());
+    dp.step(&m, &batch(&m, 2, None)).unwrap();
+    assert!(same_bits(&flat(&m), &flat(&reference)));
+}
