@@ -1006,6 +1006,8 @@ struct Pending {
     gate: Tensor,
     /// A 0-dim float zero on the device, what a gated-off update subtracts.
     zero: Tensor,
+    /// Rows of the table: the read-back interval when the window began.
+    rows: u64,
     /// The step of the first row.
     first_step: u64,
     /// Rows written.
@@ -1167,11 +1169,7 @@ impl DpSgd {
         })?;
         self.sgd.step_gated(model, &grads, Some((&gate, &zero)))?;
         self.step += 1;
-        // The table's rows: the interval when the window began.
-        let due = self
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.table.size().first() <= Some(&(p.steps as i64)));
+        let due = self.pending.as_ref().is_some_and(|p| p.steps >= p.rows);
         if due {
             if let Some(report) = self.read_back()? {
                 return Ok(report);
@@ -1203,12 +1201,13 @@ impl DpSgd {
             Some(p) => p,
             None => {
                 let device = bp.computed.device();
-                let rows = self.read_back_every as i64;
+                let rows = self.read_back_every;
                 torch("the table of the steps until the next read-back", || {
                     Ok(Pending {
-                        table: Tensor::f_zeros([rows, width], (Kind::Double, device))?,
+                        table: Tensor::f_zeros([rows as i64, width], (Kind::Double, device))?,
                         gate: Tensor::f_ones([], (Kind::Bool, device))?,
                         zero: Tensor::f_zeros([], (Kind::Float, device))?,
+                        rows,
                         first_step: self.step,
                         steps: 0,
                         norm_checks: parts.norms_finite.len(),
