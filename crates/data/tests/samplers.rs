@@ -785,6 +785,26 @@ fn step_stream_walks_epochs_in_order() {
     }
 }
 
+/// `advance` (the training loops' borrowed step) yields the batches `next`
+/// yields, in the same order across epoch boundaries, also when the two are
+/// mixed on one stream.
+#[test]
+fn step_stream_advance_matches_next() {
+    for sampler in [shuffle(10, 4, Some(LastBatch::Partial)), poisson(30, 0.25)] {
+        let key = RunSeed(6).stream(Stream::Sampler);
+        let want: Vec<Vec<usize>> = sampler.steps(key, 2).take(10).map(|s| s.batch).collect();
+        let mut stream = sampler.steps(key, 2);
+        for (i, batch) in want.iter().enumerate() {
+            if i % 3 == 1 {
+                assert_eq!(&stream.next().unwrap().batch, batch, "step {i}");
+            } else {
+                assert_eq!(stream.advance(), batch.as_slice(), "step {i}");
+            }
+        }
+        assert!(want.iter().any(|b| !b.is_empty()));
+    }
+}
+
 #[test]
 fn configs_parse_from_toml() {
     let cases = [

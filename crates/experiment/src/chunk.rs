@@ -76,9 +76,24 @@ impl Prepared {
     /// simulation if asked) and the claimed ε. Refuses inconsistent configs
     /// before any training.
     pub fn new(config: &ExperimentConfig, fault: Option<Fault>) -> Result<Self> {
+        // Checked before the data are loaded, and again by `with_data`.
+        config.validate_static()?;
+        let (train, test) = prepare_data(&config.train)?;
+        Self::with_data(config, fault, train, test)
+    }
+
+    /// [`Prepared::new`] on splits the caller has already loaded (and
+    /// possibly reshaped, as the overhead benchmark does) instead of those
+    /// `config.train.data` names. The config's other sections apply as in
+    /// `new`.
+    pub fn with_data(
+        config: &ExperimentConfig,
+        fault: Option<Fault>,
+        train: Dataset,
+        test: Dataset,
+    ) -> Result<Self> {
         config.validate_static()?;
         let device = resolve_device(config.train.device, "train.device")?;
-        let (train, test) = prepare_data(&config.train)?;
         let sampler = config
             .train
             .sampler
@@ -310,7 +325,8 @@ impl Prepared {
 /// once per chunk), the mask, the canary gradients (one batched override
 /// table) and the scores stay on the device. The host also draws the DP noise
 /// (`dpaudit_train::noise`: always in secure mode and on the CPU; replayable
-/// runs on a GPU draw it on the device) and reads back the step's report.
+/// runs on a GPU draw it on the device); the step reports are read back
+/// every [`dpaudit_train::engine::LOOP_READ_BACK_EVERY`] steps.
 pub struct ChunkRun<'a> {
     prepared: &'a Prepared,
     first_run: u64,
@@ -363,11 +379,7 @@ impl ChunkRun<'_> {
     /// benchmarks call it to time the engine on a real batch.
     pub fn next_batch(&mut self) -> Result<Batch> {
         let s = self.step;
-        let batches: Vec<Vec<usize>> = self
-            .streams
-            .iter_mut()
-            .map(|st| st.next().map(|x| x.batch).unwrap_or_default())
-            .collect();
+        let batches: Vec<&[usize]> = self.streams.iter_mut().map(|st| st.advance()).collect();
         let extras: Vec<&[Extra]> = self.schedule.iter().map(|sched| &sched[s][..]).collect();
         let mut more = Vec::new();
         if self.prepared.config.canary.partially_informed {

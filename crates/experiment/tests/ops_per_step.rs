@@ -7,8 +7,7 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
 
-use dpaudit_experiment::chunk::Prepared;
-use dpaudit_experiment::throughput::{experiment, LoopModel, LoopSpec};
+use dpaudit_experiment::throughput::{prepare, LoopModel, LoopSpec};
 use dpaudit_train::noise::NoiseGenerator;
 use dpaudit_train::op_count::OpCounter;
 use tch::Device;
@@ -22,8 +21,7 @@ fn operators_per_step(replicas: usize, noise: NoiseGenerator) -> u64 {
         batch: 2,
         replicas,
     };
-    let config = experiment(spec, 6, Device::Cpu).unwrap();
-    let prepared = Prepared::new(&config, None).unwrap();
+    let prepared = prepare(spec, 6, Device::Cpu).unwrap();
     let mut run = prepared.start_chunk(0).unwrap();
     run.set_noise_generator(noise).unwrap();
     for _ in 0..2 {

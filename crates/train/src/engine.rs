@@ -166,10 +166,13 @@ pub struct OverrideTable {
 /// Row ranges `(start, length)` of each rank of a rank-major list of
 /// replicas, or `None` if the list is not rank-major.
 fn rank_ranges(replicas: &[usize]) -> Option<Vec<(i64, i64)>> {
-    let mut seen = std::collections::HashMap::<usize, usize>::new();
+    // Rows seen so far per replica, indexed by replica: one row per replica
+    // and step in the training loops, so no hashing.
+    let mut seen = vec![0usize; replicas.iter().max().map_or(0, |&r| r + 1)];
     let mut ranges: Vec<(i64, i64)> = Vec::new();
-    for (k, r) in replicas.iter().enumerate() {
-        let rank = *seen.entry(*r).and_modify(|c| *c += 1).or_insert(0);
+    for (k, &r) in replicas.iter().enumerate() {
+        let rank = seen[r];
+        seen[r] += 1;
         match rank.cmp(&ranges.len()) {
             std::cmp::Ordering::Equal => ranges.push((k as i64, 1)),
             std::cmp::Ordering::Less if rank + 1 == ranges.len() => {
@@ -1347,4 +1350,20 @@ pub fn non_private_step(model: &dyn Model, sgd: &mut Sgd, batch: &Batch) -> Resu
         .map_err(TrainError::torch("non-private backward"))?;
     sgd.step(model, &grads)?;
     torch("reading the loss", || total.f_double_value(&[]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_ranges;
+
+    /// Rank-major lists give one range per rank; a replica's second row
+    /// before another replica's first is not rank-major.
+    #[test]
+    fn rank_ranges_of_rank_major_lists() {
+        assert_eq!(rank_ranges(&[]), Some(vec![]));
+        assert_eq!(rank_ranges(&[0, 1, 2, 0, 2]), Some(vec![(0, 3), (3, 2)]));
+        assert_eq!(rank_ranges(&[1, 0, 1]), Some(vec![(0, 2), (2, 1)]));
+        assert_eq!(rank_ranges(&[0, 0, 1]), None);
+        assert_eq!(rank_ranges(&[3, 3, 3]), Some(vec![(0, 1), (1, 1), (2, 1)]));
+    }
 }

@@ -209,25 +209,29 @@ impl DeviceData {
     /// `[M]` and the overrides' slots, replicas and rows `[3K]` in one int64
     /// tensor. Inputs, targets, the mask (from the sizes) and the override
     /// rows are gathered on the device.
-    pub fn batch(
+    pub fn batch<B: AsRef<[usize]>>(
         &self,
-        batches: &[Vec<usize>],
+        batches: &[B],
         extras: &[&[Extra]],
         gradients: Option<&Tensor>,
         more: &[RowOverride],
     ) -> Result<Batch> {
         let m = batches.len();
         let lengths: Vec<usize> = (0..m)
-            .map(|r| batches[r].len() + extras.get(r).map_or(0, |e| e.len()))
+            .map(|r| batches[r].as_ref().len() + extras.get(r).map_or(0, |e| e.len()))
             .collect();
         let b = lengths.iter().copied().max().unwrap_or(0);
         let pad = self.zero_row();
-        let mut host = vec![pad; b * m + m];
+        // Room for the override columns too: one allocation per step.
+        let at_most_overrides = extras.iter().map(|e| e.len()).sum::<usize>() + more.len();
+        let mut host = Vec::with_capacity(b * m + m + 3 * at_most_overrides);
+        host.resize(b * m + m, pad);
         // Overrides as (rank within their replica, replica, slot, row): each
         // replica's in listing order, then sorted rank-major.
         let mut listed: Vec<(usize, usize, usize, usize)> = Vec::new();
         let mut ranks = vec![0usize; m];
         for (r, batch) in batches.iter().enumerate() {
+            let batch = batch.as_ref();
             for (i, &idx) in batch.iter().enumerate() {
                 if idx >= self.records {
                     return Err(crate::error::invalid(
@@ -277,7 +281,11 @@ impl DeviceData {
             ranks[o.replica] += 1;
         }
         // (rank, replica) pairs are distinct: an unstable sort is deterministic.
-        listed.sort_unstable_by_key(|&(rank, r, _, _)| (rank, r));
+        // One canary per replica, listed in replica order (the common case),
+        // is already sorted: the check is O(M), the sort O(M log M).
+        if !listed.is_sorted_by_key(|&(rank, r, _, _)| (rank, r)) {
+            listed.sort_unstable_by_key(|&(rank, r, _, _)| (rank, r));
+        }
         let order: Vec<(usize, usize, usize)> = listed
             .into_iter()
             .map(|(_, r, slot, row)| (slot, r, row))

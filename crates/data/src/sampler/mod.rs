@@ -206,7 +206,7 @@ impl Sampler {
             replica,
             epoch: 0,
             global: 0,
-            current: Vec::new().into_iter(),
+            current: Vec::new(),
             step_in_epoch: 0,
         }
     }
@@ -340,32 +340,52 @@ pub struct StepStream<'a> {
     replica: u64,
     epoch: u64,
     global: u64,
-    current: std::vec::IntoIter<Vec<usize>>,
+    /// The current epoch's batches; those before `step_in_epoch` are spent
+    /// (emptied by [`Iterator::next`], left in place by [`StepStream::advance`]).
+    current: Vec<Vec<usize>>,
     step_in_epoch: usize,
+}
+
+impl StepStream<'_> {
+    /// The next step's batch, borrowed: what [`Iterator::next`] returns, without
+    /// moving the batch out or building a [`Step`]. The training loops call
+    /// this for every replica at every step, so a step allocates and frees
+    /// nothing per replica (the epoch's batches are freed together when the
+    /// next epoch is drawn).
+    pub fn advance(&mut self) -> &[usize] {
+        self.ensure_epoch();
+        let i = self.step_in_epoch;
+        self.global += 1;
+        self.step_in_epoch += 1;
+        &self.current[i]
+    }
+
+    /// Draws the next epoch once the current one is spent.
+    fn ensure_epoch(&mut self) {
+        // Every sampler has at least one step per epoch (validated).
+        while self.step_in_epoch >= self.current.len() {
+            let plan = self.sampler.epoch(self.key, self.replica, self.epoch);
+            self.current = plan.into_batches();
+            self.epoch += 1;
+            self.step_in_epoch = 0;
+        }
+    }
 }
 
 impl Iterator for StepStream<'_> {
     type Item = Step;
 
     fn next(&mut self) -> Option<Step> {
-        loop {
-            if let Some(batch) = self.current.next() {
-                let step = Step {
-                    global: self.global,
-                    epoch: self.epoch - 1,
-                    step_in_epoch: self.step_in_epoch,
-                    batch,
-                };
-                self.global += 1;
-                self.step_in_epoch += 1;
-                return Some(step);
-            }
-            // Every sampler has at least one step per epoch (validated).
-            let plan = self.sampler.epoch(self.key, self.replica, self.epoch);
-            self.current = plan.into_batches().into_iter();
-            self.epoch += 1;
-            self.step_in_epoch = 0;
-        }
+        self.ensure_epoch();
+        let step = Step {
+            global: self.global,
+            epoch: self.epoch - 1,
+            step_in_epoch: self.step_in_epoch,
+            batch: std::mem::take(&mut self.current[self.step_in_epoch]),
+        };
+        self.global += 1;
+        self.step_in_epoch += 1;
+        Some(step)
     }
 }
 
