@@ -58,3 +58,37 @@ fn operators_per_step_do_not_grow_with_the_replicas() {
         }
     }
 }
+
+/// Between read-backs the loop never makes a GPU host wait: over 8 steps
+/// read back every 4, the only waits are the 2 read-backs, with either noise
+/// generator; reading back every step waits once per step. A `.item()`, a
+/// boolean index or a host copy added to the step fails here.
+#[test]
+fn the_loop_waits_for_the_device_only_at_its_read_backs() {
+    for noise in [NoiseGenerator::HostChaCha20, NoiseGenerator::DevicePhilox] {
+        for (every, want) in [(4, 2.0), (1, 8.0)] {
+            let spec = LoopSpec {
+                model: LoopModel::Tiny,
+                batch: 2,
+                replicas: 8,
+            };
+            let prepared = prepare(spec, 20, Device::Cpu).unwrap();
+            let mut run = prepared.start_chunk(0).unwrap();
+            run.set_noise_generator(noise).unwrap();
+            run.set_read_back_every(every);
+            // Steps 0–3 fill the first window; counted: steps 4–11.
+            for _ in 0..4 {
+                run.step().unwrap().unwrap();
+            }
+            let counter = OpCounter::start().unwrap();
+            for _ in 0..8 {
+                run.step().unwrap().unwrap();
+            }
+            let counts = counter.finish();
+            assert_eq!(
+                counts.waits, want,
+                "{noise:?}, read back every {every}: {counts:?}"
+            );
+        }
+    }
+}

@@ -2,6 +2,15 @@
 // spent inside them, through ATen's RecordFunction observer API (the hook the
 // PyTorch profiler uses). tch does not expose it, hence this file.
 //
+// It also counts the operators after which the host must wait for a GPU: on
+// CUDA, `_local_scalar_dense` (every `item()`, and so `is_nonzero`, `equal`,
+// `repeat_interleave` without a size...) copies a value to the host, and
+// `nonzero` (boolean indexing, `masked_select`) sizes its output from the
+// device's data. The same operators run on the CPU, so a CPU run shows where
+// a GPU run would wait. Copies of whole tensors to the host are not seen
+// here (telling them apart needs the operators' inputs); dpaudit's own
+// read-backs report themselves (`dpaudit_op_count_host_read`).
+//
 // "Top-level" operators are those entered while no other operator is running
 // on the same thread: the calls our code (or the autograd engine, for the
 // backward) makes into the dispatcher. Operators they call internally are
@@ -12,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 namespace {
@@ -19,6 +29,7 @@ namespace {
 std::atomic<uint64_t> top_level{0};
 std::atomic<uint64_t> all_ops{0};
 std::atomic<uint64_t> inside_ns{0};
+std::atomic<uint64_t> waits{0};
 std::atomic<bool> installed{false};
 at::CallbackHandle handle = 0;
 
@@ -26,8 +37,14 @@ thread_local int depth = 0;
 thread_local bool observing = false;  // on the thread that installed the observer
 thread_local std::chrono::steady_clock::time_point entered;
 
-std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction&) {
+bool waits_for_device(const char* name) {
+  return std::strcmp(name, "aten::_local_scalar_dense") == 0 ||
+         std::strcmp(name, "aten::nonzero") == 0;
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   all_ops.fetch_add(1, std::memory_order_relaxed);
+  if (waits_for_device(fn.name())) waits.fetch_add(1, std::memory_order_relaxed);
   if (depth++ == 0) {
     top_level.fetch_add(1, std::memory_order_relaxed);
     entered = std::chrono::steady_clock::now();
@@ -56,6 +73,7 @@ int dpaudit_op_count_install() {
   top_level = 0;
   all_ops = 0;
   inside_ns = 0;
+  waits = 0;
   if (installed.exchange(true)) return 1;
   try {
     handle = at::addThreadLocalCallback(
@@ -83,10 +101,18 @@ void dpaudit_op_count_own_kernel(uint64_t ns) {
   inside_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
-void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns) {
+// A read of device values to the host by dpaudit's own code (a step
+// report's read-back): counted as one wait, on the installing thread only.
+void dpaudit_op_count_host_read() {
+  if (!observing) return;
+  waits.fetch_add(1, std::memory_order_relaxed);
+}
+
+void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns, uint64_t* w) {
   *top = top_level.load(std::memory_order_relaxed);
   *all = all_ops.load(std::memory_order_relaxed);
   *ns = inside_ns.load(std::memory_order_relaxed);
+  *w = waits.load(std::memory_order_relaxed);
 }
 
 // Removes the observer; call it on the thread that installed it.

@@ -1264,6 +1264,7 @@ impl DpSgd {
         let Some(p) = self.pending.take() else {
             return Ok(None);
         };
+        crate::op_count::host_read();
         let host: Vec<f64> = torch("reading the steps' report", || {
             Vec::<f64>::try_from(
                 &p.table

@@ -3,6 +3,8 @@
 //! slots to the largest batch of the stack. The plain trainer and the
 //! experiments' chunk loop both build their batches here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tch::{Device, Tensor};
 
 use dpaudit_data::dataset::Dataset;
@@ -123,19 +125,27 @@ pub struct DeviceData {
 /// stall the loop every step; the table goes through page-locked memory
 /// instead and the copy is queued like a kernel (libtorch keeps the
 /// page-locked block until the copy has run). Should page-locking fail, the
-/// waiting copy is used: slower, same values.
+/// waiting copy is used: slower, same values; the failure is remembered for
+/// the rest of the process, so that later steps do not pay a failed call
+/// each.
 fn upload_indices(host: &[i64], device: Device) -> std::result::Result<Tensor, tch::TchError> {
     let table = Tensor::f_from_slice(host)?;
-    if !device.is_cuda() {
+    if !device.is_cuda() || PINNING_FAILED.load(Ordering::Relaxed) {
         return table.f_to_device(device);
     }
     // `_pin_memory` with the device named (`pin_memory` with a device argument
     // warns on every call in libtorch 2.11).
     match table.f_internal_pin_memory(device) {
         Ok(pinned) => pinned.f_to_device_(device, tch::Kind::Int64, true, false),
-        Err(_) => table.f_to_device(device),
+        Err(_) => {
+            PINNING_FAILED.store(true, Ordering::Relaxed);
+            table.f_to_device(device)
+        }
     }
 }
+
+/// Set once page-locking host memory has failed in this process.
+static PINNING_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// A gradient override of one slot, by row of a table of gradients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,11 @@
 //!   schedule, noise draw, bookkeeping) and the autograd engine's between its
 //!   operators.
 //!
+//! - **Waits for the device.** [`OpCounts::waits`] counts the points where a
+//!   GPU run makes the host wait for everything queued: our read-backs and
+//!   the operators that copy a device value to the host. Between two
+//!   read-backs the training loop has none, which the tests hold it to.
+//!
 //! dpaudit's own compute kernels, which run outside the dispatcher (the
 //! direct per-sample convolution gradient, `conv2d::PerSampleMethod::Direct`),
 //! report each call through [`own_kernel`]: it counts as one top-level
@@ -42,7 +47,8 @@ use crate::error::{Result, TrainError};
 #[allow(unsafe_code)]
 extern "C" {
     fn dpaudit_op_count_install() -> i32;
-    fn dpaudit_op_count_read(top: *mut u64, all: *mut u64, ns: *mut u64);
+    fn dpaudit_op_count_read(top: *mut u64, all: *mut u64, ns: *mut u64, waits: *mut u64);
+    fn dpaudit_op_count_host_read();
     fn dpaudit_op_count_remove();
     fn dpaudit_op_count_own_kernel(ns: u64);
 }
@@ -63,6 +69,21 @@ pub(crate) fn own_kernel(started: Instant) {
     let _ = started;
 }
 
+/// Records one read of device values to the host by our code (a step
+/// report's read-back), if a counter runs on this thread: on a GPU the host
+/// waits there for everything queued before it. Call it once per read, next
+/// to the copy.
+pub(crate) fn host_read() {
+    #[cfg(dpaudit_op_count)]
+    {
+        // SAFETY: touches only the counter's atomics and thread-locals.
+        #[allow(unsafe_code)]
+        unsafe {
+            dpaudit_op_count_host_read()
+        };
+    }
+}
+
 /// Operator counts and times of a measured stretch of code.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct OpCounts {
@@ -74,6 +95,12 @@ pub struct OpCounts {
     pub inside: f64,
     /// Wall-clock seconds of the stretch.
     pub wall: f64,
+    /// Points where a GPU run makes the host wait for the device: our own
+    /// read-backs ([`host_read`]) and the operators that copy a device value
+    /// to the host (`_local_scalar_dense`, behind every `item()`) or size
+    /// their output from device data (`nonzero`). Copies of whole tensors
+    /// by libtorch are not seen. A fraction after [`OpCounts::per`].
+    pub waits: f64,
 }
 
 impl OpCounts {
@@ -90,6 +117,7 @@ impl OpCounts {
             all: self.all / n as u64,
             inside: self.inside / n as f64,
             wall: self.wall / n as f64,
+            waits: self.waits / n as f64,
         }
     }
 }
@@ -122,12 +150,13 @@ impl OpCounter {
     /// The totals since [`OpCounter::start`].
     pub fn finish(self) -> OpCounts {
         let wall = self.started.elapsed().as_secs_f64();
-        let (top_level, all, ns) = read();
+        let (top_level, all, ns, waits) = read();
         OpCounts {
             top_level,
             all,
             inside: ns as f64 * 1e-9,
             wall,
+            waits: waits as f64,
         }
     }
 }
@@ -165,16 +194,16 @@ fn unavailable(reason: &str) -> TrainError {
 
 #[cfg(dpaudit_op_count)]
 #[allow(unsafe_code)]
-fn read() -> (u64, u64, u64) {
-    let (mut top, mut all, mut ns) = (0u64, 0u64, 0u64);
-    // SAFETY: the three pointers are valid for writes of one u64 each.
-    unsafe { dpaudit_op_count_read(&mut top, &mut all, &mut ns) };
-    (top, all, ns)
+fn read() -> (u64, u64, u64, u64) {
+    let (mut top, mut all, mut ns, mut waits) = (0u64, 0u64, 0u64, 0u64);
+    // SAFETY: the four pointers are valid for writes of one u64 each.
+    unsafe { dpaudit_op_count_read(&mut top, &mut all, &mut ns, &mut waits) };
+    (top, all, ns, waits)
 }
 
 #[cfg(not(dpaudit_op_count))]
-fn read() -> (u64, u64, u64) {
-    (0, 0, 0)
+fn read() -> (u64, u64, u64, u64) {
+    (0, 0, 0, 0)
 }
 
 #[cfg(dpaudit_op_count)]
@@ -240,6 +269,28 @@ mod tests {
             counts.inside >= 0.005 && counts.inside <= counts.wall,
             "{counts:?}"
         );
+    }
+
+    /// `item()` and boolean indexing are waits on a GPU; arithmetic is not;
+    /// our own reads count once each, on the counting thread only.
+    #[test]
+    fn counts_the_points_where_a_gpu_run_would_wait() {
+        let a = Tensor::f_from_slice(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        let three = Tensor::from(3.0f32);
+        let counter = OpCounter::start().unwrap();
+        let b = a.f_mul(&a).unwrap().f_add(&a).unwrap();
+        let arithmetic = counter.finish();
+        assert_eq!(arithmetic.waits, 0.0, "{arithmetic:?}");
+        let counter = OpCounter::start().unwrap();
+        let _ = b.f_sum(Kind::Float).unwrap().f_double_value(&[]).unwrap();
+        let mask = b.f_gt_tensor(&three).unwrap();
+        let _ = b.f_masked_select(&mask).unwrap();
+        host_read();
+        std::thread::spawn(host_read).join().unwrap();
+        let counts = counter.finish();
+        // item (1), masked_select's nonzero (1), our read (1).
+        assert_eq!(counts.waits, 3.0, "{counts:?}");
+        assert_eq!(counts.per(2).waits, 1.5);
     }
 
     #[test]

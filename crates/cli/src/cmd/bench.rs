@@ -200,19 +200,24 @@ fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Operators per step (top-level / all) of the loop and the engine, and their
-/// milliseconds per step outside libtorch operators (host work, on the CPU);
-/// dashes when this build cannot count operators.
+/// Operators per step (top-level / all) of the loop and the engine, their
+/// milliseconds per step outside libtorch operators (host work, on the CPU)
+/// and their waits for the device per step (`OpCounts::waits`); dashes when
+/// this build cannot count operators.
 fn op_columns(row: &LoopRow) -> String {
     match (&row.loop_ops, &row.engine_ops) {
         (Some(l), Some(e)) => format!(
-            "{:>12} {:>12} {:>10.3} {:>10.3}",
+            "{:>12} {:>12} {:>10.3} {:>10.3} {:>11}",
             format!("{}/{}", l.top_level, l.all),
             format!("{}/{}", e.top_level, e.all),
             l.outside() * 1e3,
-            e.outside() * 1e3
+            e.outside() * 1e3,
+            format!("{:.2}/{:.2}", l.waits, e.waits)
         ),
-        _ => format!("{:>12} {:>12} {:>10} {:>10}", "-", "-", "-", "-"),
+        _ => format!(
+            "{:>12} {:>12} {:>10} {:>10} {:>11}",
+            "-", "-", "-", "-", "-"
+        ),
     }
 }
 
@@ -246,7 +251,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; convolution layout {}",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; waits = points per step where a GPU run makes the host wait for the device, loop/engine; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
@@ -259,7 +264,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             layout
         );
         println!(
-            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10}",
+            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10} {:>11}",
             "model",
             "batch",
             "replicas",
@@ -272,7 +277,8 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             "loop ops",
             "engine ops",
             "host ms",
-            "eng host"
+            "eng host",
+            "waits"
         );
     }
     for spec in specs {
