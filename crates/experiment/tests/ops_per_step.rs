@@ -9,29 +9,45 @@
 
 use dpaudit_experiment::throughput::{prepare, LoopModel, LoopSpec};
 use dpaudit_train::noise::NoiseGenerator;
-use dpaudit_train::op_count::OpCounter;
+use dpaudit_train::op_count::{OpCounter, OpCounts};
 use tch::Device;
 
-/// Top-level operators per step of the real loop (sampler, gather, one Dirac
-/// canary per replica and step, DP-SGD, per-step scores) of the tiny model
-/// with `replicas` replicas, counted over 3 steps after 2.
-fn operators_per_step(replicas: usize, noise: NoiseGenerator) -> u64 {
+/// The counts of `counted` steps of the real loop (sampler, gather, one
+/// Dirac canary per replica and step, DP-SGD, per-step scores) of the tiny
+/// model with `replicas` replicas, after `warm` steps; the chunk is longer,
+/// so its final read-back is not among them. `every`: the read-back interval
+/// (default: the training loops').
+fn count_steps(
+    replicas: usize,
+    noise: NoiseGenerator,
+    every: Option<u64>,
+    warm: usize,
+    counted: usize,
+) -> OpCounts {
     let spec = LoopSpec {
         model: LoopModel::Tiny,
         batch: 2,
         replicas,
     };
-    let prepared = prepare(spec, 6, Device::Cpu).unwrap();
+    let prepared = prepare(spec, (warm + counted + 1) as u64, Device::Cpu).unwrap();
     let mut run = prepared.start_chunk(0).unwrap();
     run.set_noise_generator(noise).unwrap();
-    for _ in 0..2 {
+    if let Some(k) = every {
+        run.set_read_back_every(k);
+    }
+    for _ in 0..warm {
         run.step().unwrap().unwrap();
     }
     let counter = OpCounter::start().unwrap();
-    for _ in 0..3 {
+    for _ in 0..counted {
         run.step().unwrap().unwrap();
     }
-    let counts = counter.finish();
+    counter.finish()
+}
+
+/// Top-level operators per step, counted over 3 steps after 2.
+fn operators_per_step(replicas: usize, noise: NoiseGenerator) -> u64 {
+    let counts = count_steps(replicas, noise, None, 2, 3);
     assert_eq!(counts.top_level % 3, 0, "{counts:?}");
     counts.top_level / 3
 }
@@ -61,30 +77,15 @@ fn operators_per_step_do_not_grow_with_the_replicas() {
 
 /// Between read-backs the loop never makes a GPU host wait: over 8 steps
 /// read back every 4, the only waits are the 2 read-backs, with either noise
-/// generator; reading back every step waits once per step. A `.item()`, a
-/// boolean index or a host copy added to the step fails here.
+/// generator; reading back every step waits once per step. An `item()` or a
+/// boolean index added to the step fails here (whole-tensor copies by
+/// libtorch are not seen: `dpaudit_train::op_count`).
 #[test]
 fn the_loop_waits_for_the_device_only_at_its_read_backs() {
     for noise in [NoiseGenerator::HostChaCha20, NoiseGenerator::DevicePhilox] {
         for (every, want) in [(4, 2.0), (1, 8.0)] {
-            let spec = LoopSpec {
-                model: LoopModel::Tiny,
-                batch: 2,
-                replicas: 8,
-            };
-            let prepared = prepare(spec, 20, Device::Cpu).unwrap();
-            let mut run = prepared.start_chunk(0).unwrap();
-            run.set_noise_generator(noise).unwrap();
-            run.set_read_back_every(every);
             // Steps 0–3 fill the first window; counted: steps 4–11.
-            for _ in 0..4 {
-                run.step().unwrap().unwrap();
-            }
-            let counter = OpCounter::start().unwrap();
-            for _ in 0..8 {
-                run.step().unwrap().unwrap();
-            }
-            let counts = counter.finish();
+            let counts = count_steps(8, noise, Some(every), 4, 8);
             assert_eq!(
                 counts.waits, want,
                 "{noise:?}, read back every {every}: {counts:?}"
