@@ -63,9 +63,10 @@ fn operators_per_step_do_not_grow_with_the_replicas() {
             counts.windows(2).all(|w| w[0] == w[1]),
             "{noise:?}: operators per step at M = 8, 64, 256: {counts:?}"
         );
-        // Tiny stacks take fewer operators (benches/RESULTS.md: 234 against
-        // 271 with host noise; the count changes once, between M = 5 and 6,
-        // i.e. 10 and 12 samples per step, and is flat after); never more.
+        // Tiny stacks take fewer operators (`dpaudit bench --overhead --noise
+        // host`, 2026-11-26: 239 at M = 1 against 273; the count changes
+        // once, between M = 5 and 6, i.e. 10 and 12 samples per step, and is
+        // flat after); never more.
         for m in [1, 2] {
             assert!(
                 operators_per_step(m, noise) <= counts[0],
