@@ -420,10 +420,7 @@ pub fn train(
             dp.read_back()?;
             dp.set_read_back_every(1);
         }
-        let batches: Vec<Vec<usize>> = streams
-            .iter_mut()
-            .map(|s| s.next().map(|st| st.batch).unwrap_or_default())
-            .collect();
+        let batches: Vec<&[usize]> = streams.iter_mut().map(|s| s.advance()).collect();
         let batch = on_device.batch(&batches, &[], None, &[])?;
         let report = dp.step(model.as_ref(), &batch)?;
         if report.is_read_back() {
