@@ -13,7 +13,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use dpaudit_data::sampler::{
     BatchSampler, BatchThenShuffleConfig, FixedSequenceConfig, LastBatch, PartialShuffleConfig,
-    PoissonConfig, RecordRef, Sampler, SamplerConfig, ShuffleConfig, TargetLayout,
+    PoissonConfig, RecordRef, Sampler, SamplerConfig, ShuffleConfig, SlotTable, StepTable,
+    TargetLayout, EMPTY_SLOT,
 };
 use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_data::DataError;
@@ -785,24 +786,83 @@ fn step_stream_walks_epochs_in_order() {
     }
 }
 
-/// `advance` (the training loops' borrowed step) yields the batches `next`
-/// yields, in the same order across epoch boundaries, also when the two are
-/// mixed on one stream.
+/// A [`StepTable`] gives every replica the batches of its own
+/// `StepStream`, step by step across epochs, for every sampler kind: the
+/// training loops draw through the table, the audits' reference loops
+/// through the streams. Its layout holds: slot `i` of replica `r` at
+/// `i·M + r`, empty slots past each batch, as many rows as the largest batch.
+/// Batch-then-shuffle with a short last batch and Poisson give batches of
+/// different sizes in one step. Epochs drawn ahead on the helper thread and
+/// epochs drawn on the caller's thread are the same.
 #[test]
-fn step_stream_advance_matches_next() {
-    for sampler in [shuffle(10, 4, Some(LastBatch::Partial)), poisson(30, 0.25)] {
-        let key = RunSeed(6).stream(Stream::Sampler);
-        let want: Vec<Vec<usize>> = sampler.steps(key, 2).take(10).map(|s| s.batch).collect();
-        let mut stream = sampler.steps(key, 2);
-        for (i, batch) in want.iter().enumerate() {
-            if i % 3 == 1 {
-                assert_eq!(&stream.next().unwrap().batch, batch, "step {i}");
-            } else {
-                assert_eq!(stream.advance(), batch.as_slice(), "step {i}");
+fn step_table_gives_each_replica_its_stream() {
+    let samplers = [
+        shuffle(10, 4, Some(LastBatch::Partial)),
+        shuffle(10, 3, Some(LastBatch::Drop)),
+        partial(12, 3, 6, Some(LastBatch::Partial)),
+        batch_then_shuffle(10, 4, Some(LastBatch::Partial)),
+        fixed(10, 4, Some(3)),
+        poisson(30, 0.25),
+    ];
+    let runs = [5u64, 0, 9];
+    let key = RunSeed(6).stream(Stream::Sampler);
+    // Told the steps it will take, the table draws each next epoch on a
+    // helper thread; told 1, it draws every epoch on the caller's thread.
+    for (sampler, told) in samplers.iter().flat_map(|s| [(s, None), (s, Some(1))]) {
+        let steps = 3 * sampler.steps_per_epoch() + 1;
+        let mut streams: Vec<_> = runs.iter().map(|&r| sampler.steps(key, r)).collect();
+        let mut table = StepTable::new(sampler, key, &runs, told.unwrap_or(steps as u64)).unwrap();
+        let mut uneven = false;
+        for t in 0..steps {
+            let step = table.advance();
+            let want: Vec<Vec<usize>> = streams
+                .iter_mut()
+                .map(|s| s.next().unwrap().batch)
+                .collect();
+            let what = format!("{} step {t}, told {told:?}", sampler.kind());
+            assert_eq!(step.replicas(), runs.len(), "{what}");
+            assert_eq!(
+                step.rows(),
+                want.iter().map(Vec::len).max().unwrap(),
+                "{what}"
+            );
+            assert_eq!(step.slots().len(), step.rows() * runs.len(), "{what}");
+            for (r, batch) in want.iter().enumerate() {
+                assert_eq!(step.batch(r), *batch, "{what} replica {r}");
+                assert_eq!(step.size(r), batch.len(), "{what} replica {r}");
+                for i in batch.len()..step.rows() {
+                    assert_eq!(
+                        step.slots()[i * runs.len() + r],
+                        EMPTY_SLOT,
+                        "{what} replica {r}"
+                    );
+                }
             }
+            uneven |= want.iter().any(|b| b.len() != want[0].len());
         }
-        assert!(want.iter().any(|b| !b.is_empty()));
+        if matches!(sampler, Sampler::BatchThenShuffle(_) | Sampler::Poisson(_)) {
+            assert!(
+                uneven,
+                "{}: no step with batches of different sizes",
+                sampler.kind()
+            );
+        }
     }
+}
+
+/// A [`SlotTable`] lays out listed batches as the step tables do, and
+/// refuses an index that the layout cannot hold.
+#[test]
+fn slot_table_lays_out_listed_batches() {
+    let table = SlotTable::from_batches(&[vec![4, 0, 7], vec![], vec![2]]).unwrap();
+    let step = table.view();
+    assert_eq!(step.rows(), 3);
+    assert_eq!(step.sizes(), &[3, 0, 1]);
+    let e = EMPTY_SLOT;
+    assert_eq!(step.slots(), &[4, e, 2, 0, e, e, 7, e, e]);
+    assert_eq!(step.batch(2), vec![2]);
+    let err = SlotTable::from_batches(&[vec![EMPTY_SLOT as usize]]).unwrap_err();
+    assert!(err.to_string().contains("below 2^32"), "{err}");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use tch::{Device, Kind, Tensor};
 
 use dpaudit_data::dataset::Dataset;
-use dpaudit_data::sampler::{BatchSampler, Sampler, StepStream};
+use dpaudit_data::sampler::{BatchSampler, Sampler, StepTable};
 use dpaudit_data::seed::{Randomness, RunSeed, Stream};
 use dpaudit_train::engine::{Batch, DpSgd, Fault, StepReport};
 use dpaudit_train::error::{invalid, Result, TrainError};
@@ -232,12 +232,17 @@ impl Prepared {
         let bits: Vec<Vec<bool>> = (0..replicas as u64)
             .map(|r| inclusion_bits(seed, first_run + r, m))
             .collect();
-        // schedule[replica][step] = canaries inserted at that step; `special`
+        // schedule[step] = (replica, canary slot) of the canaries inserted at
+        // that step, by replica (the layout `DeviceData::batch_of_step`
+        // takes, so a step does not visit the replicas); `special[step][r]`
         // marks the steps of canary 0's slot whether or not it is included
         // (in runs without it, that is where the zero-out record sits).
         let gradient = self.canaries.config.kind.is_gradient();
-        let mut schedule: Vec<Vec<Vec<Extra>>> = vec![vec![Vec::new(); steps as usize]; replicas];
-        let mut special: Vec<Vec<bool>> = vec![vec![false; steps as usize]; replicas];
+        let mut schedule: Vec<Vec<(usize, Extra)>> = vec![Vec::new(); steps as usize];
+        let mut special: Vec<Vec<bool>> = match cfg.canary.partially_informed {
+            true => vec![vec![false; replicas]; steps as usize],
+            false => Vec::new(),
+        };
         for (r, row) in bits.iter().enumerate() {
             for (j, &included) in row.iter().enumerate() {
                 let at = insertion_steps(
@@ -250,13 +255,18 @@ impl Prepared {
                 );
                 for s in at {
                     if included {
-                        schedule[r][s as usize].push(match gradient {
-                            true => Extra::Gradient(j),
-                            false => Extra::Record(j),
-                        });
+                        schedule[s as usize].push((
+                            r,
+                            match gradient {
+                                true => Extra::Gradient(j),
+                                false => Extra::Record(j),
+                            },
+                        ));
                     }
                     if j == 0 {
-                        special[r][s as usize] = true;
+                        if let Some(at) = special.get_mut(s as usize) {
+                            at[r] = true;
+                        }
                     }
                 }
             }
@@ -293,11 +303,13 @@ impl Prepared {
             noise_multiplier: cfg.train.dp.noise_multiplier,
             steps_per_epoch: self.sampler.steps_per_epoch(),
         });
-        let sampler_key = randomness.stream(Stream::Sampler);
-        let streams: Vec<_> = runs
-            .iter()
-            .map(|&r| self.sampler.steps(sampler_key, r))
-            .collect();
+        let table = StepTable::new(
+            &self.sampler,
+            randomness.stream(Stream::Sampler),
+            &runs,
+            steps,
+        )
+        .map_err(|e| invalid("train.sampler", "data", e.to_string()))?;
         let data = DeviceData::upload(&self.train, self.canaries.records.as_ref(), self.device)?;
         Ok(ChunkRun {
             prepared: self,
@@ -309,7 +321,7 @@ impl Prepared {
             model,
             dp,
             book,
-            streams,
+            table,
             data,
             step: 0,
             steps: steps as usize,
@@ -320,8 +332,10 @@ impl Prepared {
 /// One chunk in training: [`ChunkRun::step`] until it returns `None`, then
 /// [`ChunkRun::finish`] for the scores.
 ///
-/// Per step the host draws each replica's batch indices and the canary
-/// schedule, and uploads them in one integer tensor; the records (uploaded
+/// The samplers' batches are drawn an epoch at a time into a slot-major
+/// table ([`StepTable`]) and the canary schedule is listed by step, so per
+/// step the host copies one slice and walks the step's canaries, without
+/// visiting every replica, and uploads them in one integer tensor; the records (uploaded
 /// once per chunk), the mask, the canary gradients (one batched override
 /// table) and the scores stay on the device. The host also draws the DP noise
 /// (`dpaudit_train::noise`: always in secure mode and on the CPU; replayable
@@ -331,14 +345,17 @@ pub struct ChunkRun<'a> {
     prepared: &'a Prepared,
     first_run: u64,
     bits: Vec<Vec<bool>>,
-    /// `schedule[replica][step]`: the canary slots of that step.
-    schedule: Vec<Vec<Vec<Extra>>>,
+    /// `schedule[step]`: the `(replica, canary slot)`s of that step, by
+    /// replica.
+    schedule: Vec<Vec<(usize, Extra)>>,
+    /// `special[step][replica]`: canary 0's slot is at that step (only
+    /// Partially-Informed runs need it; empty otherwise).
     special: Vec<Vec<bool>>,
     gradients: Option<Tensor>,
     model: Box<dyn Model>,
     dp: DpSgd,
     book: ScoreBook,
-    streams: Vec<StepStream<'a>>,
+    table: StepTable<'a>,
     data: DeviceData,
     step: usize,
     steps: usize,
@@ -379,26 +396,27 @@ impl ChunkRun<'_> {
     /// benchmarks call it to time the engine on a real batch.
     pub fn next_batch(&mut self) -> Result<Batch> {
         let s = self.step;
-        let batches: Vec<&[usize]> = self.streams.iter_mut().map(|st| st.advance()).collect();
-        let extras: Vec<&[Extra]> = self.schedule.iter().map(|sched| &sched[s][..]).collect();
+        let step = self.table.advance();
         let mut more = Vec::new();
-        if self.prepared.config.canary.partially_informed {
+        if let Some(special) = self.special.get(s) {
             // Annamalai et al. 2024 (§5.1), Partially-Informed: the last
             // record of every batch that holds neither the target nor the
             // zero-out record carries −ĝ (the last row of the table).
             let row = self.prepared.canaries.count();
-            for (r, genuine) in batches.iter().enumerate() {
-                if !self.special[r][s] && !genuine.is_empty() {
+            for (r, &at) in special.iter().enumerate() {
+                let size = step.size(r);
+                if !at && size > 0 {
                     more.push(RowOverride {
-                        slot: genuine.len() - 1,
+                        slot: size - 1,
                         replica: r,
                         row,
                     });
                 }
             }
         }
+        let extras = self.schedule.get(s).map_or(&[][..], Vec::as_slice);
         self.data
-            .batch(&batches, &extras, self.gradients.as_ref(), &more)
+            .batch_of_step(step, extras, self.gradients.as_ref(), &more)
     }
 
     /// One DP-SGD step of every replica, with its canaries and scores; `None`

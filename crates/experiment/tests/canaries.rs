@@ -626,6 +626,34 @@ methods = ["one_run"]
     check_device_scores_against_host(&p);
 }
 
+/// Batch-then-shuffle with a short last batch: in one step the replicas'
+/// batches differ in size (the short batch falls at a different step in each
+/// run), so each replica's canary slots start at a different position, and
+/// the 9 steps cross two epoch boundaries of the step table. The chunk loop
+/// still trains the models of the reference loop, which draws from each
+/// run's own sampler stream, for gradient and for input canaries.
+#[test]
+fn canary_slots_follow_batches_of_different_sizes_across_epochs() {
+    let _g = torch_lock();
+    let shape = Shape {
+        steps: 9,
+        sampler: "kind = \"batch_then_shuffle\"\nbatch_size = 60\nlast_batch = \"partial\"",
+        ..SMALL
+    };
+    for canary in [
+        "kind = \"dirac\"\ncount = 2\ninsertion = \"every\"\n[audit]\nscores = [\"dirac\", \"iterates\"]",
+        "kind = \"mislabeled\"\ncount = 2\ninsertion = \"every\"\n[audit]\nscores = [\"loss\", \"iterates\"]",
+    ] {
+        let cfg = experiment(
+            shape,
+            &format!("[canary]\n{canary}\nmethods = [\"one_run\"]\n"),
+        );
+        let p = Prepared::new(&cfg, None).unwrap();
+        assert_eq!(p.sampler.steps_per_epoch(), 4, "60 + 60 + 60 + 20 records");
+        check_device_scores_against_host(&p);
+    }
+}
+
 /// An MLP 5 → 4 → 3 whose input feature 0 is 0 in every record: the weights
 /// `fc1.weight[h, 0]` (flat index `5h`) never receive a genuine gradient
 /// (`∂ℓ/∂W[h,0] = δ_h·x_0 = 0`) and never influence the output, so a Dirac

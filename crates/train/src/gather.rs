@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tch::{Device, Tensor};
 
 use dpaudit_data::dataset::Dataset;
+use dpaudit_data::sampler::{SlotTable, StepSlots, EMPTY_SLOT};
 
 use crate::engine::{Batch, GradientRows, Override, SlotOverride};
 use crate::error::{torch, Result};
@@ -215,10 +216,9 @@ impl DeviceData {
     /// exactly as [`gather_slots`] lays them out; `more` adds gradient
     /// overrides of existing slots (after each replica's extras).
     ///
-    /// One host-to-device copy: the record indices `[B·M]`, the batch sizes
-    /// `[M]` and the overrides' slots, replicas and rows `[3K]` in one int64
-    /// tensor. Inputs, targets, the mask (from the sizes) and the override
-    /// rows are gathered on the device.
+    /// Lays the lists out as a [`StepSlots`] table and calls
+    /// [`DeviceData::batch_of_step`]; the training loops draw their batches in
+    /// that layout directly ([`dpaudit_data::sampler::StepTable`]).
     pub fn batch<B: AsRef<[usize]>>(
         &self,
         batches: &[B],
@@ -226,59 +226,108 @@ impl DeviceData {
         gradients: Option<&Tensor>,
         more: &[RowOverride],
     ) -> Result<Batch> {
-        let m = batches.len();
-        let lengths: Vec<usize> = (0..m)
-            .map(|r| batches[r].as_ref().len() + extras.get(r).map_or(0, |e| e.len()))
+        let table = SlotTable::from_batches(batches)
+            .map_err(|e| crate::error::invalid("batch", "record indices", e.to_string()))?;
+        let listed: Vec<(usize, Extra)> = extras
+            .iter()
+            .take(batches.len())
+            .enumerate()
+            .flat_map(|(r, e)| e.iter().map(move |&x| (r, x)))
             .collect();
-        let b = lengths.iter().copied().max().unwrap_or(0);
+        self.batch_of_step(table.view(), &listed, gradients, more)
+    }
+
+    /// The batch of one step for all replicas: replica `r` gets its batch of
+    /// `step`, then its extra slots, padded with masked zero slots, exactly as
+    /// [`gather_slots`] lays them out. `extras` lists `(replica, extra)` by
+    /// replica, each replica's in slot order: an extra record `j`, or a
+    /// gradient slot holding row `j` of `gradients`. `more` adds gradient
+    /// overrides of existing slots (after each replica's extras).
+    ///
+    /// One host-to-device copy: the record indices `[B·M]`, the batch sizes
+    /// `[M]` and the overrides' slots, replicas and rows `[3K]` in one int64
+    /// tensor. Inputs, targets, the mask (from the sizes) and the override
+    /// rows are gathered on the device. The host's work is a copy of the
+    /// step's table and a pass over the sizes and the extras: it does not
+    /// visit each replica's batch.
+    pub fn batch_of_step(
+        &self,
+        step: StepSlots<'_>,
+        extras: &[(usize, Extra)],
+        gradients: Option<&Tensor>,
+        more: &[RowOverride],
+    ) -> Result<Batch> {
+        let m = step.replicas();
+        let sizes = step.sizes();
+        if let Some(w) = extras.windows(2).find(|w| w[1].0 < w[0].0) {
+            return Err(crate::error::invalid(
+                "extra slots",
+                format!("replica {} listed after replica {}", w[1].0, w[0].0),
+                "extra slots listed by replica",
+            ));
+        }
+        if let Some(&(r, _)) = extras.last().filter(|e| e.0 >= m) {
+            return Err(crate::error::invalid(
+                "extra slot replica",
+                r,
+                format!("below {m}"),
+            ));
+        }
+        if let Some(&bad) = step
+            .slots()
+            .iter()
+            .find(|&&v| v != EMPTY_SLOT && v as usize >= self.records)
+        {
+            return Err(crate::error::invalid(
+                "batch",
+                bad,
+                format!("a record index below {}", self.records),
+            ));
+        }
+        // Batch sizes with the extra slots: the mask's input.
+        let mut lengths: Vec<i64> = sizes.iter().map(|&v| i64::from(v)).collect();
+        for &(r, _) in extras {
+            lengths[r] += 1;
+        }
+        let b = lengths.iter().copied().max().unwrap_or(0) as usize;
         let pad = self.zero_row();
         // Room for the override columns too: one allocation per step.
-        let at_most_overrides = extras.iter().map(|e| e.len()).sum::<usize>() + more.len();
-        let mut host = Vec::with_capacity(b * m + m + 3 * at_most_overrides);
-        host.resize(b * m + m, pad);
+        let mut host = Vec::with_capacity(b * m + m + 3 * (extras.len() + more.len()));
+        // The step's rows (never more than `b`), then padding rows.
+        host.extend(step.slots().iter().map(|&v| match v {
+            EMPTY_SLOT => pad,
+            record => i64::from(record),
+        }));
+        host.resize(b * m, pad);
         // Overrides as (rank within their replica, replica, slot, row): each
         // replica's in listing order, then sorted rank-major.
         let mut listed: Vec<(usize, usize, usize, usize)> = Vec::new();
         let mut ranks = vec![0usize; m];
-        for (r, batch) in batches.iter().enumerate() {
-            let batch = batch.as_ref();
-            for (i, &idx) in batch.iter().enumerate() {
-                if idx >= self.records {
+        let mut next_slot = (usize::MAX, 0);
+        for &(r, e) in extras {
+            if next_slot.0 != r {
+                next_slot = (r, sizes[r] as usize);
+            }
+            let slot = next_slot.1;
+            next_slot.1 += 1;
+            match e {
+                Extra::Record(j) if j < self.extras => {
+                    host[slot * m + r] = (self.records + j) as i64;
+                }
+                Extra::Record(j) => {
                     return Err(crate::error::invalid(
-                        "batch",
-                        idx,
-                        format!("a record index below {}", self.records),
-                    ));
+                        "extra record",
+                        j,
+                        format!("below the {} uploaded extra records", self.extras),
+                    ))
                 }
-                host[i * m + r] = idx as i64;
-            }
-            for (i, e) in extras
-                .get(r)
-                .copied()
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-            {
-                let slot = batch.len() + i;
-                match *e {
-                    Extra::Record(j) if j < self.extras => {
-                        host[slot * m + r] = (self.records + j) as i64;
-                    }
-                    Extra::Record(j) => {
-                        return Err(crate::error::invalid(
-                            "extra record",
-                            j,
-                            format!("below the {} uploaded extra records", self.extras),
-                        ))
-                    }
-                    Extra::Gradient(j) => {
-                        listed.push((ranks[r], r, slot, j));
-                        ranks[r] += 1;
-                    }
+                Extra::Gradient(j) => {
+                    listed.push((ranks[r], r, slot, j));
+                    ranks[r] += 1;
                 }
             }
-            host[b * m + r] = lengths[r] as i64;
         }
+        host.extend_from_slice(&lengths);
         for o in more {
             if o.replica >= m {
                 return Err(crate::error::invalid(
@@ -311,7 +360,7 @@ impl DeviceData {
         host.extend(order.iter().map(|o| o.0 as i64));
         host.extend(order.iter().map(|o| o.1 as i64));
         host.extend(order.iter().map(|o| o.2 as i64));
-        let full = lengths.iter().all(|&l| l == b);
+        let full = lengths.iter().all(|&l| l as usize == b);
         let device = self.features.device();
         let (bm, mi, bi, ki) = (m * b, m as i64, b as i64, k as i64);
         let mut shape = vec![bi, mi];

@@ -4,7 +4,7 @@
 
 use dpaudit_accounting::EpsilonUpperBound;
 use dpaudit_data::dataset::{Dataset, DatasetKind, Normalization};
-use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::sampler::{BatchSampler, Sampler, StepTable};
 use dpaudit_data::seed::{Mode, Randomness, RunSeed, Stream};
 use tch::{Device, Kind, Tensor};
 
@@ -405,11 +405,10 @@ pub fn train(
     let noise = NoiseStreams::new(randomness, &runs);
     let mut dp = DpSgd::new(dp_config(config, &sampler), noise)?;
     dp.set_read_back_every(crate::engine::LOOP_READ_BACK_EVERY);
-    let sampler_key = randomness.stream(Stream::Sampler);
-    let mut streams: Vec<_> = runs
-        .iter()
-        .map(|&r| sampler.steps(sampler_key, r))
-        .collect();
+    // Every replica's batches, an epoch at a time, in the layout one step
+    // uploads.
+    let mut table = StepTable::new(&sampler, randomness.stream(Stream::Sampler), &runs, steps)
+        .map_err(|e| invalid("sampler", "data", e.to_string()))?;
     // The records go to the device once; each step sends only indices.
     let on_device = crate::gather::DeviceData::upload(&train_data, None, device)?;
     observer.on_start(steps);
@@ -420,8 +419,7 @@ pub fn train(
             dp.read_back()?;
             dp.set_read_back_every(1);
         }
-        let batches: Vec<&[usize]> = streams.iter_mut().map(|s| s.advance()).collect();
-        let batch = on_device.batch(&batches, &[], None, &[])?;
+        let batch = on_device.batch_of_step(table.advance(), &[], None, &[])?;
         let report = dp.step(model.as_ref(), &batch)?;
         if report.is_read_back() {
             last_loss = report.mean_loss();

@@ -1,4 +1,4 @@
-//! The training loop's batches: [`DeviceData::batch`] (the dataset uploaded
+//! The training loop's batches: [`DeviceData::batch`] (its lists laid out as the loops' step table for [`DeviceData::batch_of_step`]; the dataset uploaded
 //! once, each step gathered on the device from one index tensor, gradient
 //! overrides as one table) lays out exactly the batch the host gather
 //! ([`gather_slots`], per-slot overrides) builds, and a DP-SGD step on either
@@ -9,6 +9,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use dpaudit_data::dataset::{Dataset, DatasetKind, Source};
+use dpaudit_data::sampler::SlotTable;
 use dpaudit_train::gather::{gather_slots, DeviceData, Extra, RowOverride};
 use dpaudit_train::models::Mlp;
 use dpaudit_train::testing::normal_tensor;
@@ -148,4 +149,15 @@ fn out_of_range_indices_and_rows_without_a_table_are_refused() {
         .batch(&[vec![0]], &[&[Extra::Gradient(0)]], None, &[])
         .unwrap_err();
     assert!(err.to_string().contains("table of gradients"), "{err}");
+    // The loops' form: extra slots listed by replica, each replica below M.
+    let step = SlotTable::from_batches(&[vec![0], vec![1]]).unwrap();
+    let unsorted = [(1, Extra::Record(0)), (0, Extra::Record(0))];
+    let err = device
+        .batch_of_step(step.view(), &unsorted, None, &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("listed by replica"), "{err}");
+    let err = device
+        .batch_of_step(step.view(), &[(2, Extra::Record(0))], None, &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("below 2"), "{err}");
 }

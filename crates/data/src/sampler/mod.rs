@@ -33,6 +33,10 @@
 //! [`TargetLayout`] maps sampler indices to records, and [`EpochPlan`] says
 //! in which step and slot a record sits (Algorithm 1 needs "is the target in
 //! `B_t`" and "the slot `B−1` of a batch without it").
+//!
+//! **Many replicas at once.** [`table::StepTable`] draws the epochs of many
+//! runs with the same calls as their [`StepStream`]s and lays each step out
+//! as one slot-major table, the layout the training loops upload.
 
 pub mod batch_then_shuffle;
 pub mod fixed;
@@ -41,6 +45,7 @@ pub mod placement;
 pub mod poisson;
 mod random;
 pub mod shuffle;
+pub mod table;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +58,7 @@ pub use partial_shuffle::{PartialShuffleConfig, PartialShuffleSampler};
 pub use placement::{InsertionSchedule, RecordRef, TargetLayout};
 pub use poisson::{PoissonConfig, PoissonSampler};
 pub use shuffle::{ShuffleConfig, ShuffleSampler};
+pub use table::{SlotTable, StepSlots, StepTable, EMPTY_SLOT};
 
 fn invalid(parameter: &'static str, value: impl ToString, expected: impl ToString) -> DataError {
     DataError::InvalidArgument {
@@ -133,6 +139,33 @@ pub trait BatchSampler {
 
     /// The batches of one epoch, replayable from `(key, replica, epoch)`.
     fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan;
+
+    /// The batches of [`BatchSampler::epoch`], packed: `records` receives
+    /// every batch's record indices in step order and `sizes` each batch's
+    /// size (both are cleared first). For the step tables
+    /// ([`table::StepTable`]), which draw an epoch of thousands of replicas
+    /// at once: samplers that cut one order into batches pack it without a
+    /// vector per batch. The caller makes sure indices fit in `u32`.
+    fn pack_epoch(
+        &self,
+        key: SeedKey,
+        replica: u64,
+        epoch: u64,
+        records: &mut Vec<u32>,
+        sizes: &mut Vec<u32>,
+    ) {
+        pack_batches(self.epoch(key, replica, epoch).batches(), records, sizes);
+    }
+}
+
+/// Pack `batches` as [`BatchSampler::pack_epoch`] does.
+fn pack_batches(batches: &[Vec<usize>], records: &mut Vec<u32>, sizes: &mut Vec<u32>) {
+    records.clear();
+    sizes.clear();
+    for batch in batches {
+        records.extend(batch.iter().map(|&i| i as u32));
+        sizes.push(batch.len() as u32);
+    }
 }
 
 /// A validated sampler.
@@ -227,6 +260,16 @@ impl BatchSampler for Sampler {
     }
     fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
         self.inner().epoch(key, replica, epoch)
+    }
+    fn pack_epoch(
+        &self,
+        key: SeedKey,
+        replica: u64,
+        epoch: u64,
+        records: &mut Vec<u32>,
+        sizes: &mut Vec<u32>,
+    ) {
+        self.inner().pack_epoch(key, replica, epoch, records, sizes);
     }
 }
 
@@ -341,25 +384,12 @@ pub struct StepStream<'a> {
     epoch: u64,
     global: u64,
     /// The current epoch's batches; those before `step_in_epoch` are spent
-    /// (emptied by [`Iterator::next`], left in place by [`StepStream::advance`]).
+    /// (emptied by [`Iterator::next`]).
     current: Vec<Vec<usize>>,
     step_in_epoch: usize,
 }
 
 impl StepStream<'_> {
-    /// The next step's batch, borrowed: what [`Iterator::next`] returns, without
-    /// moving the batch out or building a [`Step`]. The training loops call
-    /// this for every replica at every step, so a step allocates and frees
-    /// nothing per replica (the epoch's batches are freed together when the
-    /// next epoch is drawn).
-    pub fn advance(&mut self) -> &[usize] {
-        self.ensure_epoch();
-        let i = self.step_in_epoch;
-        self.global += 1;
-        self.step_in_epoch += 1;
-        &self.current[i]
-    }
-
     /// Draws the next epoch once the current one is spent.
     fn ensure_epoch(&mut self) {
         // Every sampler has at least one step per epoch (validated).
@@ -397,6 +427,13 @@ pub(crate) trait FixedSizeSampler {
 
     /// The batches of one epoch, replayable from `(key, replica, epoch)`.
     fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>>;
+
+    /// The order of all records that [`FixedSizeSampler::batches`] cuts
+    /// into the epoch's batches ([`FixedSize::cut`]), for samplers whose
+    /// batches are such a cut; `None` for the others.
+    fn cut_order(&self, _key: SeedKey, _replica: u64, _epoch: u64) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 impl<S: FixedSizeSampler> BatchSampler for S {
@@ -418,6 +455,20 @@ impl<S: FixedSizeSampler> BatchSampler for S {
 
     fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
         EpochPlan::new(epoch, self.batches(key, replica, epoch))
+    }
+
+    fn pack_epoch(
+        &self,
+        key: SeedKey,
+        replica: u64,
+        epoch: u64,
+        records: &mut Vec<u32>,
+        sizes: &mut Vec<u32>,
+    ) {
+        match self.cut_order(key, replica, epoch) {
+            Some(order) => self.size().cut_packed(&order, records, sizes),
+            None => pack_batches(&self.batches(key, replica, epoch), records, sizes),
+        }
     }
 }
 
@@ -487,6 +538,17 @@ impl FixedSize {
             LastBatch::Partial => self.num_records.div_ceil(self.batch_size),
             LastBatch::Drop => self.num_records / self.batch_size,
         }
+    }
+
+    /// [`FixedSize::cut`], packed as [`BatchSampler::pack_epoch`] packs it.
+    pub(crate) fn cut_packed(&self, order: &[usize], records: &mut Vec<u32>, sizes: &mut Vec<u32>) {
+        debug_assert_eq!(order.len(), self.num_records);
+        let steps = self.steps();
+        let kept = order.len().min(steps * self.batch_size);
+        records.clear();
+        records.extend(order[..kept].iter().map(|&i| i as u32));
+        sizes.clear();
+        sizes.extend((0..steps).map(|s| (kept - s * self.batch_size).min(self.batch_size) as u32));
     }
 
     /// Cut an order of all `n` records into this epoch's batches.

@@ -98,6 +98,10 @@ impl FixedSizeSampler for PartialShuffleSampler {
     fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
         self.size.cut(&self.order(key, replica, epoch))
     }
+
+    fn cut_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Option<Vec<usize>> {
+        Some(self.order(key, replica, epoch))
+    }
 }
 
 #[cfg(test)]

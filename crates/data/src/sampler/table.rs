@@ -1,0 +1,318 @@
+//! The batches of many replicas, step by step, laid out the way a training
+//! loop uploads them: one step's record indices of every replica in one
+//! slot-major table.
+//!
+//! A loop that trains `M` replicas at once needs, every step, slot `i` of
+//! replica `r` at position `i·M + r`. Reading that from `M` separate
+//! [`StepStream`](super::StepStream)s touches `M` unrelated heap blocks per
+//! step. [`StepTable`] draws each epoch of every replica with the same calls
+//! as a `StepStream` (so the batches are the same) and stores it once in that
+//! layout: a step is then a slice of contiguous memory, and the host work per
+//! step is a copy, not a walk over the replicas.
+
+use crate::seed::SeedKey;
+use crate::DataError;
+
+use super::{invalid, BatchSampler, Sampler};
+
+/// A slot past the end of its replica's batch.
+pub const EMPTY_SLOT: u32 = u32::MAX;
+
+/// One step's batches of `M` replicas, slot-major: slot `i` of replica `r` is
+/// `slots()[i·M + r]`, [`EMPTY_SLOT`] past the replica's batch size. The
+/// table has as many rows as the step's largest batch. Made only by
+/// [`StepTable`] and [`SlotTable`], which keep that layout.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSlots<'t> {
+    slots: &'t [u32],
+    sizes: &'t [u32],
+    rows: usize,
+}
+
+impl<'t> StepSlots<'t> {
+    /// Replicas, `M`.
+    pub fn replicas(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Rows of the table: the largest batch of the step.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// `[rows · M]` record indices, [`EMPTY_SLOT`] past each batch.
+    pub fn slots(&self) -> &'t [u32] {
+        self.slots
+    }
+
+    /// `[M]` batch sizes.
+    pub fn sizes(&self) -> &'t [u32] {
+        self.sizes
+    }
+
+    /// The batch size of replica `r` (0 past the last replica).
+    pub fn size(&self, r: usize) -> usize {
+        self.sizes.get(r).map_or(0, |&s| s as usize)
+    }
+
+    /// Replica `r`'s batch, in its sampler's order.
+    pub fn batch(&self, r: usize) -> Vec<usize> {
+        let m = self.replicas();
+        (0..self.size(r))
+            .map(|i| self.slots[i * m + r] as usize)
+            .collect()
+    }
+}
+
+/// The largest number of records a [`StepSlots`] table can index:
+/// [`EMPTY_SLOT`] is not a record.
+const MAX_RECORDS: usize = EMPTY_SLOT as usize;
+
+/// A [`StepSlots`] table built from per-replica batches (tests and callers
+/// that list batches themselves).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotTable {
+    slots: Vec<u32>,
+    sizes: Vec<u32>,
+    rows: usize,
+}
+
+impl SlotTable {
+    /// Lay out `batches[r]` as replica `r`'s batch. Refuses a record index
+    /// that does not fit the table ([`EMPTY_SLOT`] or more).
+    pub fn from_batches<B: AsRef<[usize]>>(batches: &[B]) -> Result<Self, DataError> {
+        let m = batches.len();
+        let rows = batches.iter().map(|b| b.as_ref().len()).max().unwrap_or(0);
+        let mut slots = vec![EMPTY_SLOT; rows * m];
+        let mut sizes = Vec::with_capacity(m);
+        for (r, batch) in batches.iter().enumerate() {
+            let batch = batch.as_ref();
+            for (i, &record) in batch.iter().enumerate() {
+                if record >= MAX_RECORDS {
+                    return Err(invalid("batch", record, "a record index below 2^32 − 1"));
+                }
+                slots[i * m + r] = record as u32;
+            }
+            sizes.push(batch.len() as u32);
+        }
+        Ok(Self { slots, sizes, rows })
+    }
+
+    /// The table as a step.
+    pub fn view(&self) -> StepSlots<'_> {
+        StepSlots {
+            slots: &self.slots,
+            sizes: &self.sizes,
+            rows: self.rows,
+        }
+    }
+}
+
+/// The steps of several runs of one sampler, epoch by epoch, in the layout
+/// of [`StepSlots`]. Replica `r` follows run `runs[r]`: its batches are those
+/// of `sampler.steps(key, runs[r])`, in the same order.
+///
+/// While the steps of one epoch are taken, the next epoch (if the run needs
+/// it) is drawn on a helper thread, so that the loop's thread does not stop
+/// for it at the epoch boundary: on a GPU host the loop's thread only queues
+/// work, and drawing an epoch of thousands of replicas takes as long as many
+/// steps' worth of queuing. The draw is a pure function of the sampler, the
+/// key, the runs and the epoch; should the thread not start or fail, the
+/// epoch is drawn on the loop's thread instead, with the same result.
+#[derive(Debug)]
+pub struct StepTable<'a> {
+    sampler: &'a Sampler,
+    key: SeedKey,
+    runs: Vec<u64>,
+    /// Steps the caller will take; no epoch past them is prefetched.
+    steps: u64,
+    /// Epochs drawn so far (the current one is `drawn − 1`).
+    drawn: u64,
+    current: Epoch,
+    step_in_epoch: usize,
+    /// The next epoch, being drawn.
+    next: Option<std::thread::JoinHandle<Epoch>>,
+}
+
+/// One epoch of every replica, laid out.
+#[derive(Debug, Default)]
+struct Epoch {
+    /// Each step's start in `slots` and rows.
+    steps: Vec<(usize, usize)>,
+    /// The steps' tables, one after the other.
+    slots: Vec<u32>,
+    /// `[steps, M]` batch sizes.
+    sizes: Vec<u32>,
+}
+
+impl<'a> StepTable<'a> {
+    /// The steps of `runs` under `sampler`, from epoch 0. `steps` is how many
+    /// the caller will take (more may be taken; they are drawn when needed).
+    pub fn new(
+        sampler: &'a Sampler,
+        key: SeedKey,
+        runs: &[u64],
+        steps: u64,
+    ) -> Result<Self, DataError> {
+        let n = sampler.num_records();
+        if n > MAX_RECORDS {
+            return Err(invalid(
+                "sampler",
+                n,
+                "at most 2^32 − 1 records for the step tables",
+            ));
+        }
+        Ok(Self {
+            sampler,
+            key,
+            runs: runs.to_vec(),
+            steps,
+            drawn: 0,
+            current: Epoch::default(),
+            step_in_epoch: 0,
+            next: None,
+        })
+    }
+
+    /// Replicas, `M`.
+    pub fn replicas(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The next step of every replica.
+    pub fn advance(&mut self) -> StepSlots<'_> {
+        // Every sampler has at least one step per epoch (validated); the
+        // loop only guards against a plan without any.
+        while self.step_in_epoch >= self.current.steps.len() {
+            self.current = self.take_next();
+            self.step_in_epoch = 0;
+            self.prefetch();
+        }
+        let m = self.runs.len();
+        let s = self.step_in_epoch;
+        self.step_in_epoch += 1;
+        let (start, rows) = self.current.steps[s];
+        StepSlots {
+            slots: &self.current.slots[start..start + rows * m],
+            sizes: &self.current.sizes[s * m..(s + 1) * m],
+            rows,
+        }
+    }
+
+    /// The epoch after the current one: the helper thread's, or drawn here.
+    fn take_next(&mut self) -> Epoch {
+        let epoch = self.drawn;
+        self.drawn += 1;
+        if let Some(Ok(drawn)) = self.next.take().map(std::thread::JoinHandle::join) {
+            return drawn;
+        }
+        draw_epoch(self.sampler, self.key, &self.runs, epoch)
+    }
+
+    /// Start drawing the next epoch on a helper thread if the run reaches it.
+    fn prefetch(&mut self) {
+        let first_step = self
+            .drawn
+            .saturating_mul(self.sampler.steps_per_epoch() as u64);
+        if first_step >= self.steps {
+            return;
+        }
+        let (sampler, key, runs, epoch) = (
+            self.sampler.clone(),
+            self.key,
+            self.runs.clone(),
+            self.drawn,
+        );
+        self.next = std::thread::Builder::new()
+            .name("dpaudit-sampler".into())
+            .spawn(move || draw_epoch(&sampler, key, &runs, epoch))
+            .ok();
+    }
+}
+
+/// Draw epoch `epoch` of every run (the draws a [`super::StepStream`]
+/// makes, packed by [`BatchSampler::pack_epoch`]) and lay it out step by step.
+fn draw_epoch(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoch {
+    let m = runs.len();
+    let mut packed: Vec<(Vec<u32>, Vec<u32>)> = Vec::with_capacity(m);
+    // Longer if a plan is (every validated sampler has this many steps).
+    let mut rows: Vec<usize> = vec![0; sampler.steps_per_epoch()];
+    for &run in runs {
+        let (mut records, mut sizes) = (Vec::new(), Vec::new());
+        sampler.pack_epoch(key, run, epoch, &mut records, &mut sizes);
+        if rows.len() < sizes.len() {
+            rows.resize(sizes.len(), 0);
+        }
+        for (row, &size) in rows.iter_mut().zip(&sizes) {
+            *row = (*row).max(size as usize);
+        }
+        packed.push((records, sizes));
+    }
+    let mut steps = Vec::with_capacity(rows.len());
+    let mut total = 0;
+    for &r in &rows {
+        steps.push((total, r));
+        total += r * m;
+    }
+    let mut slots = vec![EMPTY_SLOT; total];
+    let mut all_sizes = vec![0u32; rows.len() * m];
+    let full_rows = rows_u32(&rows);
+    if packed.iter().all(|(_, sizes)| *sizes == full_rows) {
+        // Every batch is a full row (the fixed-size samplers but a short
+        // last batch of batch-then-shuffle): slot `i` of step `s` is record
+        // `k = Σ rows[..s] + i` of each replica's packed records, at
+        // `k·M + r`, so the table is the `[M, K]` matrix of packed records
+        // transposed, done in cache-sized blocks.
+        for (at_step, &size) in all_sizes.chunks_mut(m.max(1)).zip(&full_rows) {
+            at_step.fill(size);
+        }
+        transpose_into(&packed, m, &mut slots);
+    } else {
+        // One step's table at a time, so that the writes stay within a
+        // table that fits the cache. `at[r]`: where replica r's next batch
+        // starts in its packed records.
+        let mut at = vec![0usize; m];
+        for (s, &(start, _)) in steps.iter().enumerate() {
+            for (r, (records, sizes)) in packed.iter().enumerate() {
+                let size = sizes.get(s).map_or(0, |&v| v as usize);
+                let from = at[r];
+                for (i, &record) in records[from..from + size].iter().enumerate() {
+                    slots[start + i * m + r] = record;
+                }
+                all_sizes[s * m + r] = size as u32;
+                at[r] = from + size;
+            }
+        }
+    }
+    Epoch {
+        steps,
+        slots,
+        sizes: all_sizes,
+    }
+}
+
+/// `rows` as batch sizes (what a replica's sizes are when all its batches are
+/// full rows).
+fn rows_u32(rows: &[usize]) -> Vec<u32> {
+    rows.iter().map(|&r| r as u32).collect()
+}
+
+/// Write `packed[r].0[k]` to `slots[k·M + r]` for every replica `r` and
+/// record `k`, in blocks of [`BLOCK`] × [`BLOCK`] so that both the reads and
+/// the writes of a block stay in the cache.
+fn transpose_into(packed: &[(Vec<u32>, Vec<u32>)], m: usize, slots: &mut [u32]) {
+    let k = packed.first().map_or(0, |p| p.0.len());
+    for r0 in (0..m).step_by(BLOCK) {
+        for k0 in (0..k).step_by(BLOCK) {
+            let k1 = (k0 + BLOCK).min(k);
+            for (r, (records, _)) in packed.iter().enumerate().skip(r0).take(BLOCK) {
+                for (kk, &record) in records[k0..k1].iter().enumerate() {
+                    slots[(k0 + kk) * m + r] = record;
+                }
+            }
+        }
+    }
+}
+
+/// Side of the square blocks of [`transpose_into`]: 64 × 64 `u32` are 16 KiB.
+const BLOCK: usize = 64;
