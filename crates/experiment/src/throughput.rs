@@ -10,6 +10,8 @@ use serde::Serialize;
 use tch::Device;
 
 use dpaudit_data::dataset::Dataset;
+use dpaudit_data::sampler::{BatchSampler, StepTable};
+use dpaudit_data::seed::Stream;
 use dpaudit_train::engine::DpSgd;
 use dpaudit_train::error::{invalid, Result, TrainError};
 use dpaudit_train::noise::{NoiseGenerator, NoiseStreams};
@@ -200,6 +202,13 @@ pub struct LoopRow {
     pub noise: f64,
     /// The generator of that noise.
     pub noise_generator: NoiseGenerator,
+    /// Seconds per step of drawing the samplers' epochs for all replicas:
+    /// one epoch drawn on the caller's thread, divided by the steps of an
+    /// epoch. The loop draws each next epoch on a helper thread while the
+    /// current one trains ([`StepTable`]), and the timed steps cross no
+    /// epoch boundary, so neither timing includes it; on a host with a core
+    /// to spare it is hidden, on a busy one it is this much more per step.
+    pub draw: f64,
     /// Parameters per replica.
     pub parameters: usize,
     /// libtorch operators and time inside them per loop step, counted over
@@ -326,6 +335,19 @@ pub fn measure(
         .into_iter()
         .map(|(_, t)| t)
         .collect();
+    let runs: Vec<u64> = (0..spec.replicas as u64).collect();
+    let start = Instant::now();
+    // Told one step, the table draws no epoch ahead: its first step draws
+    // epoch 0 on this thread.
+    let mut table = StepTable::new(
+        &prepared.sampler,
+        prepared.randomness().stream(Stream::Sampler),
+        &runs,
+        1,
+    )
+    .map_err(|e| invalid("train.sampler", "data", e.to_string()))?;
+    let _ = table.advance();
+    let draw = start.elapsed().as_secs_f64() / prepared.sampler.steps_per_epoch().max(1) as f64;
     let mut noise = streams(3)?;
     let mut best_noise = f64::INFINITY;
     for _ in 0..iters {
@@ -352,6 +374,7 @@ pub fn measure(
         ratio: best_engine / best_loop,
         noise: best_noise,
         noise_generator: generator,
+        draw,
         parameters: prepared.num_parameters,
         loop_ops,
         engine_ops,

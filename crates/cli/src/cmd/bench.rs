@@ -184,7 +184,7 @@ fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
     } else {
         let samples = (row.spec.batch * row.spec.replicas) as f64;
         println!(
-            "{:<8} {:>6} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.3} {:>10.3} {}",
+            "{:<8} {:>6} {:>9} {:>12.3} {:>12.3} {:>12.0} {:>12.0} {:>7.3} {:>10.3} {:>9.3} {}",
             row.spec.model.name(),
             row.spec.batch,
             row.spec.replicas,
@@ -194,6 +194,7 @@ fn print_loop_row(row: &LoopRow, json: bool) -> anyhow::Result<()> {
             samples / row.engine,
             row.ratio,
             row.noise * 1e3,
+            row.draw * 1e3,
             op_columns(row),
         );
     }
@@ -251,7 +252,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); host ms, eng host = loop and engine time per step outside them; waits = points per step where a GPU run makes the host wait for the device, loop/engine; convolution layout {}",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); draw ms = the samplers' epoch draw for all replicas per step, amortised over an epoch (drawn ahead on a helper thread, so in neither timing); host ms, eng host = loop and engine time per step outside them; waits = points per step where a GPU run makes the host wait for the device, loop/engine; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
@@ -264,7 +265,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             layout
         );
         println!(
-            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>12} {:>12} {:>10} {:>10} {:>11}",
+            "{:<8} {:>6} {:>9} {:>12} {:>12} {:>12} {:>12} {:>7} {:>10} {:>9} {:>12} {:>12} {:>10} {:>10} {:>11}",
             "model",
             "batch",
             "replicas",
@@ -274,6 +275,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             "engine/s",
             "ratio",
             "noise ms",
+            "draw ms",
             "loop ops",
             "engine ops",
             "host ms",
