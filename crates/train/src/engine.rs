@@ -284,32 +284,13 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
             Tensor::f_ones([b, m], (Kind::Float, device))
         })?,
     };
-    // Host-side override bookkeeping: which slots drop their computed gradient.
-    let mut computed_host = vec![1f32; (b * m) as usize];
-    let mut present_host = vec![1f32; (b * m) as usize];
-    for o in &batch.overrides {
-        if o.slot as i64 >= b || o.replica as i64 >= m {
-            return Err(TrainError::Override {
-                slot: o.slot,
-                replica: o.replica,
-                reason: format!("outside the batch of {b} slots × {m} replicas"),
-            });
-        }
-        let k = o.slot * m as usize + o.replica;
-        if computed_host[k] == 0.0 {
-            return Err(TrainError::Override {
-                slot: o.slot,
-                replica: o.replica,
-                reason: "more than one override for this slot".into(),
-            });
-        }
-        computed_host[k] = 0.0;
-        if matches!(o.kind, Override::Exclude) {
-            present_host[k] = 0.0;
-        }
-    }
-    let rows_host: &[(usize, usize)] = batch.gradient_rows.as_ref().map_or(&[], |g| &g.host);
-    for &(slot, replica) in rows_host {
+    // Host-side override checks: every override inside the batch, at most
+    // one per slot (one bit per slot). The per-slot overrides also need
+    // masks of the slots that drop their computed gradient; the gradient rows
+    // build theirs on the device.
+    let slots = (b * m) as usize;
+    let mut taken = vec![0u64; slots.div_ceil(64)];
+    let mut take = |slot: usize, replica: usize| -> Result<usize> {
         if slot as i64 >= b || replica as i64 >= m {
             return Err(TrainError::Override {
                 slot,
@@ -318,14 +299,33 @@ pub fn forward_backward(model: &dyn Model, batch: &Batch) -> Result<Backprops> {
             });
         }
         let k = slot * m as usize + replica;
-        if computed_host[k] == 0.0 {
+        let (word, bit) = (k / 64, 1u64 << (k % 64));
+        if taken[word] & bit != 0 {
             return Err(TrainError::Override {
                 slot,
                 replica,
                 reason: "more than one override for this slot".into(),
             });
         }
-        computed_host[k] = 0.0;
+        taken[word] |= bit;
+        Ok(k)
+    };
+    let mut computed_host = Vec::new();
+    let mut present_host = Vec::new();
+    if !batch.overrides.is_empty() {
+        computed_host = vec![1f32; slots];
+        present_host = vec![1f32; slots];
+        for o in &batch.overrides {
+            let k = take(o.slot, o.replica)?;
+            computed_host[k] = 0.0;
+            if matches!(o.kind, Override::Exclude) {
+                present_host[k] = 0.0;
+            }
+        }
+    }
+    let rows_host: &[(usize, usize)] = batch.gradient_rows.as_ref().map_or(&[], |g| &g.host);
+    for &(slot, replica) in rows_host {
+        take(slot, replica)?;
     }
     let table = override_table(model, batch)?;
     let (computed, present) = if let (Some(g), true) =

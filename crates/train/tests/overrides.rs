@@ -8,7 +8,8 @@
 use dpaudit_train::models::Mlp;
 use dpaudit_train::testing::random_batch;
 use dpaudit_train::{
-    forward_backward, Batch, ClippedSum, Init, Model, Override, SlotOverride, TrainError,
+    forward_backward, Batch, ClippedSum, GradientRows, Init, Model, Override, SlotOverride,
+    TrainError,
 };
 use tch::{Device, Kind, Tensor};
 
@@ -206,4 +207,31 @@ fn bad_overrides_are_refused() {
             ..
         })
     ));
+    // The same guards for gradient rows (the training loops' form).
+    let rows = |host: Vec<(usize, usize)>| {
+        let k = host.len() as i64;
+        let ints = |f: fn(&(usize, usize)) -> usize| {
+            Tensor::from_slice(&host.iter().map(|h| f(h) as i64).collect::<Vec<_>>())
+        };
+        Batch {
+            gradient_rows: Some(GradientRows {
+                slots: ints(|h| h.0),
+                replicas: ints(|h| h.1),
+                rows: Tensor::zeros([k, p], (Kind::Float, Device::Cpu)),
+                host,
+            }),
+            ..with(&x, &y, Vec::new())
+        }
+    };
+    assert!(clipped_sum(&model, &rows(vec![(1, 1), (2, 0)])).is_ok());
+    assert!(matches!(
+        clipped_sum(&model, &rows(vec![(3, 0)])),
+        Err(TrainError::Override { slot: 3, .. })
+    ));
+    assert!(matches!(
+        clipped_sum(&model, &rows(vec![(0, 2)])),
+        Err(TrainError::Override { replica: 2, .. })
+    ));
+    let err = clipped_sum(&model, &rows(vec![(1, 1), (1, 1)])).unwrap_err();
+    assert!(err.to_string().contains("more than one override"), "{err}");
 }
