@@ -850,6 +850,32 @@ fn step_table_gives_each_replica_its_stream() {
     }
 }
 
+/// More replicas than one block of the step table's blocked layout (64):
+/// the replicas of the second, partial block get their own streams' batches
+/// too.
+#[test]
+fn step_table_over_several_blocks_of_replicas() {
+    let runs: Vec<u64> = (0..70).map(|r| 3 * r + 1).collect();
+    let key = RunSeed(2).stream(Stream::Sampler);
+    for sampler in [shuffle(11, 4, Some(LastBatch::Partial)), poisson(20, 0.3)] {
+        let steps = 2 * sampler.steps_per_epoch() + 1;
+        let mut table = StepTable::new(&sampler, key, &runs, steps as u64).unwrap();
+        let mut streams: Vec<_> = runs.iter().map(|&r| sampler.steps(key, r)).collect();
+        for t in 0..steps {
+            let step = table.advance();
+            for (r, stream) in streams.iter_mut().enumerate() {
+                let want = stream.next().unwrap().batch;
+                assert_eq!(
+                    step.batch(r),
+                    want,
+                    "{} step {t} replica {r}",
+                    sampler.kind()
+                );
+            }
+        }
+    }
+}
+
 /// A [`SlotTable`] lays out listed batches as the step tables do, and
 /// refuses an index that the layout cannot hold.
 #[test]

@@ -345,11 +345,7 @@ impl DeviceData {
         if !listed.is_sorted_by_key(|&(rank, r, _, _)| (rank, r)) {
             listed.sort_unstable_by_key(|&(rank, r, _, _)| (rank, r));
         }
-        let order: Vec<(usize, usize, usize)> = listed
-            .into_iter()
-            .map(|(_, r, slot, row)| (slot, r, row))
-            .collect();
-        let k = order.len();
+        let k = listed.len();
         if k > 0 && gradients.is_none() {
             return Err(crate::error::invalid(
                 "gradient overrides",
@@ -357,9 +353,9 @@ impl DeviceData {
                 "a table of gradients for them",
             ));
         }
-        host.extend(order.iter().map(|o| o.0 as i64));
-        host.extend(order.iter().map(|o| o.1 as i64));
-        host.extend(order.iter().map(|o| o.2 as i64));
+        host.extend(listed.iter().map(|&(_, _, slot, _)| slot as i64));
+        host.extend(listed.iter().map(|&(_, r, _, _)| r as i64));
+        host.extend(listed.iter().map(|&(_, _, _, row)| row as i64));
         let full = lengths.iter().all(|&l| l as usize == b);
         let device = self.features.device();
         let (bm, mi, bi, ki) = (m * b, m as i64, b as i64, k as i64);
@@ -391,7 +387,7 @@ impl DeviceData {
                         slots: all.f_narrow(0, base, ki)?,
                         replicas: all.f_narrow(0, base + ki, ki)?,
                         rows: g.f_index_select(0, &rows)?,
-                        host: order.iter().map(|o| (o.0, o.1)).collect(),
+                        host: listed.iter().map(|&(_, r, slot, _)| (slot, r)).collect(),
                     })
                 }
                 _ => None,

@@ -54,6 +54,12 @@ impl FixedSequenceSampler {
 
     /// The batches of `epoch`, the same for every run.
     pub fn fixed_epoch(&self, epoch: u64) -> EpochPlan {
+        EpochPlan::new(epoch, self.size.cut(&self.fixed_order(epoch)))
+    }
+
+    /// The order `epoch`'s batches are cut from: the stored order, or its
+    /// permutation by `batch_seed`.
+    fn fixed_order(&self, epoch: u64) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.size.num_records()).collect();
         if let Some(batch_seed) = self.batch_seed {
             let mut rng = RunSeed(batch_seed)
@@ -62,7 +68,7 @@ impl FixedSequenceSampler {
                 .rng();
             shuffle(&mut rng, &mut order);
         }
-        EpochPlan::new(epoch, self.size.cut(&order))
+        order
     }
 }
 
@@ -74,6 +80,12 @@ impl FixedSizeSampler for FixedSequenceSampler {
     /// Ignores `seed` and `replica` by design.
     fn batches(&self, _key: SeedKey, _replica: u64, epoch: u64) -> Vec<Vec<usize>> {
         self.fixed_epoch(epoch).into_batches()
+    }
+
+    const CUTS_ONE_ORDER: bool = true;
+
+    fn cut_order(&self, _key: SeedKey, _replica: u64, epoch: u64) -> Option<Vec<usize>> {
+        Some(self.fixed_order(epoch))
     }
 }
 

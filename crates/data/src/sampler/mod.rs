@@ -156,6 +156,14 @@ pub trait BatchSampler {
     ) {
         pack_batches(self.epoch(key, replica, epoch).batches(), records, sizes);
     }
+
+    /// The batch sizes of every epoch, step by step, when they are the same
+    /// for every run and epoch (the samplers that cut one order of all
+    /// records into batches); `None` when they vary (Poisson, and
+    /// batch-then-shuffle, whose short last batch moves).
+    fn uniform_batch_sizes(&self) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// Pack `batches` as [`BatchSampler::pack_epoch`] does.
@@ -270,6 +278,9 @@ impl BatchSampler for Sampler {
         sizes: &mut Vec<u32>,
     ) {
         self.inner().pack_epoch(key, replica, epoch, records, sizes);
+    }
+    fn uniform_batch_sizes(&self) -> Option<Vec<usize>> {
+        self.inner().uniform_batch_sizes()
     }
 }
 
@@ -428,9 +439,14 @@ pub(crate) trait FixedSizeSampler {
     /// The batches of one epoch, replayable from `(key, replica, epoch)`.
     fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>>;
 
-    /// The order of all records that [`FixedSizeSampler::batches`] cuts
-    /// into the epoch's batches ([`FixedSize::cut`]), for samplers whose
-    /// batches are such a cut; `None` for the others.
+    /// Whether [`FixedSizeSampler::batches`] cuts one order of all records
+    /// into the epoch's batches ([`FixedSize::cut`]); then every epoch of
+    /// every run has the batch sizes of [`FixedSize::batch_sizes`], and
+    /// [`FixedSizeSampler::cut_order`] gives the order.
+    const CUTS_ONE_ORDER: bool = false;
+
+    /// The order that [`FixedSizeSampler::batches`] cuts, for samplers that
+    /// cut one ([`FixedSizeSampler::CUTS_ONE_ORDER`]); `None` for the others.
     fn cut_order(&self, _key: SeedKey, _replica: u64, _epoch: u64) -> Option<Vec<usize>> {
         None
     }
@@ -469,6 +485,10 @@ impl<S: FixedSizeSampler> BatchSampler for S {
             Some(order) => self.size().cut_packed(&order, records, sizes),
             None => pack_batches(&self.batches(key, replica, epoch), records, sizes),
         }
+    }
+
+    fn uniform_batch_sizes(&self) -> Option<Vec<usize>> {
+        Self::CUTS_ONE_ORDER.then(|| self.size().batch_sizes())
     }
 }
 
@@ -540,6 +560,14 @@ impl FixedSize {
         }
     }
 
+    /// The sizes of the batches [`FixedSize::cut`] makes, step by step.
+    pub(crate) fn batch_sizes(&self) -> Vec<usize> {
+        let kept = self.num_records.min(self.steps() * self.batch_size);
+        (0..self.steps())
+            .map(|s| (kept - s * self.batch_size).min(self.batch_size))
+            .collect()
+    }
+
     /// [`FixedSize::cut`], packed as [`BatchSampler::pack_epoch`] packs it.
     pub(crate) fn cut_packed(&self, order: &[usize], records: &mut Vec<u32>, sizes: &mut Vec<u32>) {
         debug_assert_eq!(order.len(), self.num_records);
@@ -548,7 +576,7 @@ impl FixedSize {
         records.clear();
         records.extend(order[..kept].iter().map(|&i| i as u32));
         sizes.clear();
-        sizes.extend((0..steps).map(|s| (kept - s * self.batch_size).min(self.batch_size) as u32));
+        sizes.extend(self.batch_sizes().into_iter().map(|s| s as u32));
     }
 
     /// Cut an order of all `n` records into this epoch's batches.

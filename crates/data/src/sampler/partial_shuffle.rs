@@ -99,6 +99,8 @@ impl FixedSizeSampler for PartialShuffleSampler {
         self.size.cut(&self.order(key, replica, epoch))
     }
 
+    const CUTS_ONE_ORDER: bool = true;
+
     fn cut_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Option<Vec<usize>> {
         Some(self.order(key, replica, epoch))
     }

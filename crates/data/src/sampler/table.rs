@@ -233,6 +233,72 @@ impl<'a> StepTable<'a> {
 /// Draw epoch `epoch` of every run (the draws a [`super::StepStream`]
 /// makes, packed by [`BatchSampler::pack_epoch`]) and lay it out step by step.
 fn draw_epoch(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoch {
+    if let Some(sizes) = sampler.uniform_batch_sizes() {
+        if let Some(drawn) = draw_uniform(sampler, key, runs, epoch, &sizes) {
+            return drawn;
+        }
+    }
+    draw_any(sampler, key, runs, epoch)
+}
+
+/// [`draw_epoch`] for samplers whose batches have the same `sizes` in every
+/// run: the layout is known before drawing, so replicas are drawn
+/// [`BLOCK`] at a time and written into it, and no more than a block of
+/// packed epochs lives beside the table. Slot `i` of step `s` is record
+/// `k = Σ sizes[..s] + i` of a replica's packed records, at `k·M + r`: the
+/// table is the `[M, K]` matrix of packed records transposed, in blocks of
+/// [`BLOCK`] × [`BLOCK`] that stay in the cache. `None` if a run's sizes are
+/// not `sizes` (not expected; the caller then lays out what was drawn).
+fn draw_uniform(
+    sampler: &Sampler,
+    key: SeedKey,
+    runs: &[u64],
+    epoch: u64,
+    sizes: &[usize],
+) -> Option<Epoch> {
+    let m = runs.len();
+    let per_run: usize = sizes.iter().sum();
+    let mut steps = Vec::with_capacity(sizes.len());
+    let mut all_sizes = Vec::with_capacity(sizes.len() * m);
+    let mut start = 0;
+    for &size in sizes {
+        steps.push((start, size));
+        start += size * m;
+        all_sizes.extend(std::iter::repeat_n(size as u32, m));
+    }
+    let want: Vec<u32> = sizes.iter().map(|&s| s as u32).collect();
+    let mut slots = vec![EMPTY_SLOT; per_run * m];
+    let mut block: Vec<Vec<u32>> = vec![Vec::new(); BLOCK.min(m)];
+    let mut got = Vec::new();
+    for (b, chunk) in runs.chunks(BLOCK).enumerate() {
+        for (&run, records) in chunk.iter().zip(block.iter_mut()) {
+            sampler.pack_epoch(key, run, epoch, records, &mut got);
+            if got != want {
+                return None;
+            }
+        }
+        for k0 in (0..per_run).step_by(BLOCK) {
+            let k1 = (k0 + BLOCK).min(per_run);
+            for (j, records) in block.iter().take(chunk.len()).enumerate() {
+                let r = b * BLOCK + j;
+                for (kk, &record) in records[k0..k1].iter().enumerate() {
+                    slots[(k0 + kk) * m + r] = record;
+                }
+            }
+        }
+    }
+    Some(Epoch {
+        steps,
+        slots,
+        sizes: all_sizes,
+    })
+}
+
+/// [`draw_epoch`] for any sampler: every run's epoch is packed first (the
+/// rows of a step are its largest batch, known only once all are drawn),
+/// then laid out one step's table at a time, so that the writes stay within
+/// a table that fits the cache.
+fn draw_any(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoch {
     let m = runs.len();
     let mut packed: Vec<(Vec<u32>, Vec<u32>)> = Vec::with_capacity(m);
     // Longer if a plan is (every validated sampler has this many steps).
@@ -256,32 +322,17 @@ fn draw_epoch(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoc
     }
     let mut slots = vec![EMPTY_SLOT; total];
     let mut all_sizes = vec![0u32; rows.len() * m];
-    let full_rows = rows_u32(&rows);
-    if packed.iter().all(|(_, sizes)| *sizes == full_rows) {
-        // Every batch is a full row (the fixed-size samplers but a short
-        // last batch of batch-then-shuffle): slot `i` of step `s` is record
-        // `k = Σ rows[..s] + i` of each replica's packed records, at
-        // `k·M + r`, so the table is the `[M, K]` matrix of packed records
-        // transposed, done in cache-sized blocks.
-        for (at_step, &size) in all_sizes.chunks_mut(m.max(1)).zip(&full_rows) {
-            at_step.fill(size);
-        }
-        transpose_into(&packed, m, &mut slots);
-    } else {
-        // One step's table at a time, so that the writes stay within a
-        // table that fits the cache. `at[r]`: where replica r's next batch
-        // starts in its packed records.
-        let mut at = vec![0usize; m];
-        for (s, &(start, _)) in steps.iter().enumerate() {
-            for (r, (records, sizes)) in packed.iter().enumerate() {
-                let size = sizes.get(s).map_or(0, |&v| v as usize);
-                let from = at[r];
-                for (i, &record) in records[from..from + size].iter().enumerate() {
-                    slots[start + i * m + r] = record;
-                }
-                all_sizes[s * m + r] = size as u32;
-                at[r] = from + size;
+    // `at[r]`: where replica r's next batch starts in its packed records.
+    let mut at = vec![0usize; m];
+    for (s, &(start, _)) in steps.iter().enumerate() {
+        for (r, (records, sizes)) in packed.iter().enumerate() {
+            let size = sizes.get(s).map_or(0, |&v| v as usize);
+            let from = at[r];
+            for (i, &record) in records[from..from + size].iter().enumerate() {
+                slots[start + i * m + r] = record;
             }
+            all_sizes[s * m + r] = size as u32;
+            at[r] = from + size;
         }
     }
     Epoch {
@@ -291,28 +342,5 @@ fn draw_epoch(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoc
     }
 }
 
-/// `rows` as batch sizes (what a replica's sizes are when all its batches are
-/// full rows).
-fn rows_u32(rows: &[usize]) -> Vec<u32> {
-    rows.iter().map(|&r| r as u32).collect()
-}
-
-/// Write `packed[r].0[k]` to `slots[k·M + r]` for every replica `r` and
-/// record `k`, in blocks of [`BLOCK`] × [`BLOCK`] so that both the reads and
-/// the writes of a block stay in the cache.
-fn transpose_into(packed: &[(Vec<u32>, Vec<u32>)], m: usize, slots: &mut [u32]) {
-    let k = packed.first().map_or(0, |p| p.0.len());
-    for r0 in (0..m).step_by(BLOCK) {
-        for k0 in (0..k).step_by(BLOCK) {
-            let k1 = (k0 + BLOCK).min(k);
-            for (r, (records, _)) in packed.iter().enumerate().skip(r0).take(BLOCK) {
-                for (kk, &record) in records[k0..k1].iter().enumerate() {
-                    slots[(k0 + kk) * m + r] = record;
-                }
-            }
-        }
-    }
-}
-
-/// Side of the square blocks of [`transpose_into`]: 64 × 64 `u32` are 16 KiB.
+/// Side of the square blocks of [`draw_uniform`]: 64 × 64 `u32` are 16 KiB.
 const BLOCK: usize = 64;
