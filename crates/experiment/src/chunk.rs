@@ -335,9 +335,9 @@ impl Prepared {
 /// The samplers' batches are drawn an epoch at a time into a slot-major
 /// table ([`StepTable`]) and the canary schedule is listed by step, so per
 /// step the host copies one slice and walks the step's canaries, without
-/// visiting every replica, and uploads them in one integer tensor; the records (uploaded
-/// once per chunk), the mask, the canary gradients (one batched override
-/// table) and the scores stay on the device. The host also draws the DP noise
+/// visiting every replica, and uploads them in one integer tensor; the
+/// records (uploaded once per chunk), the mask, the canary gradients (one
+/// batched override table) and the scores stay on the device. The host also draws the DP noise
 /// (`dpaudit_train::noise`: always in secure mode and on the CPU; replayable
 /// runs on a GPU draw it on the device); the step reports are read back
 /// every [`dpaudit_train::engine::LOOP_READ_BACK_EVERY`] steps.

@@ -135,7 +135,7 @@ pub struct StepTable<'a> {
 }
 
 /// One epoch of every replica, laid out.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Epoch {
     /// Each step's start in `slots` and rows.
     steps: Vec<(usize, usize)>,
@@ -143,6 +143,16 @@ struct Epoch {
     slots: Vec<u32>,
     /// `[steps, M]` batch sizes.
     sizes: Vec<u32>,
+}
+
+/// Counts only: an epoch of thousands of replicas holds millions of indices.
+impl std::fmt::Debug for Epoch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoch")
+            .field("steps", &self.steps.len())
+            .field("slots", &self.slots.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> StepTable<'a> {
