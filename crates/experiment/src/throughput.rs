@@ -211,9 +211,11 @@ pub struct LoopRow {
     pub draw: f64,
     /// Parameters per replica.
     pub parameters: usize,
-    /// libtorch operators and time inside them per loop step, counted over
-    /// `iters` further steps ([`dpaudit_train::op_count`]); `None` when this
-    /// build cannot count them.
+    /// libtorch operators and time inside them per loop step
+    /// ([`dpaudit_train::op_count`]), counted over `rounds` further stretches
+    /// of `iters` steps: the stretch with the least time outside operators,
+    /// its waits averaged over all stretches. `None` when this build cannot
+    /// count them.
     pub loop_ops: Option<OpCounts>,
     /// The same per engine-only step.
     pub engine_ops: Option<OpCounts>,
@@ -270,7 +272,8 @@ pub fn measure(
     } = timing;
     let iters = iters.max(1);
     let rounds = rounds.max(1);
-    let steps = (warmup + (rounds + 1) * iters + 1) as u64;
+    // Timed and counted rounds, and the engine's batch.
+    let steps = (warmup + 2 * rounds * iters + 1) as u64;
     let prepared = prepare(spec, steps, device)?;
     let config = &prepared.config;
     let mut run = prepared.start_chunk(0)?;
@@ -308,24 +311,35 @@ pub fn measure(
         best_engine = best_engine.min(start.elapsed().as_secs_f64() / iters as f64);
     }
     // Counted apart from the timed rounds: the observer adds about a
-    // microsecond per operator.
+    // microsecond per operator. As many counted stretches as timed rounds,
+    // the loop's and the engine's interleaved; each keeps its stretch with
+    // the least time outside operators (on a shared machine the noise only
+    // adds), as the timings keep their best round.
     let (loop_ops, engine_ops) = match OpCounter::start() {
         // Each counted stretch ends before the device is synchronised: on a
         // GPU the wait for queued kernels is neither an operator nor host
         // work (the step's own read-back is an operator and holds its wait).
-        Ok(counter) => {
-            for _ in 0..iters {
-                run.step()?;
+        Ok(first) => {
+            let (mut loops, mut engines) = (Vec::new(), Vec::new());
+            let mut counter = Some(first);
+            for _ in 0..rounds {
+                let c = match counter.take() {
+                    Some(c) => c,
+                    None => OpCounter::start()?,
+                };
+                for _ in 0..iters {
+                    run.step()?;
+                }
+                loops.push(c.finish().per(iters));
+                sync(device);
+                let c = OpCounter::start()?;
+                for _ in 0..iters {
+                    engine.step(run.model(), &batch)?;
+                }
+                engines.push(c.finish().per(iters));
+                sync(device);
             }
-            let loop_ops = counter.finish().per(iters);
-            sync(device);
-            let counter = OpCounter::start()?;
-            for _ in 0..iters {
-                engine.step(run.model(), &batch)?;
-            }
-            let engine_ops = counter.finish().per(iters);
-            sync(device);
-            (Some(loop_ops), Some(engine_ops))
+            (best_counted(&loops), best_counted(&engines))
         }
         Err(_) => (None, None),
     };
@@ -381,6 +395,17 @@ pub fn measure(
     })
 }
 
+/// The counted stretch with the least time outside operators, with the
+/// waits per step averaged over all stretches (where a read-back falls
+/// depends on the stretch); `None` without any.
+fn best_counted(counts: &[OpCounts]) -> Option<OpCounts> {
+    let mut best = *counts
+        .iter()
+        .min_by(|a, b| a.outside().total_cmp(&b.outside()))?;
+    best.waits = counts.iter().map(|c| c.waits).sum::<f64>() / counts.len() as f64;
+    Some(best)
+}
+
 #[cfg(test)]
 mod tests {
     use dpaudit_data::dataset::{DatasetKind, Source};
@@ -423,5 +448,24 @@ mod tests {
         let message = tiny_data(&narrow).unwrap_err().to_string();
         assert!(message.contains("train.data"), "{message}");
         assert!(message.contains("at least 8 features"), "{message}");
+    }
+
+    /// The stretch with the least time outside operators is kept, its waits
+    /// replaced by the mean over all stretches.
+    #[test]
+    fn the_best_counted_stretch_keeps_the_least_host_time_and_the_mean_waits() {
+        let at = |wall: f64, inside: f64, waits: f64| OpCounts {
+            top_level: 10,
+            all: 20,
+            inside,
+            wall,
+            waits,
+        };
+        let best =
+            best_counted(&[at(3.0, 1.0, 0.0), at(2.5, 1.0, 0.25), at(4.0, 1.0, 0.5)]).unwrap();
+        assert_eq!(best.wall, 2.5);
+        assert_eq!(best.outside(), 1.5);
+        assert_eq!(best.waits, 0.25);
+        assert_eq!(best_counted(&[]), None);
     }
 }

@@ -252,7 +252,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
     };
     if !args.json {
         println!(
-            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); draw ms = the samplers' epoch draw for all replicas per step, amortised over an epoch (drawn ahead on a helper thread, so in neither timing); host ms, eng host = loop and engine time per step outside them; waits = points per step where a GPU run makes the host wait for the device, loop/engine; convolution layout {}",
+            "device {:?}, {} threads, best of {} rounds of {} steps after {} warm-up; the loop and the engine interleaved; the loop reads its reports back every {} steps, the engine every step; noise generator {}; ops = libtorch operators per step (top-level/all); draw ms = the samplers' epoch draw for all replicas per step, amortised over an epoch (drawn ahead on a helper thread, so in neither timing); host ms, eng host = loop and engine time per step outside them (the best of as many counted rounds); waits = points per step (mean over the counted rounds) where a GPU run makes the host wait for the device, loop/engine; convolution layout {}",
             device,
             tch::get_num_threads(),
             args.rounds,
