@@ -184,11 +184,6 @@ impl<'a> StepTable<'a> {
         })
     }
 
-    /// Replicas, `M`.
-    pub fn replicas(&self) -> usize {
-        self.runs.len()
-    }
-
     /// The next step of every replica.
     pub fn advance(&mut self) -> StepSlots<'_> {
         // Every sampler has at least one step per epoch (validated); the
