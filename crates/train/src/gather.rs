@@ -273,43 +273,60 @@ impl DeviceData {
                 format!("below {m}"),
             ));
         }
-        if let Some(&bad) = step
+        // The largest index of the step, with empty slots counted as 0: a
+        // branch-free pass the compiler vectorises (a search that stops at
+        // the first bad index does not vectorise).
+        let largest = step
             .slots()
             .iter()
-            .find(|&&v| v != EMPTY_SLOT && v as usize >= self.records)
-        {
+            .map(|&v| if v == EMPTY_SLOT { 0 } else { v })
+            .max()
+            .unwrap_or(0);
+        if largest as usize >= self.records && step.slots().iter().any(|&v| v != EMPTY_SLOT) {
             return Err(crate::error::invalid(
                 "batch",
-                bad,
+                largest,
                 format!("a record index below {}", self.records),
             ));
         }
-        // Batch sizes with the extra slots: the mask's input.
-        let mut lengths: Vec<i64> = sizes.iter().map(|&v| i64::from(v)).collect();
+        // Rows of the batch: the largest batch size with its extra slots
+        // (the extras are listed by replica, so a replica's are adjacent).
+        let mut b = sizes.iter().copied().max().unwrap_or(0) as usize;
+        let mut group = (usize::MAX, 0usize);
         for &(r, _) in extras {
-            lengths[r] += 1;
+            group = if group.0 == r {
+                (r, group.1 + 1)
+            } else {
+                (r, 1)
+            };
+            b = b.max(sizes[r] as usize + group.1);
         }
-        let b = lengths.iter().copied().max().unwrap_or(0) as usize;
         let pad = self.zero_row();
-        // Room for the override columns too: one allocation per step.
-        let mut host = Vec::with_capacity(b * m + m + 3 * (extras.len() + more.len()));
+        let bm = b * m;
+        // One host buffer, uploaded as one tensor: the index table `[B·M]`,
+        // the batch sizes with their extra slots `[M]` (the mask's input),
+        // then the overrides' slots, replicas and rows `[3K]`.
+        let mut host = Vec::with_capacity(bm + m + 3 * (extras.len() + more.len()));
         // The step's rows (never more than `b`), then padding rows.
         host.extend(step.slots().iter().map(|&v| match v {
             EMPTY_SLOT => pad,
             record => i64::from(record),
         }));
-        host.resize(b * m, pad);
+        host.resize(bm, pad);
+        host.extend(sizes.iter().map(|&v| i64::from(v)));
         // Overrides as (rank within their replica, replica, slot, row): each
         // replica's in listing order, then sorted rank-major.
-        let mut listed: Vec<(usize, usize, usize, usize)> = Vec::new();
-        let mut ranks = vec![0usize; m];
-        let mut next_slot = (usize::MAX, 0);
+        let mut listed: Vec<(usize, usize, usize, usize)> =
+            Vec::with_capacity(extras.len() + more.len());
+        // (replica, its next extra slot, its gradient overrides so far)
+        let mut at = (usize::MAX, 0usize, 0usize);
         for &(r, e) in extras {
-            if next_slot.0 != r {
-                next_slot = (r, sizes[r] as usize);
+            if at.0 != r {
+                at = (r, sizes[r] as usize, 0);
             }
-            let slot = next_slot.1;
-            next_slot.1 += 1;
+            let slot = at.1;
+            at.1 += 1;
+            host[bm + r] += 1;
             match e {
                 Extra::Record(j) if j < self.extras => {
                     host[slot * m + r] = (self.records + j) as i64;
@@ -322,22 +339,30 @@ impl DeviceData {
                     ))
                 }
                 Extra::Gradient(j) => {
-                    listed.push((ranks[r], r, slot, j));
-                    ranks[r] += 1;
+                    listed.push((at.2, r, slot, j));
+                    at.2 += 1;
                 }
             }
         }
-        host.extend_from_slice(&lengths);
-        for o in more {
-            if o.replica >= m {
-                return Err(crate::error::invalid(
-                    "override replica",
-                    o.replica,
-                    format!("below {m}"),
-                ));
+        let full = host[bm..].iter().all(|&l| l as usize == b);
+        if !more.is_empty() {
+            // A replica's overrides of existing slots rank after its extra
+            // slots' (rare: Partially-Informed runs).
+            let mut ranks = vec![0usize; m];
+            for &(_, r, _, _) in &listed {
+                ranks[r] += 1;
             }
-            listed.push((ranks[o.replica], o.replica, o.slot, o.row));
-            ranks[o.replica] += 1;
+            for o in more {
+                if o.replica >= m {
+                    return Err(crate::error::invalid(
+                        "override replica",
+                        o.replica,
+                        format!("below {m}"),
+                    ));
+                }
+                listed.push((ranks[o.replica], o.replica, o.slot, o.row));
+                ranks[o.replica] += 1;
+            }
         }
         // (rank, replica) pairs are distinct: an unstable sort is deterministic.
         // One canary per replica, listed in replica order (the common case),
@@ -356,9 +381,8 @@ impl DeviceData {
         host.extend(listed.iter().map(|&(_, _, slot, _)| slot as i64));
         host.extend(listed.iter().map(|&(_, r, _, _)| r as i64));
         host.extend(listed.iter().map(|&(_, _, _, row)| row as i64));
-        let full = lengths.iter().all(|&l| l as usize == b);
         let device = self.features.device();
-        let (bm, mi, bi, ki) = (m * b, m as i64, b as i64, k as i64);
+        let (mi, bi, ki) = (m as i64, b as i64, k as i64);
         let mut shape = vec![bi, mi];
         shape.extend(&self.shape);
         torch("gathering a batch on the device", || {
