@@ -15,7 +15,7 @@ use dpaudit_data::seed::Stream;
 use dpaudit_train::engine::DpSgd;
 use dpaudit_train::error::{invalid, Result, TrainError};
 use dpaudit_train::noise::{NoiseGenerator, NoiseStreams};
-use dpaudit_train::op_count::{OpCounter, OpCounts};
+use dpaudit_train::op_count::{NamedCount, OpCounter, OpCounts};
 use dpaudit_train::trainer::{dp_config, prepare_data};
 
 use crate::chunk::Prepared;
@@ -219,6 +219,12 @@ pub struct LoopRow {
     pub loop_ops: Option<OpCounts>,
     /// The same per engine-only step.
     pub engine_ops: Option<OpCounts>,
+    /// With [`Timing::name_operators`]: the top-level operators of `iters`
+    /// further loop steps by name (totals over those steps), the most
+    /// frequent first; empty otherwise.
+    pub loop_names: Vec<NamedCount>,
+    /// The same over `iters` engine-only steps.
+    pub engine_names: Vec<NamedCount>,
 }
 
 fn sync(device: Device) {
@@ -239,6 +245,9 @@ pub struct Timing {
     /// The loop reads its step reports back from the device every this many
     /// steps (the engine-only step reads every step).
     pub read_back_every: u64,
+    /// After the counted stretches, name the top-level operators of `iters`
+    /// more loop steps and engine steps ([`LoopRow::loop_names`]).
+    pub name_operators: bool,
 }
 
 /// The row's experiment ([`experiment`]) prepared on its data: the tiny
@@ -269,11 +278,13 @@ pub fn measure(
         rounds,
         warmup,
         read_back_every,
+        name_operators,
     } = timing;
     let iters = iters.max(1);
     let rounds = rounds.max(1);
-    // Timed and counted rounds, and the engine's batch.
-    let steps = (warmup + 2 * rounds * iters + 1) as u64;
+    // Timed and counted rounds, the named stretch, and the engine's batch.
+    let named = if name_operators { iters } else { 0 };
+    let steps = (warmup + 2 * rounds * iters + named + 1) as u64;
     let prepared = prepare(spec, steps, device)?;
     let config = &prepared.config;
     let mut run = prepared.start_chunk(0)?;
@@ -343,6 +354,27 @@ pub fn measure(
         }
         Err(_) => (None, None),
     };
+    // Named apart from the counted stretches: naming takes a lock per
+    // operator.
+    let (mut loop_names, mut engine_names) = (Vec::new(), Vec::new());
+    if name_operators {
+        let c = OpCounter::start()?;
+        c.name_operators();
+        for _ in 0..iters {
+            run.step()?;
+        }
+        loop_names = c.names();
+        drop(c);
+        sync(device);
+        let c = OpCounter::start()?;
+        c.name_operators();
+        for _ in 0..iters {
+            engine.step(run.model(), &batch)?;
+        }
+        engine_names = c.names();
+        drop(c);
+        sync(device);
+    }
     let params: Vec<_> = run
         .model()
         .named_parameters()
@@ -392,6 +424,8 @@ pub fn measure(
         parameters: prepared.num_parameters,
         loop_ops,
         engine_ops,
+        loop_names,
+        engine_names,
     })
 }
 

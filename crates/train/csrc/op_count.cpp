@@ -22,7 +22,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 namespace {
 
@@ -32,6 +35,12 @@ std::atomic<uint64_t> inside_ns{0};
 std::atomic<uint64_t> waits{0};
 std::atomic<bool> installed{false};
 at::CallbackHandle handle = 0;
+
+// Top-level operators by name, while naming is on (`dpaudit_op_count_names`):
+// a lock per operator, so only for measurements of what a step dispatches.
+std::atomic<bool> naming{false};
+std::mutex names_lock;
+std::map<std::string, uint64_t> names;
 
 thread_local int depth = 0;
 thread_local bool observing = false;  // on the thread that installed the observer
@@ -47,6 +56,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   if (waits_for_device(fn.name())) waits.fetch_add(1, std::memory_order_relaxed);
   if (depth++ == 0) {
     top_level.fetch_add(1, std::memory_order_relaxed);
+    if (naming.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> guard(names_lock);
+      ++names[fn.name()];
+    }
     entered = std::chrono::steady_clock::now();
   }
   return nullptr;
@@ -74,6 +87,11 @@ int dpaudit_op_count_install() {
   all_ops = 0;
   inside_ns = 0;
   waits = 0;
+  {
+    std::lock_guard<std::mutex> guard(names_lock);
+    names.clear();
+    naming = false;
+  }
   if (installed.exchange(true)) return 1;
   try {
     handle = at::addThreadLocalCallback(
@@ -115,9 +133,35 @@ void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns, uint64_t*
   *w = waits.load(std::memory_order_relaxed);
 }
 
+// Starts (on != 0) or stops counting top-level operators by name; starting
+// clears the names counted before.
+void dpaudit_op_count_names(int on) {
+  std::lock_guard<std::mutex> guard(names_lock);
+  if (on) names.clear();
+  naming = on != 0;
+}
+
+// The names counted so far as lines "count<TAB>name\n", written to `buf` if
+// they fit in `cap` bytes; returns their length either way.
+size_t dpaudit_op_count_names_read(char* buf, size_t cap) {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> guard(names_lock);
+    for (const auto& [name, count] : names) {
+      text += std::to_string(count);
+      text += '\t';
+      text += name;
+      text += '\n';
+    }
+  }
+  if (text.size() <= cap) std::memcpy(buf, text.data(), text.size());
+  return text.size();
+}
+
 // Removes the observer; call it on the thread that installed it.
 void dpaudit_op_count_remove() {
   observing = false;
+  naming = false;
   if (installed.exchange(false)) at::removeCallback(handle);
 }
 

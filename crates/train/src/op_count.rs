@@ -51,6 +51,8 @@ extern "C" {
     fn dpaudit_op_count_host_read();
     fn dpaudit_op_count_remove();
     fn dpaudit_op_count_own_kernel(ns: u64);
+    fn dpaudit_op_count_names(on: i32);
+    fn dpaudit_op_count_names_read(buf: *mut u8, cap: usize) -> usize;
 }
 
 /// Records one call of a compute kernel of ours that started at `started`
@@ -122,6 +124,15 @@ impl OpCounts {
     }
 }
 
+/// How often a top-level operator ran ([`OpCounter::names`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedCount {
+    /// libtorch's name of the operator, e.g. `aten::index_select`.
+    pub name: String,
+    /// Calls.
+    pub count: u64,
+}
+
 /// One counter at a time: the totals are process-wide.
 static ACTIVE: Mutex<()> = Mutex::new(());
 
@@ -145,6 +156,31 @@ impl OpCounter {
             _guard: guard,
             started: Instant::now(),
         })
+    }
+
+    /// From now on, also count the top-level operators by name (read them
+    /// with [`OpCounter::names`]). It takes a lock per operator: for seeing
+    /// what a step dispatches, not in timed or counted stretches.
+    pub fn name_operators(&self) {
+        names_on();
+    }
+
+    /// The top-level operators since [`OpCounter::name_operators`] by name,
+    /// the most frequent first (ties by name); empty if naming was not
+    /// started.
+    pub fn names(&self) -> Vec<NamedCount> {
+        let mut out: Vec<NamedCount> = read_names()
+            .lines()
+            .filter_map(|line| {
+                let (count, name) = line.split_once('\t')?;
+                Some(NamedCount {
+                    name: name.to_string(),
+                    count: count.parse().ok()?,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        out
     }
 
     /// The totals since [`OpCounter::start`].
@@ -208,6 +244,39 @@ fn read() -> (u64, u64, u64, u64) {
 
 #[cfg(dpaudit_op_count)]
 #[allow(unsafe_code)]
+fn names_on() {
+    // SAFETY: takes the names' lock and clears them; touches no Rust memory.
+    unsafe { dpaudit_op_count_names(1) }
+}
+
+#[cfg(not(dpaudit_op_count))]
+fn names_on() {}
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
+fn read_names() -> String {
+    // The names may grow between the two calls (autograd workers): retry
+    // with the larger size.
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes; the callee
+        // writes only if the text fits.
+        let len = unsafe { dpaudit_op_count_names_read(buf.as_mut_ptr(), buf.len()) };
+        if len <= buf.len() {
+            buf.truncate(len);
+            return String::from_utf8_lossy(&buf).into_owned();
+        }
+        buf.resize(len + 256, 0);
+    }
+}
+
+#[cfg(not(dpaudit_op_count))]
+fn read_names() -> String {
+    String::new()
+}
+
+#[cfg(dpaudit_op_count)]
+#[allow(unsafe_code)]
 fn remove() {
     // SAFETY: removes the callback installed above, if any.
     unsafe { dpaudit_op_count_remove() }
@@ -237,6 +306,29 @@ mod tests {
             counts.inside > 0.0 && counts.inside <= counts.wall,
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn names_the_top_level_operators_once_asked() {
+        let a = Tensor::f_ones([4, 4], (Kind::Float, Device::Cpu)).unwrap();
+        let counter = OpCounter::start().unwrap();
+        let _before = a.f_add(&a).unwrap();
+        assert!(counter.names().is_empty());
+        counter.name_operators();
+        let b = a.f_add(&a).unwrap();
+        let c = b.f_add(&a).unwrap();
+        let _d = c.f_matmul(&a).unwrap();
+        let names = counter.names();
+        // add twice, then matmul; what matmul dispatches beneath it (`mm`)
+        // is not top-level.
+        let expected = [("aten::add", 2), ("aten::matmul", 1)];
+        let got: Vec<(&str, u64)> = names.iter().map(|n| (n.name.as_str(), n.count)).collect();
+        assert_eq!(got, expected);
+        assert_eq!(counter.finish().top_level, 4);
+        // A new counter starts without names.
+        let counter = OpCounter::start().unwrap();
+        let _e = a.f_mul(&a).unwrap();
+        assert!(counter.names().is_empty());
     }
 
     #[test]

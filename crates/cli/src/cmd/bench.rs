@@ -73,6 +73,12 @@ pub struct Args {
     /// `contiguous` or `channels-last`.
     #[arg(long, default_value = "auto", value_parser = ["auto", "contiguous", "channels-last"])]
     pub conv_layout: String,
+    /// With `--end-to-end` or `--overhead`: after each row, the libtorch
+    /// operators of a loop step and an engine step by name (`iters` more
+    /// steps of each, counted apart from the timings), to see what a step
+    /// dispatches: on a GPU each is at least one kernel launch.
+    #[arg(long)]
+    pub op_names: bool,
 }
 
 /// Apply `--conv-layout` to the process and say what is in effect.
@@ -289,6 +295,7 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             rounds: args.rounds,
             warmup: args.warmup,
             read_back_every: args.read_back_every,
+            name_operators: args.op_names,
         };
         let row = measure(spec, device, timing, noise).with_context(|| {
             format!(
@@ -299,8 +306,43 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
             )
         })?;
         print_loop_row(&row, args.json)?;
+        if args.op_names && !args.json {
+            print_op_names(&row);
+        }
     }
     Ok(())
+}
+
+/// The top-level operators per step of a row's loop and engine by name, the
+/// loop's most frequent first, then those only the engine runs.
+fn print_op_names(row: &LoopRow) {
+    let per = |n: u64| n as f64 / row.iters.max(1) as f64;
+    let engine_of = |name: &str| {
+        row.engine_names
+            .iter()
+            .find(|e| e.name == name)
+            .map_or(0, |e| e.count)
+    };
+    println!(
+        "  top-level operators per step by name, {} M={} (loop / engine):",
+        row.spec.model.name(),
+        row.spec.replicas
+    );
+    for n in &row.loop_names {
+        println!(
+            "  {:>8.2} {:>8.2}  {}",
+            per(n.count),
+            per(engine_of(&n.name)),
+            n.name
+        );
+    }
+    for e in row
+        .engine_names
+        .iter()
+        .filter(|e| !row.loop_names.iter().any(|n| n.name == e.name))
+    {
+        println!("  {:>8.2} {:>8.2}  {}", 0.0, per(e.count), e.name);
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
