@@ -21,8 +21,19 @@
 use tch::{Kind, TchError, Tensor};
 
 /// `v` as a 0-dim CPU tensor of kind `kind`.
+///
+/// One libtorch operator for float32 and float64 (tch makes the 0-dim
+/// tensor and copies the bytes in), three for other kinds (a 1-element
+/// tensor, reshaped, converted): a step builds a few dozen numbers, and each
+/// operator costs host time on any device. The f64 → f32 `as` cast rounds to
+/// nearest, ties to even, as libtorch's conversion does (the test below
+/// compares them bit for bit).
 pub fn number(v: f64, kind: Kind) -> Result<Tensor, TchError> {
-    Tensor::f_from_slice(&[v])?.f_reshape([])?.f_to_kind(kind)
+    match kind {
+        Kind::Double => Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Double),
+        Kind::Float => Tensor::f_from_data_size(&(v as f32).to_ne_bytes(), &[], Kind::Float),
+        _ => Tensor::f_from_slice(&[v])?.f_reshape([])?.f_to_kind(kind),
+    }
 }
 
 /// `v` as a 0-dim CPU tensor of the kind of `like` (the tensor it will be
@@ -31,9 +42,9 @@ pub fn float(v: f64, like: &Tensor) -> Result<Tensor, TchError> {
     number(v, like.f_kind()?)
 }
 
-/// `v` as a 0-dim int64 CPU tensor.
+/// `v` as a 0-dim int64 CPU tensor (one libtorch operator).
 pub fn int(v: i64) -> Result<Tensor, TchError> {
-    Tensor::f_from_slice(&[v])?.f_reshape([])
+    Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Int64)
 }
 
 /// Arithmetic and comparisons with a float64 number through the tensor
@@ -116,9 +127,54 @@ mod tests {
         let bits = |t: &Tensor| match t.kind() {
             Kind::Float => t.view_dtype(Kind::Int),
             Kind::Double => t.view_dtype(Kind::Int64),
+            Kind::Half => t.view_dtype(Kind::Int16),
             _ => t.shallow_clone(),
         };
         a.kind() == b.kind() && a.size() == b.size() && bits(a).equal(&bits(b))
+    }
+
+    /// `number` builds float32 and float64 numbers with one operator and the
+    /// same bits as the three-operator path (a 1-element float64 tensor
+    /// converted by libtorch), which other kinds still take.
+    #[test]
+    fn numbers_take_one_operator_and_round_as_libtorch_does() {
+        let mut values: Vec<f64> = (0..513)
+            .map(|i| ((i as f64) * 0.7311).sin() * 10f64.powi(i % 45 - 22))
+            .collect();
+        values.extend([
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.0,
+            0.1,
+            1.0 / 3.0,
+            1e-40,                   // subnormal in float32
+            1e-46,                   // below float32's smallest subnormal
+            3.4028235e38,            // float32's largest
+            3.4028236e38,            // rounds to float32's largest
+            3.402_823_7e38,          // overflows float32
+            1.000_000_059_604_644_8, // halfway between two float32s: ties to even
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ]);
+        for kind in [Kind::Float, Kind::Double, Kind::Half, Kind::Int64] {
+            for &v in &values {
+                let old = Tensor::from_slice(&[v]).reshape([]).to_kind(kind);
+                let new = number(v, kind).unwrap();
+                assert!(same(&new, &old), "{v:e} as {kind:?}: {new:?} vs {old:?}");
+            }
+        }
+        for kind in [Kind::Float, Kind::Double] {
+            let counter = crate::op_count::OpCounter::start().unwrap();
+            let _n = number(0.25, kind).unwrap();
+            assert_eq!(counter.finish().top_level, 1, "{kind:?}");
+        }
+        let counter = crate::op_count::OpCounter::start().unwrap();
+        let n = int(-7).unwrap();
+        assert_eq!(counter.finish().top_level, 1);
+        assert!(same(&n, &Tensor::from_slice(&[-7i64]).reshape([])));
     }
 
     /// The tensor overloads give the number overloads' results bit for bit,
