@@ -31,7 +31,7 @@ use crate::error::{torch, Result, TrainError};
 use crate::layers::{LayerId, Recorded, Tape};
 use crate::models::Model;
 use crate::noise::{NoiseGenerator, NoiseStreams};
-use crate::scalar::WithNumber;
+use crate::scalar::{Operand, WithNumber};
 
 /// What a slot contributes instead of its computed per-sample gradient
 /// (the crafted gradient canaries of Cebere et al. 2024, §4, and the
@@ -902,6 +902,10 @@ impl Sgd {
         gate: Option<(&Tensor, &Tensor)>,
     ) -> Result<()> {
         let params = model.named_parameters();
+        // Each number is built once for all parameters.
+        let mut weight_decay = Operand::new(self.weight_decay);
+        let mut momentum = Operand::new(self.momentum);
+        let mut learning_rate = Operand::new(self.learning_rate);
         torch("the SGD update", || {
             tch::no_grad(|| {
                 let mut updates: Vec<Tensor> = params
@@ -909,7 +913,7 @@ impl Sgd {
                     .zip(grads)
                     .map(|((_, p), g)| {
                         if self.weight_decay != 0.0 {
-                            g.f_add(&p.mul_f64(self.weight_decay)?)
+                            g.f_add(&p.f_mul(&weight_decay.like(p)?)?)
                         } else {
                             Ok(g.shallow_clone())
                         }
@@ -938,11 +942,12 @@ impl Sgd {
                                 match gate {
                                     // A gated-off step keeps the momentum too.
                                     Some((g, _)) => {
-                                        let next = buf.mul_f64(self.momentum)?.f_add(u)?;
+                                        let next = buf.f_mul(&momentum.like(buf)?)?.f_add(u)?;
                                         buf.f_copy_(&next.f_where_self(g, buf)?)?;
                                     }
                                     None => {
-                                        let _ = buf.mul_f64_(self.momentum)?;
+                                        let factor = momentum.like(buf)?;
+                                        let _ = buf.f_mul_(&factor)?;
                                         let _ = buf.f_add_(u)?;
                                     }
                                 }
@@ -957,7 +962,7 @@ impl Sgd {
                 // product: the update may hold NaN).
                 for ((_, p), u) in params.iter().zip(&updates) {
                     let mut p = p.shallow_clone();
-                    let delta = u.mul_f64(self.learning_rate)?;
+                    let delta = u.f_mul(&learning_rate.like(u)?)?;
                     let delta = match gate {
                         Some((g, zero)) => delta.f_where_self(g, zero)?,
                         None => delta,
@@ -1149,7 +1154,7 @@ impl DpSgd {
         let (gate, zero) = self.record(model, &parts)?;
         let noisy = &parts.noisy;
         let bp = &parts.backprops;
-        let inv = 1.0 / self.config.normaliser.value();
+        let mut inv = Operand::new(1.0 / self.config.normaliser.value());
         let grads: Vec<Tensor> = torch("normalising the noisy sum", || {
             if self.fault == Some(Fault::RealisedBatchSize) {
                 // Present slots per replica, at least 1: `[M]`.
@@ -1167,7 +1172,7 @@ impl DpSgd {
                     })
                     .collect()
             } else {
-                noisy.0.iter().map(|s| s.mul_f64(inv)).collect()
+                noisy.0.iter().map(|s| s.f_mul(&inv.like(s)?)).collect()
             }
         })?;
         self.sgd.step_gated(model, &grads, Some((&gate, &zero)))?;

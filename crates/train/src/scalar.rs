@@ -47,6 +47,36 @@ pub fn int(v: i64) -> Result<Tensor, TchError> {
     Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Int64)
 }
 
+/// One number as an operand of every tensor it meets, built once per kind
+/// ([`number`]): for a number applied to each parameter of a step, which
+/// would otherwise build it once per parameter.
+#[derive(Debug)]
+pub struct Operand {
+    value: f64,
+    made: Vec<(Kind, Tensor)>,
+}
+
+impl Operand {
+    /// `value`, built when first needed.
+    pub fn new(value: f64) -> Self {
+        Self {
+            value,
+            made: Vec::new(),
+        }
+    }
+
+    /// The number as a 0-dim tensor of `like`'s kind, as [`float`] makes it.
+    pub fn like(&mut self, like: &Tensor) -> Result<Tensor, TchError> {
+        let kind = like.f_kind()?;
+        if let Some((_, t)) = self.made.iter().find(|(k, _)| *k == kind) {
+            return Ok(t.shallow_clone());
+        }
+        let t = number(self.value, kind)?;
+        self.made.push((kind, t.shallow_clone()));
+        Ok(t)
+    }
+}
+
 /// Arithmetic and comparisons with a float64 number through the tensor
 /// overloads (see the module documentation): `x.mul_f64(v)` is
 /// `x.f_mul_scalar(v)` but returns a libtorch failure as an error.
@@ -175,6 +205,22 @@ mod tests {
         let n = int(-7).unwrap();
         assert_eq!(counter.finish().top_level, 1);
         assert!(same(&n, &Tensor::from_slice(&[-7i64]).reshape([])));
+    }
+
+    /// An operand is built once per kind, with `float`'s value.
+    #[test]
+    fn an_operand_is_built_once_per_kind() {
+        let f = Tensor::from_slice(&[1.5f32, -2.0]);
+        let d = Tensor::from_slice(&[1.5f64, -2.0]);
+        let mut third = Operand::new(1.0 / 3.0);
+        let counter = crate::op_count::OpCounter::start().unwrap();
+        let a = third.like(&f).unwrap();
+        let b = third.like(&f).unwrap();
+        let c = third.like(&d).unwrap();
+        assert_eq!(counter.finish().top_level, 2);
+        assert!(same(&a, &float(1.0 / 3.0, &f).unwrap()));
+        assert!(same(&b, &a));
+        assert!(same(&c, &float(1.0 / 3.0, &d).unwrap()));
     }
 
     /// The tensor overloads give the number overloads' results bit for bit,
