@@ -523,11 +523,14 @@ fn rand_distr_normal() -> impl rand::distributions::Distribution<f64> {
 pub fn flat_parameters(model: &dyn Model) -> Result<Tensor> {
     let m = model.replicas();
     torch("flattening the parameters", || {
+        // Under no_grad nothing is recorded and `cat` copies: the result
+        // neither requires a gradient nor aliases a parameter, without a
+        // `detach` per parameter (one operator each).
         tch::no_grad(|| {
             let parts = model
                 .named_parameters()
                 .iter()
-                .map(|(_, t)| t.f_detach()?.f_reshape([m, -1]))
+                .map(|(_, t)| t.f_reshape([m, -1]))
                 .collect::<Result<Vec<Tensor>, TchError>>()?;
             Tensor::f_cat(&parts, 1)
         })

@@ -1365,3 +1365,33 @@ fn sampled_insertion_under_partial_shuffling_stays_in_the_first_block() {
         );
     }
 }
+
+/// `flat_parameters` is a copy: it requires no gradient, and writing to the
+/// parameters afterwards leaves it unchanged (it holds them in
+/// `named_parameters` order, replica by replica).
+#[test]
+fn flat_parameters_is_a_detached_copy() {
+    let model = Mlp::new(&mut Init::new(7, 2, Device::Cpu), &[3, 2]).unwrap();
+    let flat = flat_parameters(&model).unwrap();
+    assert!(!flat.requires_grad());
+    let p = model.num_parameters();
+    assert_eq!(flat.size(), [2, p]);
+    let before = host(&flat);
+    let params = model.named_parameters();
+    let expected: Vec<f32> = (0..2)
+        .flat_map(|r| {
+            params
+                .iter()
+                .flat_map(move |(_, t)| host(&t.get(r)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(before, expected);
+    tch::no_grad(|| {
+        for (_, t) in &params {
+            let mut t = t.shallow_clone();
+            let _ = t.fill_(5.0);
+        }
+    });
+    assert_eq!(host(&flat), before);
+}
