@@ -356,3 +356,45 @@ fn calibrate_to_an_unrepresentable_epsilon_names_the_rdp_accountant() {
     ]));
     assert!(ok["noise_multiplier"].as_f64().unwrap() > 0.0, "{ok}");
 }
+
+#[test]
+fn bench_op_names_lists_a_steps_operators_by_name() {
+    let out = dpaudit(&[
+        "bench",
+        "--overhead",
+        "--max-replicas",
+        "1",
+        "--iters",
+        "2",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--op-names",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("top-level operators per step by name, tiny M=1 (loop / engine):"),
+        "{text}"
+    );
+    // Lines "loop engine name": the loop gathers its batch with
+    // index_select, the engine-only step (a pre-built batch) never does.
+    let gather = text
+        .lines()
+        .find(|l| l.trim_end().ends_with("aten::index_select"))
+        .unwrap_or_else(|| panic!("no aten::index_select line in {text}"));
+    let counts: Vec<f64> = gather
+        .split_whitespace()
+        .take(2)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(counts[0] >= 1.0 && counts[1] == 0.0, "{gather}");
+    // Without a loop benchmark there is nothing to name.
+    let err = failure(&dpaudit(&["bench", "--op-names"]));
+    assert!(err.contains("--end-to-end or --overhead"), "{err}");
+}

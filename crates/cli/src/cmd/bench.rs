@@ -357,6 +357,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.iters == 0 {
         anyhow::bail!("--iters 0: expected at least 1 timed step");
     }
+    if args.op_names && !(args.end_to_end || args.overhead) {
+        anyhow::bail!(
+            "--op-names: names the operators of --end-to-end or --overhead rows; add one of them"
+        );
+    }
     let layout = apply_conv_layout(&args.conv_layout)?;
     if args.oracle {
         return run_oracle(device, args.json);
