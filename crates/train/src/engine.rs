@@ -532,6 +532,7 @@ impl Backprops {
         let mut finite = Vec::with_capacity(layers.len() + 1);
         let mut kept = Vec::with_capacity(layers.len());
         let mut budget = KEEP_PER_SAMPLE_BYTES;
+        let mut zero = Operand::new(0.0);
         for (((name, layer), rec), bp) in layers.iter().zip(&self.records).zip(&self.backprops) {
             let (part, grads) = layer
                 .sq_norms_keeping_grads(rec, bp, budget)
@@ -545,7 +546,7 @@ impl Backprops {
             }
             kept.push(grads);
             torch("summing the per-sample norms", || {
-                let part = part.clamp_min_f64(0.0)?;
+                let part = part.f_clamp_min_tensor(&zero.like(&part)?)?;
                 finite.push(part.f_isfinite()?.f_all()?);
                 let _ = sq.f_add_(&part)?;
                 Ok(())
@@ -646,13 +647,22 @@ impl Backprops {
         let mut parts = sum.0.iter();
         for (name, layer) in model.layers() {
             let ok = torch("checking the clipped sum", || {
-                let mut ok = Tensor::f_ones([], (Kind::Bool, self.computed.device()))?;
+                // Two operators per parameter and one per further parameter
+                // of the layer (no constant `true` to start from).
+                let mut ok: Option<Tensor> = None;
                 for _ in layer.parameters() {
                     if let Some(t) = parts.next() {
-                        ok = ok.f_logical_and(&t.f_isfinite()?.f_all()?)?;
+                        let finite = t.f_isfinite()?.f_all()?;
+                        ok = Some(match ok {
+                            Some(o) => o.f_logical_and(&finite)?,
+                            None => finite,
+                        });
                     }
                 }
-                Ok(ok)
+                match ok {
+                    Some(o) => Ok(o),
+                    None => Tensor::f_ones([], (Kind::Bool, self.computed.device())),
+                }
             })
             .map_err(|e| e.in_layer(&name))?;
             out.push(ok);

@@ -95,6 +95,9 @@ enum Fault {
     NanNorm,
     /// The clipped sum of the weight replaced by +∞ at one coordinate.
     InfiniteSum,
+    /// The clipped sum of the bias (the layer's second parameter) replaced
+    /// by NaN at one coordinate.
+    NanBiasSum,
 }
 
 /// A linear layer with an injected fault; records itself under its own
@@ -132,7 +135,7 @@ impl PerSampleGrad for Faulty {
         let value = match self.fault {
             Fault::NegativeNorm => -1e3,
             Fault::NanNorm => f64::NAN,
-            Fault::None | Fault::InfiniteSum => return Ok(sq),
+            Fault::None | Fault::InfiniteSum | Fault::NanBiasSum => return Ok(sq),
         };
         let _ = sq.get(0).get(0).fill_(value);
         Ok(sq)
@@ -144,8 +147,14 @@ impl PerSampleGrad for Faulty {
         coef: &Tensor,
     ) -> Result<Vec<Tensor>, TrainError> {
         let sums = self.inner.clipped_sum(rec, backprop, coef)?;
-        if let Fault::InfiniteSum = self.fault {
-            let _ = sums[0].reshape([-1]).get(0).fill_(f64::INFINITY);
+        match self.fault {
+            Fault::InfiniteSum => {
+                let _ = sums[0].reshape([-1]).get(0).fill_(f64::INFINITY);
+            }
+            Fault::NanBiasSum => {
+                let _ = sums[1].reshape([-1]).get(0).fill_(f64::NAN);
+            }
+            _ => {}
         }
         Ok(sums)
     }
@@ -268,7 +277,15 @@ fn a_nan_norm_stops_the_step_naming_step_and_layer() {
 
 #[test]
 fn a_non_finite_clipped_sum_stops_the_step_naming_step_and_layer() {
-    let model = TwoLayer::new(3, Fault::InfiniteSum);
+    // In a layer's first parameter (the weight) and in its second (the
+    // bias): every parameter of a layer is checked.
+    for fault in [Fault::InfiniteSum, Fault::NanBiasSum] {
+        a_non_finite_clipped_sum_stops_the_step(fault);
+    }
+}
+
+fn a_non_finite_clipped_sum_stops_the_step(fault: Fault) {
+    let model = TwoLayer::new(3, fault);
     let mut opt = dp(0.0);
     // One good step first, so that the step index in the message is not 0.
     let healthy = TwoLayer::new(3, Fault::None);
