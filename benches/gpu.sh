@@ -72,7 +72,10 @@ out=${out:-${TMPDIR:-/tmp}/dpaudit-gpu-$device-$(date -u +%Y%m%dT%H%M%SZ).txt}
 [ -x "$bin" ] || { echo "$bin: no dpaudit binary (build it with ./dev cargo build --release -p dpaudit-cli, or pass --bin)" >&2; exit 1; }
 # A binary built on another machine points at that machine's libtorch (rpath): on a GPU host, use the
 # libtorch of the host's torch instead.
-if ldd "$bin" 2>/dev/null | grep -q 'libtorch.* not found'; then
+# (ldd's output is read whole first: `grep -q` may stop reading early, and under pipefail the writer's
+# SIGPIPE would fail the test.)
+linked=$(ldd "$bin" 2>/dev/null || true)
+if grep -q 'libtorch.* not found' <<< "$linked"; then
     torch_lib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))') || {
         echo "$bin cannot find libtorch, and $py has no torch to lend it" >&2; exit 1; }
     export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
