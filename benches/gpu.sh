@@ -23,7 +23,7 @@
 #      reference (as written and stored channels last); layouts: dpaudit's replica rows in each convolution
 #      layout,
 #   4. loop: the training loop: `dpaudit bench --end-to-end` (reading reports back every 16 steps, then every
-#      step) and `--overhead`,
+#      step) and `--overhead` (the first with `--op-names`: operators and host gaps by name),
 #   5. audit: a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
 #      fewer runs and steps),
 # then the ratio table (benches/ratios.py). `--tiny --device cpu` runs the same steps at toy sizes in a
@@ -157,9 +157,13 @@ if wanted loop; then
     "$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" \
         --read-back-every 1 2>&1 | tee -a "$out"
     # The replayable default (on a GPU: Philox on the device), then the host generator that secure runs use.
+    # The first also lists a step's operators by name and where the host time between them goes (on a GPU
+    # each operator is a launch; the gaps are the host work the device may wait for).
     for noise in auto host; do
+        names=()
+        [ "$noise" = auto ] && names=(--op-names)
         "$bin" bench --overhead --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" \
-            --max-replicas "$max_replicas" --noise "$noise" 2>&1 | tee -a "$out"
+            --max-replicas "$max_replicas" --noise "$noise" "${names[@]}" 2>&1 | tee -a "$out"
     done
 fi
 

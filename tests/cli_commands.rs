@@ -379,11 +379,13 @@ fn bench_op_names_lists_a_steps_operators_by_name() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.contains("top-level operators per step by name, tiny M=1 (loop / engine):"),
+        text.contains(
+            "top-level operators per step by name, tiny M=1: calls, and host µs before them (loop / engine):"
+        ),
         "{text}"
     );
-    // Lines "loop engine name": the loop gathers its batch with
-    // index_select, the engine-only step (a pre-built batch) never does.
+    // Lines "loop engine loop-µs engine-µs name": the loop gathers its batch
+    // with index_select, the engine-only step (a pre-built batch) never does.
     let gather = text
         .lines()
         .find(|l| l.trim_end().ends_with("aten::index_select"))
@@ -394,6 +396,27 @@ fn bench_op_names_lists_a_steps_operators_by_name() {
         .map(|v| v.parse().unwrap())
         .collect();
     assert!(counts[0] >= 1.0 && counts[1] == 0.0, "{gather}");
+    // The host time before operators, in all, is positive on both sides, and
+    // the longest gaps are listed by pair for both.
+    let total = text
+        .lines()
+        .find(|l| l.contains("(host µs before operators, in all)"))
+        .unwrap_or_else(|| panic!("no total line in {text}"));
+    let totals: Vec<f64> = total
+        .split_whitespace()
+        .take(2)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(totals[0] > 0.0 && totals[1] > 0.0, "{total}");
+    for side in ["loop step", "engine-only step"] {
+        let header = format!("host time between operators, {side}, the 12 longest");
+        let at = text
+            .lines()
+            .position(|l| l.contains(&header))
+            .unwrap_or_else(|| panic!("no {header:?} in {text}"));
+        let first = text.lines().nth(at + 1).unwrap_or("");
+        assert!(first.contains(" -> "), "{first}");
+    }
     // Without a loop benchmark there is nothing to name.
     let err = failure(&dpaudit(&["bench", "--op-names"]));
     assert!(err.contains("--end-to-end or --overhead"), "{err}");

@@ -225,6 +225,12 @@ pub struct LoopRow {
     pub loop_names: Vec<NamedCount>,
     /// The same over `iters` engine-only steps.
     pub engine_names: Vec<NamedCount>,
+    /// With [`Timing::name_operators`]: the host time between consecutive
+    /// top-level operators of the same loop steps by pair `"previous ->
+    /// next"`, the longest first ([`OpCounter::gaps`]); empty otherwise.
+    pub loop_gaps: Vec<NamedCount>,
+    /// The same over the engine-only steps.
+    pub engine_gaps: Vec<NamedCount>,
 }
 
 fn sync(device: Device) {
@@ -357,6 +363,7 @@ pub fn measure(
     // Named apart from the counted stretches: naming takes a lock per
     // operator.
     let (mut loop_names, mut engine_names) = (Vec::new(), Vec::new());
+    let (mut loop_gaps, mut engine_gaps) = (Vec::new(), Vec::new());
     if name_operators {
         let c = OpCounter::start()?;
         c.name_operators();
@@ -364,6 +371,7 @@ pub fn measure(
             run.step()?;
         }
         loop_names = c.names();
+        loop_gaps = c.gaps();
         drop(c);
         sync(device);
         let c = OpCounter::start()?;
@@ -372,6 +380,7 @@ pub fn measure(
             engine.step(run.model(), &batch)?;
         }
         engine_names = c.names();
+        engine_gaps = c.gaps();
         drop(c);
         sync(device);
     }
@@ -426,6 +435,8 @@ pub fn measure(
         engine_ops,
         loop_names,
         engine_names,
+        loop_gaps,
+        engine_gaps,
     })
 }
 

@@ -38,13 +38,27 @@ at::CallbackHandle handle = 0;
 
 // Top-level operators by name, while naming is on (`dpaudit_op_count_names`):
 // a lock per operator, so only for measurements of what a step dispatches.
+// Each name also gets the host time before its calls: from the end of the
+// previous top-level operator on the same thread to its start, i.e. the time
+// outside operators, charged to the operator that ends it. The same time is
+// also kept by pair "previous -> this": the host code between two operators
+// is what runs between them, so a pair points at it.
+struct Named {
+  uint64_t count = 0;
+  uint64_t before_ns = 0;
+};
 std::atomic<bool> naming{false};
 std::mutex names_lock;
-std::map<std::string, uint64_t> names;
+std::map<std::string, Named> names;
+std::map<std::string, Named> pairs;
 
 thread_local int depth = 0;
 thread_local bool observing = false;  // on the thread that installed the observer
 thread_local std::chrono::steady_clock::time_point entered;
+// End of the last top-level operator on this thread while naming; none
+// (epoch) until one has run.
+thread_local std::chrono::steady_clock::time_point left{};
+thread_local std::string previous;  // its name
 
 bool waits_for_device(const char* name) {
   return std::strcmp(name, "aten::_local_scalar_dense") == 0 ||
@@ -57,8 +71,22 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   if (depth++ == 0) {
     top_level.fetch_add(1, std::memory_order_relaxed);
     if (naming.load(std::memory_order_relaxed)) {
+      auto now = std::chrono::steady_clock::now();
+      uint64_t before = 0;
+      if (left.time_since_epoch().count() != 0) {
+        before = static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - left).count());
+      }
       std::lock_guard<std::mutex> guard(names_lock);
-      ++names[fn.name()];
+      Named& named = names[fn.name()];
+      ++named.count;
+      named.before_ns += before;
+      if (!previous.empty()) {
+        Named& pair = pairs[previous + " -> " + fn.name()];
+        ++pair.count;
+        pair.before_ns += before;
+      }
+      previous = fn.name();
     }
     entered = std::chrono::steady_clock::now();
   }
@@ -71,6 +99,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
                   std::chrono::steady_clock::now() - entered)
                   .count();
     inside_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+    if (naming.load(std::memory_order_relaxed)) left = std::chrono::steady_clock::now();
   }
 }
 
@@ -90,6 +119,7 @@ int dpaudit_op_count_install() {
   {
     std::lock_guard<std::mutex> guard(names_lock);
     names.clear();
+    pairs.clear();
     naming = false;
   }
   if (installed.exchange(true)) return 1;
@@ -134,21 +164,29 @@ void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns, uint64_t*
 }
 
 // Starts (on != 0) or stops counting top-level operators by name; starting
-// clears the names counted before.
+// clears the names counted before. Call it on the installing thread.
 void dpaudit_op_count_names(int on) {
   std::lock_guard<std::mutex> guard(names_lock);
-  if (on) names.clear();
+  if (on) {
+    names.clear();
+    pairs.clear();
+  }
   naming = on != 0;
+  left = {};
+  previous.clear();
 }
 
-// The names counted so far as lines "count<TAB>name\n", written to `buf` if
-// they fit in `cap` bytes; returns their length either way.
-size_t dpaudit_op_count_names_read(char* buf, size_t cap) {
+// The names (`by_pair` == 0) or pairs counted so far as lines
+// "count<TAB>ns before<TAB>name\n", written to `buf` if they fit in `cap`
+// bytes; returns their length either way.
+size_t dpaudit_op_count_names_read(char* buf, size_t cap, int by_pair) {
   std::string text;
   {
     std::lock_guard<std::mutex> guard(names_lock);
-    for (const auto& [name, count] : names) {
-      text += std::to_string(count);
+    for (const auto& [name, named] : by_pair ? pairs : names) {
+      text += std::to_string(named.count);
+      text += '\t';
+      text += std::to_string(named.before_ns);
       text += '\t';
       text += name;
       text += '\n';
@@ -162,6 +200,7 @@ size_t dpaudit_op_count_names_read(char* buf, size_t cap) {
 void dpaudit_op_count_remove() {
   observing = false;
   naming = false;
+  previous.clear();
   if (installed.exchange(false)) at::removeCallback(handle);
 }
 

@@ -52,7 +52,7 @@ extern "C" {
     fn dpaudit_op_count_remove();
     fn dpaudit_op_count_own_kernel(ns: u64);
     fn dpaudit_op_count_names(on: i32);
-    fn dpaudit_op_count_names_read(buf: *mut u8, cap: usize) -> usize;
+    fn dpaudit_op_count_names_read(buf: *mut u8, cap: usize, by_pair: i32) -> usize;
 }
 
 /// Records one call of a compute kernel of ours that started at `started`
@@ -124,13 +124,35 @@ impl OpCounts {
     }
 }
 
-/// How often a top-level operator ran ([`OpCounter::names`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How often a top-level operator ran, and the host time before it
+/// ([`OpCounter::names`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NamedCount {
     /// libtorch's name of the operator, e.g. `aten::index_select`.
     pub name: String,
     /// Calls.
     pub count: u64,
+    /// Seconds outside operators right before its calls, summed: from the
+    /// end of the previous top-level operator on the same thread to the
+    /// start of this one (none before the first operator named). Where the
+    /// time outside operators goes, by the operator that ends it.
+    pub before: f64,
+}
+
+/// Lines `count<TAB>ns before<TAB>name` of the observer's names or pairs.
+fn parse_names(text: &str) -> Vec<NamedCount> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            let count = fields.next()?.parse().ok()?;
+            let before_ns: u64 = fields.next()?.parse().ok()?;
+            Some(NamedCount {
+                name: fields.next()?.to_string(),
+                count,
+                before: before_ns as f64 * 1e-9,
+            })
+        })
+        .collect()
 }
 
 /// One counter at a time: the totals are process-wide.
@@ -169,17 +191,22 @@ impl OpCounter {
     /// the most frequent first (ties by name); empty if naming was not
     /// started.
     pub fn names(&self) -> Vec<NamedCount> {
-        let mut out: Vec<NamedCount> = read_names()
-            .lines()
-            .filter_map(|line| {
-                let (count, name) = line.split_once('\t')?;
-                Some(NamedCount {
-                    name: name.to_string(),
-                    count: count.parse().ok()?,
-                })
-            })
-            .collect();
+        let mut out = parse_names(&read_names(false));
         out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        out
+    }
+
+    /// The host time between consecutive top-level operators since
+    /// [`OpCounter::name_operators`], by pair `"previous -> next"` (the
+    /// host code that ran between them), the longest first (ties by name);
+    /// empty if naming was not started.
+    pub fn gaps(&self) -> Vec<NamedCount> {
+        let mut out = parse_names(&read_names(true));
+        out.sort_by(|a, b| {
+            b.before
+                .total_cmp(&a.before)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         out
     }
 
@@ -254,14 +281,15 @@ fn names_on() {}
 
 #[cfg(dpaudit_op_count)]
 #[allow(unsafe_code)]
-fn read_names() -> String {
+fn read_names(by_pair: bool) -> String {
     // The names may grow between the two calls (autograd workers): retry
     // with the larger size.
     let mut buf: Vec<u8> = Vec::new();
     loop {
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes; the callee
         // writes only if the text fits.
-        let len = unsafe { dpaudit_op_count_names_read(buf.as_mut_ptr(), buf.len()) };
+        let len =
+            unsafe { dpaudit_op_count_names_read(buf.as_mut_ptr(), buf.len(), i32::from(by_pair)) };
         if len <= buf.len() {
             buf.truncate(len);
             return String::from_utf8_lossy(&buf).into_owned();
@@ -271,7 +299,7 @@ fn read_names() -> String {
 }
 
 #[cfg(not(dpaudit_op_count))]
-fn read_names() -> String {
+fn read_names(_by_pair: bool) -> String {
     String::new()
 }
 
@@ -317,18 +345,45 @@ mod tests {
         counter.name_operators();
         let b = a.f_add(&a).unwrap();
         let c = b.f_add(&a).unwrap();
+        // Host work between two operators: charged to `matmul`, which ends it.
+        std::thread::sleep(std::time::Duration::from_millis(50));
         let _d = c.f_matmul(&a).unwrap();
         let names = counter.names();
+        let gaps = counter.gaps();
         // add twice, then matmul; what matmul dispatches beneath it (`mm`)
         // is not top-level.
         let expected = [("aten::add", 2), ("aten::matmul", 1)];
         let got: Vec<(&str, u64)> = names.iter().map(|n| (n.name.as_str(), n.count)).collect();
         assert_eq!(got, expected);
-        assert_eq!(counter.finish().top_level, 4);
+        // The sleep is charged to `matmul`, which ran after it; the adds
+        // (the first named operator has no time before it) had far less.
+        assert!(names[1].before >= 0.05, "{names:?}");
+        assert!(names[0].before < names[1].before, "{names:?}");
+        let counts = counter.finish();
+        assert_eq!(counts.top_level, 4);
+        let before: f64 = names.iter().map(|n| n.before).sum();
+        assert!(
+            before <= counts.wall - counts.inside,
+            "{names:?} {counts:?}"
+        );
+        // By pair: the sleep ran between `add` and `matmul`, and the pairs
+        // share out the same host time as the names.
+        let got: Vec<(&str, u64)> = gaps.iter().map(|n| (n.name.as_str(), n.count)).collect();
+        assert_eq!(
+            got,
+            [
+                ("aten::add -> aten::matmul", 1),
+                ("aten::add -> aten::add", 1)
+            ]
+        );
+        assert!(gaps[0].before >= 0.05, "{gaps:?}");
+        let by_pair: f64 = gaps.iter().map(|n| n.before).sum();
+        assert!((by_pair - before).abs() < 1e-9, "{gaps:?} {names:?}");
         // A new counter starts without names.
         let counter = OpCounter::start().unwrap();
         let _e = a.f_mul(&a).unwrap();
         assert!(counter.names().is_empty());
+        assert!(counter.gaps().is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use dpaudit_experiment::throughput::{
 use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};
 use dpaudit_train::layers::conv2d::{set_conv_layout, ConvLayout};
 use dpaudit_train::noise::NoiseGenerator;
+use dpaudit_train::op_count::NamedCount;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -313,37 +314,62 @@ fn run_loop(args: &Args, device: tch::Device, layout: &str) -> anyhow::Result<()
     Ok(())
 }
 
-/// The top-level operators per step of a row's loop and engine by name, the
-/// loop's most frequent first, then those only the engine runs.
+/// The top-level operators per step of a row's loop and engine by name, with
+/// the host time before them (µs per step, the time outside operators charged
+/// to the operator that ends it), the loop's most frequent first, then those
+/// only the engine runs.
 fn print_op_names(row: &LoopRow) {
-    let per = |n: u64| n as f64 / row.iters.max(1) as f64;
-    let engine_of = |name: &str| {
-        row.engine_names
-            .iter()
-            .find(|e| e.name == name)
-            .map_or(0, |e| e.count)
+    let iters = row.iters.max(1) as f64;
+    let per = |n: Option<&NamedCount>| {
+        n.map_or((0.0, 0.0), |n| {
+            (n.count as f64 / iters, n.before * 1e6 / iters)
+        })
     };
+    let engine_of = |name: &str| row.engine_names.iter().find(|e| e.name == name);
     println!(
-        "  top-level operators per step by name, {} M={} (loop / engine):",
+        "  top-level operators per step by name, {} M={}: calls, and host µs before them (loop / engine):",
         row.spec.model.name(),
         row.spec.replicas
     );
-    for n in &row.loop_names {
+    let line = |name: &str, l: (f64, f64), e: (f64, f64)| {
         println!(
-            "  {:>8.2} {:>8.2}  {}",
-            per(n.count),
-            per(engine_of(&n.name)),
-            n.name
-        );
+            "  {:>8.2} {:>8.2}  {:>8.1} {:>8.1}  {}",
+            l.0, e.0, l.1, e.1, name
+        )
+    };
+    for n in &row.loop_names {
+        line(&n.name, per(Some(n)), per(engine_of(&n.name)));
     }
     for e in row
         .engine_names
         .iter()
         .filter(|e| !row.loop_names.iter().any(|n| n.name == e.name))
     {
-        println!("  {:>8.2} {:>8.2}  {}", 0.0, per(e.count), e.name);
+        line(&e.name, per(None), per(Some(e)));
+    }
+    let total = |names: &[NamedCount]| names.iter().map(|n| n.before).sum::<f64>() * 1e6 / iters;
+    println!(
+        "  {:>8} {:>8}  {:>8.1} {:>8.1}  (host µs before operators, in all)",
+        "",
+        "",
+        total(&row.loop_names),
+        total(&row.engine_names)
+    );
+    // The host code between two operators runs between them: the longest
+    // gaps by pair point at it.
+    for (what, gaps) in [("loop", &row.loop_gaps), ("engine-only", &row.engine_gaps)] {
+        println!(
+            "  host time between operators, {what} step, the {GAPS_SHOWN} longest by the pair around it: calls, µs per step"
+        );
+        for g in gaps.iter().take(GAPS_SHOWN) {
+            let (calls, us) = per(Some(g));
+            println!("  {calls:>8.2} {us:>8.1}  {}", g.name);
+        }
     }
 }
+
+/// Pairs of operators listed by `--op-names` with the host time between them.
+const GAPS_SHOWN: usize = 12;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let device = match args.device.as_str() {
