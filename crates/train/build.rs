@@ -2,22 +2,25 @@ include!("../../build/libtorch_link.rs");
 
 fn main() {
     emit_libtorch_link_args();
-    compile_op_count();
+    compile_against_libtorch();
     compile_conv_kernel();
 }
 
 /// Compiles `csrc/op_count.cpp` (the operator counter behind
-/// `train::op_count`) against the headers of the libtorch torch-sys links.
-/// Without them (no `DEP_TCH_LIBTORCH_LIB`) the counter is left out and
-/// `op_count::install` says so.
-fn compile_op_count() {
+/// `train::op_count`) and `csrc/scalar.cpp` (numbers without an operator,
+/// behind `train::scalar`) against the headers of the libtorch torch-sys
+/// links. Without them (no `DEP_TCH_LIBTORCH_LIB`) both are left out:
+/// `op_count::install` says so, and `scalar` builds its numbers through tch.
+fn compile_against_libtorch() {
     println!("cargo:rustc-check-cfg=cfg(dpaudit_op_count)");
+    println!("cargo:rustc-check-cfg=cfg(dpaudit_scalar)");
     println!("cargo:rerun-if-changed=csrc/op_count.cpp");
+    println!("cargo:rerun-if-changed=csrc/scalar.cpp");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
     let lib_dir = std::env::var("DEP_TCH_LIBTORCH_LIB").unwrap_or_default();
     let include = std::path::Path::new(&lib_dir).join("../include");
     if lib_dir.is_empty() || !include.join("ATen/record_function.h").exists() {
-        println!("cargo:warning=libtorch headers not found; `op_count` is unavailable");
+        println!("cargo:warning=libtorch headers not found; `op_count` is unavailable, `scalar` uses tch");
         return;
     }
     // torch >= 2.7 is built with the C++11 ABI (torch-sys reads the same variable).
@@ -31,8 +34,10 @@ fn compile_op_count() {
         .define("GLOG_USE_GLOG_EXPORT", None)
         .warnings(false)
         .file("csrc/op_count.cpp")
+        .file("csrc/scalar.cpp")
         .compile("dpaudit_op_count");
     println!("cargo:rustc-cfg=dpaudit_op_count");
+    println!("cargo:rustc-cfg=dpaudit_scalar");
 }
 
 /// Compiles `csrc/conv_grad_kernel.cpp`, the direct per-sample convolution

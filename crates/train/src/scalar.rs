@@ -22,16 +22,18 @@ use tch::{Kind, TchError, Tensor};
 
 /// `v` as a 0-dim CPU tensor of kind `kind`.
 ///
-/// One libtorch operator for float32 and float64 (tch makes the 0-dim
-/// tensor and copies the bytes in), three for other kinds (a 1-element
-/// tensor, reshaped, converted): a step builds a few dozen numbers, and each
-/// operator costs host time on any device. The f64 → f32 `as` cast rounds to
-/// nearest, ties to even, as libtorch's conversion does (the test below
+/// No libtorch operator for float32, float64 (and [`int`]): ATen's static
+/// constructor allocates the tensor and writes the value without the
+/// dispatcher (`csrc/scalar.cpp`; tch would dispatch `zeros` and copy the
+/// bytes in). Other kinds take three operators (a 1-element tensor,
+/// reshaped, converted). A step builds a few dozen numbers, and each
+/// operator costs host time on any device. The float32 value is rounded to
+/// nearest, ties to even, as libtorch's conversion rounds it (the test below
 /// compares them bit for bit).
 pub fn number(v: f64, kind: Kind) -> Result<Tensor, TchError> {
     match kind {
-        Kind::Double => Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Double),
-        Kind::Float => Tensor::f_from_data_size(&(v as f32).to_ne_bytes(), &[], Kind::Float),
+        Kind::Double => native::f64(v, false),
+        Kind::Float => native::f64(v, true),
         _ => Tensor::f_from_slice(&[v])?.f_reshape([])?.f_to_kind(kind),
     }
 }
@@ -42,9 +44,82 @@ pub fn float(v: f64, like: &Tensor) -> Result<Tensor, TchError> {
     number(v, like.f_kind()?)
 }
 
-/// `v` as a 0-dim int64 CPU tensor (one libtorch operator).
+/// `v` as a 0-dim int64 CPU tensor (no libtorch operator, as [`number`]).
 pub fn int(v: i64) -> Result<Tensor, TchError> {
-    Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Int64)
+    native::i64(v)
+}
+
+/// The 0-dim tensors of `csrc/scalar.cpp`.
+#[cfg(dpaudit_scalar)]
+#[allow(unsafe_code)]
+mod native {
+    use std::ffi::c_void;
+
+    use tch::{TchError, Tensor};
+
+    extern "C" {
+        fn dpaudit_scalar_f64(
+            v: f64,
+            as_f32: i32,
+            out: *mut *mut c_void,
+            err: *mut u8,
+            err_cap: usize,
+        ) -> i32;
+        fn dpaudit_scalar_i64(v: i64, out: *mut *mut c_void, err: *mut u8, err_cap: usize) -> i32;
+    }
+
+    /// Room for libtorch's message when a number cannot be allocated.
+    const ERR_CAP: usize = 256;
+
+    /// Takes ownership of a tensor the C++ side allocated, or returns its
+    /// error.
+    fn owned(status: i32, ptr: *mut c_void, err: &[u8]) -> Result<Tensor, TchError> {
+        if status != 0 || ptr.is_null() {
+            let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
+            return Err(TchError::Torch(format!(
+                "allocating a 0-dim CPU tensor for a number: {}",
+                String::from_utf8_lossy(&err[..end])
+            )));
+        }
+        // SAFETY: on success `ptr` is a heap `at::Tensor` that nothing else
+        // owns, the representation of tch's `C_tensor`; `Tensor` frees it.
+        Ok(unsafe { Tensor::from_ptr(ptr.cast()) })
+    }
+
+    pub(super) fn f64(v: f64, as_f32: bool) -> Result<Tensor, TchError> {
+        let (mut ptr, mut err) = (std::ptr::null_mut(), [0u8; ERR_CAP]);
+        // SAFETY: the callee writes `ptr` only on success and at most
+        // `ERR_CAP` bytes of `err` on failure.
+        let status = unsafe {
+            dpaudit_scalar_f64(v, i32::from(as_f32), &mut ptr, err.as_mut_ptr(), ERR_CAP)
+        };
+        owned(status, ptr, &err)
+    }
+
+    pub(super) fn i64(v: i64) -> Result<Tensor, TchError> {
+        let (mut ptr, mut err) = (std::ptr::null_mut(), [0u8; ERR_CAP]);
+        // SAFETY: as above.
+        let status = unsafe { dpaudit_scalar_i64(v, &mut ptr, err.as_mut_ptr(), ERR_CAP) };
+        owned(status, ptr, &err)
+    }
+}
+
+/// Without libtorch's headers: through tch (one operator each).
+#[cfg(not(dpaudit_scalar))]
+mod native {
+    use tch::{Kind, TchError, Tensor};
+
+    pub(super) fn f64(v: f64, as_f32: bool) -> Result<Tensor, TchError> {
+        if as_f32 {
+            Tensor::f_from_data_size(&(v as f32).to_ne_bytes(), &[], Kind::Float)
+        } else {
+            Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Double)
+        }
+    }
+
+    pub(super) fn i64(v: i64) -> Result<Tensor, TchError> {
+        Tensor::f_from_data_size(&v.to_ne_bytes(), &[], Kind::Int64)
+    }
 }
 
 /// One number as an operand of every tensor it meets, built once per kind
@@ -167,7 +242,7 @@ mod tests {
     /// same bits as the three-operator path (a 1-element float64 tensor
     /// converted by libtorch), which other kinds still take.
     #[test]
-    fn numbers_take_one_operator_and_round_as_libtorch_does() {
+    fn numbers_take_no_operator_and_round_as_libtorch_does() {
         let mut values: Vec<f64> = (0..513)
             .map(|i| ((i as f64) * 0.7311).sin() * 10f64.powi(i % 45 - 22))
             .collect();
@@ -196,15 +271,37 @@ mod tests {
                 assert!(same(&new, &old), "{v:e} as {kind:?}: {new:?} vs {old:?}");
             }
         }
+        // No operator at all (one through tch, without libtorch's headers).
+        let per_number = if cfg!(dpaudit_scalar) { 0 } else { 1 };
         for kind in [Kind::Float, Kind::Double] {
             let counter = crate::op_count::OpCounter::start().unwrap();
-            let _n = number(0.25, kind).unwrap();
-            assert_eq!(counter.finish().top_level, 1, "{kind:?}");
+            let n = number(0.25, kind).unwrap();
+            let counts = counter.finish();
+            assert_eq!(counts.top_level, per_number, "{kind:?}");
+            assert_eq!(counts.all, per_number, "{kind:?}");
+            assert_eq!(
+                (n.size(), n.kind(), n.device()),
+                (vec![], kind, Device::Cpu)
+            );
         }
         let counter = crate::op_count::OpCounter::start().unwrap();
         let n = int(-7).unwrap();
-        assert_eq!(counter.finish().top_level, 1);
+        assert_eq!(counter.finish().top_level, per_number);
         assert!(same(&n, &Tensor::from_slice(&[-7i64]).reshape([])));
+        for v in [i64::MIN, -1, 0, 1 << 40, i64::MAX] {
+            assert!(
+                same(&int(v).unwrap(), &Tensor::from_slice(&[v]).reshape([])),
+                "{v}"
+            );
+        }
+        // Each number owns its storage: the tensors stay apart and outlive
+        // everything else made here.
+        let kept: Vec<Tensor> = (0..64)
+            .map(|i| number(f64::from(i), Kind::Float).unwrap())
+            .collect();
+        for (i, t) in kept.iter().enumerate() {
+            assert_eq!(t.double_value(&[]), i as f64);
+        }
     }
 
     /// An operand is built once per kind, with `float`'s value.
@@ -213,11 +310,13 @@ mod tests {
         let f = Tensor::from_slice(&[1.5f32, -2.0]);
         let d = Tensor::from_slice(&[1.5f64, -2.0]);
         let mut third = Operand::new(1.0 / 3.0);
-        let counter = crate::op_count::OpCounter::start().unwrap();
         let a = third.like(&f).unwrap();
         let b = third.like(&f).unwrap();
         let c = third.like(&d).unwrap();
-        assert_eq!(counter.finish().top_level, 2);
+        // The second float32 operand is the first one's tensor, not a new one.
+        assert_eq!(a.data_ptr(), b.data_ptr());
+        assert_ne!(a.data_ptr(), c.data_ptr());
+        assert_eq!(third.made.len(), 2);
         assert!(same(&a, &float(1.0 / 3.0, &f).unwrap()));
         assert!(same(&b, &a));
         assert!(same(&c, &float(1.0 / 3.0, &d).unwrap()));
