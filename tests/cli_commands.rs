@@ -386,28 +386,27 @@ fn bench_op_names_lists_a_steps_operators_by_name() {
     );
     // Lines "loop engine loop-µs engine-µs name": the loop gathers its batch
     // with index_select, the engine-only step (a pre-built batch) never does.
-    let gather = text
-        .lines()
-        .find(|l| l.trim_end().ends_with("aten::index_select"))
-        .unwrap_or_else(|| panic!("no aten::index_select line in {text}"));
-    let counts: Vec<f64> = gather
-        .split_whitespace()
-        .take(2)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    assert!(counts[0] >= 1.0 && counts[1] == 0.0, "{gather}");
+    // The first two numbers of the first line `matches` accepts.
+    let first_two = |matches: &dyn Fn(&str) -> bool| -> (f64, f64, String) {
+        let line = text
+            .lines()
+            .find(|l| matches(l))
+            .unwrap_or_else(|| panic!("no such line in {text}"));
+        let v: Vec<f64> = line
+            .split_whitespace()
+            .take(2)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        (v[0], v[1], line.to_string())
+    };
+    let (loop_calls, engine_calls, gather) =
+        first_two(&|l: &str| l.trim_end().ends_with("aten::index_select"));
+    assert!(loop_calls >= 1.0 && engine_calls == 0.0, "{gather}");
     // The host time before operators, in all, is positive on both sides, and
     // the longest gaps are listed by pair for both.
-    let total = text
-        .lines()
-        .find(|l| l.contains("(host µs before operators, in all)"))
-        .unwrap_or_else(|| panic!("no total line in {text}"));
-    let totals: Vec<f64> = total
-        .split_whitespace()
-        .take(2)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    assert!(totals[0] > 0.0 && totals[1] > 0.0, "{total}");
+    let (loop_us, engine_us, total) =
+        first_two(&|l: &str| l.contains("(host µs before operators, in all)"));
+    assert!(loop_us > 0.0 && engine_us > 0.0, "{total}");
     for side in ["loop step", "engine-only step"] {
         let header = format!("host time between operators, {side}, the 12 longest");
         let at = text
