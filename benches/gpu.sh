@@ -23,7 +23,7 @@
 #      reference (as written and stored channels last); layouts: dpaudit's replica rows in each convolution
 #      layout,
 #   4. loop: the training loop: `dpaudit bench --end-to-end` (reading reports back every 16 steps, then every
-#      step) and `--overhead` (the first with `--op-names`: operators and host gaps by name),
+#      step, then with the host noise generator of secure runs) and `--overhead` (the first with `--op-names`: operators and host gaps by name),
 #   5. audit: a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
 #      fewer runs and steps),
 # then the ratio table (benches/ratios.py). `--tiny --device cpu` runs the same steps at toy sizes in a
@@ -156,6 +156,10 @@ if wanted loop; then
     # read-back saves.
     "$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" \
         --read-back-every 1 2>&1 | tee -a "$out"
+    # With the host generator that secure runs always use (ChaCha20 on the host's cores, uploaded): its
+    # `noise ms` is what a released model's step pays for its noise on this host.
+    "$bin" bench --end-to-end --device "$device" --iters "$iters" --rounds "$rounds" --warmup "$warmup" "${loop_flag[@]}" \
+        --noise host 2>&1 | tee -a "$out"
     # The replayable default (on a GPU: Philox on the device), then the host generator that secure runs use.
     # The first also lists a step's operators by name and where the host time between them goes (on a GPU
     # each operator is a launch; the gaps are the host work the device may wait for).

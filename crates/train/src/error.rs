@@ -96,6 +96,15 @@ pub enum TrainError {
         /// What failed.
         reason: String,
     },
+    /// The step's DP noise could not be drawn as defined; no update is made
+    /// with it.
+    #[error("DP noise of step {step}: {reason}")]
+    Noise {
+        /// The step.
+        step: u64,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl TrainError {
