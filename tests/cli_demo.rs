@@ -74,14 +74,20 @@ fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
         let eps = b["epsilon"].as_f64().unwrap();
         assert_eq!(b["selection"], "split");
         assert_eq!(b["confidence"], 0.95);
-        // Soundness of a correct pipeline, and some power: 200 runs of a μ = 1.58
-        // Gaussian canary certify well above 0 (the GDP bound is ≈ 4 here).
+        // Soundness of a correct pipeline; power is checked below.
         assert!(
             (0.0..=upper).contains(&eps),
             "{}: ε_lb = {eps} vs {upper}",
             b["method"]
         );
     }
+    // Some power: 200 runs of a μ = 1.58 Gaussian canary separate members from
+    // non-members and certify above 0. Over seeds 0–14 of this demo (2026-11-27,
+    // `dpaudit demo --no-train --canary-runs 200 --seed S`, before and after the
+    // noise's block layout) the AUC was 0.80–0.91 and the GDP bound 0.54–5.74,
+    // so these floors hold with room for the seed-to-seed spread of a 200-run
+    // audit.
     let gdp = bounds.iter().find(|b| b["method"] == "gdp").unwrap();
-    assert!(gdp["epsilon"].as_f64().unwrap() > 1.0, "{gdp}");
+    assert!(gdp["epsilon"].as_f64().unwrap() > 0.25, "{gdp}");
+    assert!(gdp["metrics"]["auc"].as_f64().unwrap() > 0.7, "{gdp}");
 }
