@@ -29,7 +29,7 @@ pub enum ThreatModel {
     AllIterates,
     /// Every privatised aggregate, with the adversary also choosing every
     /// record's gradient: the Batched Gaussian Mechanism of Annamalai et al. 2024 §4, Algorithm 4
-    /// (Algorithm 4), simulated without a network by [`crate::bgm`].
+    /// (Algorithm 4), simulated without a network by [`crate::bgm_simulator`].
     WorstCase,
 }
 

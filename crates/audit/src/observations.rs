@@ -176,7 +176,7 @@ pub enum Selection {
     /// Choose on all the data, with a union bound over a family declared in
     /// advance. Threshold audits: every error-rate bound holds simultaneously
     /// over all thresholds, via a grid of count levels fixed by the class
-    /// sizes (see [`crate::band`]). One-run audits: every (k+, k−) candidate
+    /// sizes (see [`crate::region`]). One-run audits: every (k+, k−) candidate
     /// of the fixed grid is tested at level `(1 − confidence)/K`. Valid.
     Bonferroni,
     /// No search: the guess counts were fixed before looking at the data

@@ -19,7 +19,7 @@
 //! in the ranking are broken by input order, which must therefore not depend
 //! on the inclusion bits (e.g. canary index order).
 //!
-//! **Choosing (k+, k−)** ([`select_guesses`], shared with the f-DP one-run
+//! **Choosing (k+, k−)** (`select_guesses`, shared with the f-DP one-run
 //! audit of [`crate::one_run_fdp`]). The candidates are a family fixed in
 //! advance: `k+ = k− = f·m`, or one-sided `k+ = f·m, k− = 0` or
 //! `k+ = 0, k− = f·m`, for `f` in [`candidate_fractions`]. Policies:
@@ -187,7 +187,7 @@ pub fn candidate_fractions() -> &'static [f64] {
 /// The candidate (k+, k−) fraction pairs: symmetric `(f, f)`, and one-sided
 /// `(f, 0)` and `(0, f)`, for `f` in [`candidate_fractions`]. Fixed in
 /// advance; the pairs that round to no guess or to more than `m` guesses are
-/// dropped for a given `m` by [`candidates`].
+/// dropped for a given `m` by `candidates`.
 pub fn candidate_pairs() -> Vec<(f64, f64)> {
     let fr = candidate_fractions();
     let mut out: Vec<(f64, f64)> = fr.iter().map(|&f| (f, f)).collect();

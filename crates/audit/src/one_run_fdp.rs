@@ -40,7 +40,7 @@
 //!
 //! **Validity conditions**: inclusion bits independent and uniform; the
 //! guesses a function of the scores only (never of the bits), the number of
-//! guesses fixed or chosen by a valid policy ([`crate::one_run::select_guesses`]);
+//! guesses fixed or chosen by a valid policy (`one_run::select_guesses`);
 //! the claim f-DP for each canary (add/remove), with f symmetric (both
 //! families are).
 

@@ -29,7 +29,7 @@
 //!   (docs/canary-games.md). The Poisson mixture uses an exact softplus,
 //!   `max(e, 0) + log1p(exp(−|e|))`.
 //! - **Randomness.** Every draw comes from the simulator's own counter-based
-//!   generator ([`crate::philox::Philox`]), keyed by the `simulation` stream of
+//!   generator ([`dpaudit_train::philox::Philox`]), keyed by the `simulation` stream of
 //!   the config's seed; a draw of chunk `c` under hypothesis `h` for purpose
 //!   `p` is tagged `(2p + h, c mod 2³², c div 2³²)`, so no two draws of a
 //!   simulation share a counter, for any number of chunks. Nothing is drawn

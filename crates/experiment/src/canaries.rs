@@ -8,7 +8,7 @@
 //!   canary is `s·C·u` with `u` uniform on the unit sphere. `s` = `scale`, 1 by
 //!   default, so clipping leaves the canary unchanged; the self-test uses
 //!   `s > 1` to check that clipping is applied to it. A gradient canary fills
-//!   one batch slot through [`Override::Gradient`], so it is clipped by the same
+//!   one batch slot through [`dpaudit_train::engine::Override::Gradient`], so it is clipped by the same
 //!   rule as every record and the sum is divided by the same public normaliser.
 //! * Input canaries (Steinke, Nasr & Jagielski 2023, §2 and §4.2; the loss-based baseline A_L of Cebere, Bellet & Papernot 2024, §5.1): test records, either
 //!   mislabeled (a uniformly chosen label different from the true one) or kept

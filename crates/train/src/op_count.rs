@@ -29,7 +29,7 @@
 //!
 //! dpaudit's own compute kernels, which run outside the dispatcher (the
 //! direct per-sample convolution gradient, `conv2d::PerSampleMethod::Direct`),
-//! report each call through [`own_kernel`]: it counts as one top-level
+//! report each call through `own_kernel`: it counts as one top-level
 //! operator with its time, so that the time outside operators stays host work.
 //!
 //! The observer costs about a microsecond per operator while installed, so it
@@ -98,7 +98,7 @@ pub struct OpCounts {
     /// Wall-clock seconds of the stretch.
     pub wall: f64,
     /// Points where a GPU run makes the host wait for the device: our own
-    /// read-backs ([`host_read`]) and the operators that copy a device value
+    /// read-backs (`host_read`) and the operators that copy a device value
     /// to the host (`_local_scalar_dense`, behind every `item()`) or size
     /// their output from device data (`nonzero`). Copies of whole tensors
     /// by libtorch are not seen. A fraction after [`OpCounts::per`].

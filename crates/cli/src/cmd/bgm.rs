@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long)]
     pub config: PathBuf,
     /// Where `audit.json`, `summary.md`, `scores.csv` and the chunks go
-    /// (default: runs/<config file stem>); an existing out-dir of the same
+    /// (default: `runs/<config file stem>`); an existing out-dir of the same
     /// experiment is resumed.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,

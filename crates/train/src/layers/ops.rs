@@ -48,7 +48,7 @@ pub fn max_pool2d(x: &Tensor, k: i64, stride: i64) -> Result<Tensor> {
 ///
 /// On the CPU, windows that tile the input (`stride = k`, `k` dividing `H`
 /// and `W`: LeNet-5's pooling) are averaged by operations that libtorch runs
-/// faster there than its average-pooling kernel ([`tiled_avg_pool_cpu`]).
+/// faster there than its average-pooling kernel (`tiled_avg_pool_cpu`).
 pub fn avg_pool2d(x: &Tensor, k: i64, stride: i64) -> Result<Tensor> {
     torch("avg_pool2d", || {
         spatial(x, |v| {
