@@ -51,6 +51,10 @@ std::atomic<bool> naming{false};
 std::mutex names_lock;
 std::map<std::string, Named> names;
 std::map<std::string, Named> pairs;
+// Bumped each time naming starts: a thread whose last operator was named in
+// an earlier stretch (e.g. an autograd worker on a GPU, whose thread-locals
+// the starting thread cannot reset) does not charge the time since then.
+std::atomic<uint64_t> naming_stretch{0};
 
 thread_local int depth = 0;
 thread_local bool observing = false;  // on the thread that installed the observer
@@ -58,7 +62,8 @@ thread_local std::chrono::steady_clock::time_point entered;
 // End of the last top-level operator on this thread while naming; none
 // (epoch) until one has run.
 thread_local std::chrono::steady_clock::time_point left{};
-thread_local std::string previous;  // its name
+thread_local std::string previous;     // its name
+thread_local uint64_t left_stretch = 0;  // the naming stretch it ran in
 
 bool waits_for_device(const char* name) {
   return std::strcmp(name, "aten::_local_scalar_dense") == 0 ||
@@ -72,6 +77,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     top_level.fetch_add(1, std::memory_order_relaxed);
     if (naming.load(std::memory_order_relaxed)) {
       auto now = std::chrono::steady_clock::now();
+      uint64_t stretch = naming_stretch.load(std::memory_order_relaxed);
+      if (left_stretch != stretch) {
+        left = {};
+        previous.clear();
+        left_stretch = stretch;
+      }
       uint64_t before = 0;
       if (left.time_since_epoch().count() != 0) {
         before = static_cast<uint64_t>(
@@ -164,16 +175,15 @@ void dpaudit_op_count_read(uint64_t* top, uint64_t* all, uint64_t* ns, uint64_t*
 }
 
 // Starts (on != 0) or stops counting top-level operators by name; starting
-// clears the names counted before. Call it on the installing thread.
+// clears the names counted before and starts a new stretch on every thread.
 void dpaudit_op_count_names(int on) {
   std::lock_guard<std::mutex> guard(names_lock);
   if (on) {
     names.clear();
     pairs.clear();
+    naming_stretch.fetch_add(1, std::memory_order_relaxed);
   }
   naming = on != 0;
-  left = {};
-  previous.clear();
 }
 
 // The names (`by_pair` == 0) or pairs counted so far as lines
@@ -200,7 +210,6 @@ size_t dpaudit_op_count_names_read(char* buf, size_t cap, int by_pair) {
 void dpaudit_op_count_remove() {
   observing = false;
   naming = false;
-  previous.clear();
   if (installed.exchange(false)) at::removeCallback(handle);
 }
 
