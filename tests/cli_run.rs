@@ -245,7 +245,9 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
 fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
     // 2 runs with 60 Dirac canaries each, every canary in or out with
     // probability ½: one-run (Steinke et al.) and f-DP one-run (Mahloujifar
-    // et al.) bounds, each from run 0's canaries, and a plot of each.
+    // et al.) bounds — the (ε, δ) family, and the Gaussian family under the
+    // name that says what it assumes — each from run 0's canaries, and a
+    // plot of each.
     let dir = tempfile::tempdir().unwrap();
     let exp = EXPERIMENT
         .replace("runs = 40", "runs = 2")
@@ -547,6 +549,68 @@ fn an_inconsistent_experiment_is_refused_before_any_file_is_written() {
         assert!(e.contains(field), "{field}: {e}");
         assert!(!out.exists(), "{field}: the out-dir must not be created");
     }
+}
+
+/// `runs = 100000000000` is refused at once with the memory its results
+/// need and the memory there is, before the out-dir is created (it used to
+/// grow in memory without output); `runs = 1e11`, a float, is refused by the
+/// parser.
+#[test]
+fn runs_whose_results_cannot_fit_in_memory_are_refused_with_the_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "huge.toml",
+        &EXPERIMENT.replace("runs = 40", "runs = 100000000000"),
+    );
+    let out = dir.path().join("out");
+    let mut child = binary()
+        .arg("run")
+        .arg(&config)
+        .arg("--out-dir")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A liveness guard, not a timing: the refusal takes well under a second.
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("runs = 10¹¹ was not refused within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = child.wait_with_output().unwrap();
+    assert!(!refused.status.success());
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        e.contains("huge.toml")
+            && e.contains("100000000000 runs")
+            && e.contains("GiB")
+            && e.contains("of memory are available")
+            && e.contains("`runs`")
+            && !e.contains("panicked"),
+        "{e}"
+    );
+    assert!(!out.exists(), "the out-dir must not be created");
+
+    let config = write(
+        dir.path(),
+        "float.toml",
+        &EXPERIMENT.replace("runs = 40", "runs = 1e11"),
+    );
+    let refused = run(&config, &out, &[]);
+    assert!(!refused.status.success());
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        e.contains("float.toml") && e.contains("line 3") && e.contains("expected u64"),
+        "{e}"
+    );
+    assert!(!out.exists());
 }
 
 /// The out-dir defends itself: every fault is named, and only what is damaged

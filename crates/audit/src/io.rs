@@ -1,11 +1,19 @@
 //! Reading scores from files.
 //!
-//! **CSV.** The first line is a header (a UTF-8 byte-order mark before it is
-//! skipped). It must name a `score` column and a `member` column (1 = the
-//! target/canary was included, 0 = not); other columns are ignored. Fields are separated by commas; quoted fields are not
-//! supported. Blank lines are skipped. Scores must be finite numbers;
-//! `member` must be `0` or `1` (`0.0`/`1.0` are accepted too). Every error
-//! names the file and the 1-based line.
+//! **CSV** (RFC 4180, read with the `csv` crate). Fields are separated by
+//! commas and may be quoted (`"0.5","1"`, a quote inside a quoted field
+//! doubled); records end in `\n`, `\r\n` or a lone `\r` (old Mac files);
+//! a UTF-8 byte-order mark before the header is skipped, and blank lines
+//! (empty or only spaces) are skipped anywhere. The first record is a header
+//! that must name exactly one `score` column and exactly one `member` column
+//! (1 = the target/canary was included, 0 = not), in any position; other
+//! columns are ignored. Every record has as many fields as the header.
+//! Spaces around a field are ignored. Scores must be finite numbers;
+//! `member` must be `0` or `1` (`0.0`/`1.0` are accepted too). The file
+//! must be UTF-8. Every error names the file and the 1-based line where
+//! the offending record starts (a lone `\r` counts as a line end), and
+//! quotes at most [`QUOTE_BYTES`] bytes of what it found, with the total
+//! length when it cut.
 //!
 //! **NPY.** A little-endian float64 array of shape `(N, 2)` (`'<f8'`, C or
 //! Fortran order, format version 1, 2 or 3): column 0 is the score, column 1
@@ -20,6 +28,37 @@ use std::path::Path;
 use crate::error::{AuditError, Result};
 use crate::observations::Observations;
 
+/// The most bytes of a file's content an error message quotes.
+pub const QUOTE_BYTES: usize = 100;
+
+/// `bytes` for an error message: at most [`QUOTE_BYTES`] of them, cut on a
+/// character boundary and followed by `…` and the total length when longer;
+/// invalid UTF-8 shows as U+FFFD and control characters escaped (`\r`), so
+/// a file with unexpected line ends cannot flood the terminal.
+/// (`dpaudit_data::files::excerpt` is the same rule for the data crate,
+/// which this crate does not depend on.)
+pub fn excerpt(bytes: &[u8]) -> String {
+    let mut cut = bytes.len().min(QUOTE_BYTES);
+    // Back off to the start of a UTF-8 character (at most 3 continuation bytes).
+    let mut back = 0;
+    while cut < bytes.len() && cut > 0 && back < 3 && bytes[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+        back += 1;
+    }
+    let mut out = String::new();
+    for c in String::from_utf8_lossy(&bytes[..cut]).chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if cut < bytes.len() {
+        out.push_str(&format!("… ({} bytes)", bytes.len()));
+    }
+    out
+}
+
 /// Reads scores from `path`: NPY when the name ends in `.npy`, else CSV.
 pub fn read_scores(path: &Path) -> Result<Observations> {
     let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
@@ -32,88 +71,190 @@ pub fn read_scores(path: &Path) -> Result<Observations> {
     {
         parse_npy(path, &bytes)
     } else {
-        let text = std::str::from_utf8(&bytes).map_err(|e| AuditError::Csv {
-            path: path.to_path_buf(),
-            line: 1 + bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count(),
-            message: "the file is not valid UTF-8 text".into(),
-        })?;
-        parse_csv(path, text)
+        parse_csv_bytes(path, &bytes)
     }
 }
 
-fn parse_member(field: &str) -> Option<bool> {
+fn parse_member(field: &[u8]) -> Option<bool> {
     match field {
-        "1" | "1.0" => Some(true),
-        "0" | "0.0" => Some(false),
+        b"1" | b"1.0" => Some(true),
+        b"0" | b"0.0" => Some(false),
         _ => None,
     }
 }
 
+/// The 1-based line of byte `offset`: one more than the line ends before it,
+/// where `\n`, `\r\n` and a lone `\r` each end a line.
+fn line_at(bytes: &[u8], offset: usize) -> usize {
+    let before = &bytes[..offset.min(bytes.len())];
+    let lone_cr = before
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+        .count();
+    1 + lone_cr + before.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// Where the record the reader returned last starts: its position is where
+/// the reader stopped after the previous record, so skip the line ends (and
+/// the byte-order mark) between the two.
+fn record_start(bytes: &[u8], record: &csv::ByteRecord) -> usize {
+    let from = record.position().map_or(0, |p| p.byte()) as usize;
+    let mut at = from.min(bytes.len());
+    if at == 0 && bytes.starts_with(b"\xef\xbb\xbf") {
+        at = 3;
+    }
+    while at < bytes.len() && matches!(bytes[at], b'\r' | b'\n') {
+        at += 1;
+    }
+    at
+}
+
+/// The physical line starting at byte `start`, without its line end.
+fn line_from(bytes: &[u8], start: usize) -> &[u8] {
+    let rest = &bytes[start.min(bytes.len())..];
+    let end = rest
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// A record holding one field of nothing but spaces: a blank line.
+fn is_blank(record: &csv::ByteRecord) -> bool {
+    record.len() == 1 && record[0].trim_ascii().is_empty()
+}
+
 /// Parses CSV text (see the module docs); `path` is only used in messages.
 pub fn parse_csv(path: &Path, text: &str) -> Result<Observations> {
+    parse_csv_bytes(path, text.as_bytes())
+}
+
+/// Parses the bytes of a CSV file (see the module docs); `path` is only used
+/// in messages.
+pub fn parse_csv_bytes(path: &Path, bytes: &[u8]) -> Result<Observations> {
     let csv_err = |line: usize, message: String| AuditError::Csv {
         path: path.to_path_buf(),
         line,
         message,
     };
-    // Spreadsheet programs write a byte-order mark before the header.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')));
-    let (header_line, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.trim().is_empty())
-        .ok_or_else(|| {
-            csv_err(
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return Err(csv_err(
+            line_at(bytes, e.valid_up_to()),
+            "the file is not valid UTF-8 text".into(),
+        ));
+    }
+    // Lone `\r`, `\n` and `\r\n` all end a record (csv's default
+    // terminator); field counts are checked here, to say which line and
+    // what the header was.
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .buffer_capacity(1 << 16)
+        .from_reader(bytes);
+    let mut record = csv::ByteRecord::new();
+    let read_err = |record: &csv::ByteRecord, e: csv::Error| {
+        csv_err(line_at(bytes, record_start(bytes, record)), e.to_string())
+    };
+    // The header: the first record that is not blank.
+    loop {
+        if !reader
+            .read_byte_record(&mut record)
+            .map_err(|e| read_err(&record, e))?
+        {
+            return Err(csv_err(
                 1,
                 "the file is empty; expected a header with `score` and `member` columns".into(),
-            )
-        })?;
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let find = |name: &str| names.iter().position(|&n| n == name);
-    let (Some(score_col), Some(member_col)) = (find("score"), find("member")) else {
+            ));
+        }
+        if !is_blank(&record) {
+            break;
+        }
+    }
+    let header_start = record_start(bytes, &record);
+    let header_line = line_at(bytes, header_start);
+    let header = excerpt(line_from(bytes, header_start));
+    let names: Vec<&[u8]> = record.iter().map(<[u8]>::trim_ascii).collect();
+    let columns = |name: &str| -> Vec<usize> {
+        names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n == name.as_bytes())
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (score_cols, member_cols) = (columns("score"), columns("member"));
+    let (Some(&score_col), Some(&member_col)) = (score_cols.first(), member_cols.first()) else {
         return Err(csv_err(
             header_line,
-            format!("header `{header}` lacks a `score` and/or a `member` column; expected both, e.g. `score,member`"),
+            format!(
+                "header `{header}` lacks a `score` and/or a `member` column; expected both, e.g. `score,member`"
+            ),
         ));
     };
-    let mut scores = Vec::new();
-    let mut members = Vec::new();
-    for (line, text) in lines {
-        if text.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = text.split(',').map(str::trim).collect();
-        if fields.len() != names.len() {
+    for (name, cols) in [("score", &score_cols), ("member", &member_cols)] {
+        if cols.len() > 1 {
+            let positions: Vec<String> = cols.iter().map(|c| (c + 1).to_string()).collect();
             return Err(csv_err(
-                line,
+                header_line,
                 format!(
-                    "found {} fields, expected {} as in the header (`{header}`)",
-                    fields.len(),
-                    names.len()
+                    "header `{header}` has {} `{name}` columns (columns {}); expected exactly one",
+                    cols.len(),
+                    positions.join(" and ")
                 ),
             ));
         }
-        let s = fields[score_col];
-        let score: f64 = s
-            .parse()
-            .map_err(|_| csv_err(line, format!("column `score`: `{s}` is not a number")))?;
+    }
+    let width = names.len();
+    let mut scores = Vec::new();
+    let mut members = Vec::new();
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| read_err(&record, e))?
+    {
+        if record.len() != width {
+            if is_blank(&record) {
+                continue;
+            }
+            return Err(csv_err(
+                line_at(bytes, record_start(bytes, &record)),
+                format!(
+                    "found {} fields, expected {width} as in the header (`{header}`)",
+                    record.len(),
+                ),
+            ));
+        }
+        let s = record[score_col].trim_ascii();
+        let Some(score) = std::str::from_utf8(s)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+        else {
+            return Err(csv_err(
+                line_at(bytes, record_start(bytes, &record)),
+                format!("column `score`: `{}` is not a number", excerpt(s)),
+            ));
+        };
         if !score.is_finite() {
             return Err(AuditError::NonFiniteScore {
-                location: format!("{}:{line}", path.display()),
+                location: format!(
+                    "{}:{}",
+                    path.display(),
+                    line_at(bytes, record_start(bytes, &record))
+                ),
                 value: score,
             });
         }
-        let m = fields[member_col];
-        let member = parse_member(m).ok_or_else(|| AuditError::InvalidMember {
-            location: format!("{}:{line}", path.display()),
-            found: m.to_string(),
-        })?;
+        let m = record[member_col].trim_ascii();
+        let Some(member) = parse_member(m) else {
+            return Err(AuditError::InvalidMember {
+                location: format!(
+                    "{}:{}",
+                    path.display(),
+                    line_at(bytes, record_start(bytes, &record))
+                ),
+                found: excerpt(m),
+            });
+        };
         scores.push(score);
         members.push(member);
     }
@@ -170,7 +311,7 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
             header_start,
             format!(
                 "dtype in `{}` is not little-endian float64; expected '<f8'",
-                header.trim()
+                excerpt(header.trim().as_bytes())
             ),
         ));
     }
@@ -193,7 +334,7 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
                 header_start,
                 format!(
                     "cannot parse shape `({})`",
-                    &compact[shape_start..shape_end]
+                    excerpt(&compact.as_bytes()[shape_start..shape_end])
                 ),
             )
         })?;
@@ -287,4 +428,28 @@ pub fn to_npy(obs: &Observations) -> Vec<u8> {
         out.extend_from_slice(&(if m { 1.0_f64 } else { 0.0 }).to_le_bytes());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_cut_on_a_character_boundary_and_escape_control_characters() {
+        assert_eq!(excerpt(b"a\rb\n"), "a\\rb\\n");
+        assert_eq!(excerpt(&[b'x'; 100]), "x".repeat(100));
+        // 40 × 3 bytes: 33 characters (99 bytes) fit, the 34th would be cut.
+        let s = "€".repeat(40);
+        assert_eq!(
+            excerpt(s.as_bytes()),
+            format!("{}… (120 bytes)", "€".repeat(33))
+        );
+    }
+
+    #[test]
+    fn lines_end_in_lf_crlf_or_a_lone_cr() {
+        let b = b"a\nb\r\nc\rd";
+        let lines: Vec<usize> = [0, 2, 5, 7].iter().map(|&o| line_at(b, o)).collect();
+        assert_eq!(lines, [1, 2, 3, 4]);
+    }
 }

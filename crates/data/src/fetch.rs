@@ -397,10 +397,9 @@ fn download_verified(
         ureq::Error::Status(code, r) => http(format!("HTTP status {code} {}", r.status_text())),
         ureq::Error::Transport(t) => http(t.to_string()),
     })?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".dpaudit-fetch-")
-        .tempfile_in(dir)
-        .map_err(|source| DataError::Io {
+    // With the mode of an ordinary new file: it is persisted as the dataset file.
+    let mut tmp =
+        crate::atomic::temp_file_in(dir, ".dpaudit-fetch-").map_err(|source| DataError::Io {
             path: dir.to_path_buf(),
             action: "cannot create a temporary file",
             source,

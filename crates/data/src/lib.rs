@@ -12,7 +12,10 @@
 //! - Transformations on [`Dataset`]: class subsets with relabelling,
 //!   seeded downsampling and splits; [`Normalization`].
 //! - [`fetch`]: download from the official URL, verify SHA-256, unpack.
+//! - [`atomic`]: files written whole or not at all, with the mode an
+//!   ordinary new file gets (the workspace's one atomic writer).
 
+pub mod atomic;
 pub mod cifar10;
 pub mod dataset;
 pub mod error;

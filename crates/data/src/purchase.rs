@@ -78,7 +78,7 @@ pub fn parse(bytes: &[u8], file: &str, base: LabelBase) -> Result<Records> {
                 file: file.to_string(),
                 line: line_no,
                 field: j + 1,
-                found: String::from_utf8_lossy(field).into_owned(),
+                found: crate::files::excerpt(field),
                 expected: expected.to_string(),
             };
             if j == 0 {
@@ -333,6 +333,22 @@ mod tests {
             parse(text.as_bytes(), "p", LabelBase::Detect),
             Err(DataError::Parse { field: 1, .. })
         ));
+    }
+
+    #[test]
+    fn errors_quote_at_most_a_hundred_bytes_of_a_field() {
+        let err = parse(
+            line(&"7".repeat(100_000), 0).as_bytes(),
+            "p",
+            LabelBase::Detect,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.len() < 300 && err.contains("… (100000 bytes)"),
+            "{}",
+            &err[..err.len().min(300)]
+        );
     }
 
     #[test]

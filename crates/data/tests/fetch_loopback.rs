@@ -190,6 +190,17 @@ fn fmnist_downloads_verifies_and_loads_then_skips_when_present() {
             "{name} stored byte for byte"
         );
     }
+    // Stored with the mode of an ordinary new file (not a temporary's 0600).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let probe = tmp.path().join("probe");
+        std::fs::File::create(&probe).unwrap();
+        for (name, _) in &fixture {
+            assert_eq!(mode(&to.join(name)), mode(&probe), "{name}");
+        }
+    }
     let splits = load_dir(DatasetKind::Fmnist, &to).unwrap();
     assert_eq!(splits.train.labels(), &[1, 5, 9]);
     assert_eq!(splits.test.len(), 2);

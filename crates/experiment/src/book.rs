@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use dpaudit_data::files::excerpt;
+
 use crate::canaries::ScoreKind;
 use crate::chunk::ChunkScores;
 
@@ -87,7 +89,8 @@ pub fn rows_from_csv(path: &Path, text: &str, kinds: &[ScoreKind]) -> Result<Vec
             path,
             1,
             format!(
-                "header `{header}` does not match this experiment's `{}`",
+                "header `{}` does not match this experiment's `{}`",
+                excerpt(header.as_bytes()),
                 csv_header(kinds)
             ),
         ));
@@ -106,18 +109,32 @@ pub fn rows_from_csv(path: &Path, text: &str, kinds: &[ScoreKind]) -> Result<Vec
         let member = match f[2] {
             "1" => true,
             "0" => false,
-            other => return Err(bad(path, n, format!("member `{other}`, expected 1 or 0"))),
+            other => {
+                return Err(bad(
+                    path,
+                    n,
+                    format!("member `{}`, expected 1 or 0", excerpt(other.as_bytes())),
+                ))
+            }
         };
         let num = |s: &str| -> Result<f64> {
-            s.parse::<f64>()
-                .map_err(|_| bad(path, n, format!("`{s}` is not a number")))
+            s.parse::<f64>().map_err(|_| {
+                bad(
+                    path,
+                    n,
+                    format!("`{}` is not a number", excerpt(s.as_bytes())),
+                )
+            })
         };
         let int = |s: &str, what: &str| -> Result<u64> {
             s.parse::<u64>().map_err(|_| {
                 bad(
                     path,
                     n,
-                    format!("{what} `{s}` is not a non-negative integer"),
+                    format!(
+                        "{what} `{}` is not a non-negative integer",
+                        excerpt(s.as_bytes())
+                    ),
                 )
             })
         };
@@ -173,5 +190,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("header"), "{e}");
+        // A file with another line end is one long header line: quoted cut.
+        let e = rows_from_csv(
+            Path::new("x.csv"),
+            &text.replace('\n', "\r").repeat(1000),
+            &kinds,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("header") && e.len() < 400, "{e}");
     }
 }

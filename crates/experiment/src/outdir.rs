@@ -10,12 +10,23 @@
 //!   (same host, pid not running or running a different process since the
 //!   start times differ) is stale: it is reported and taken over. A lock from
 //!   another host cannot be checked and is never taken over.
+//! * **No lock left by a failure.** If the lock's content cannot be written
+//!   or synced (a full disk: `O_CREAT | O_EXCL` succeeds, the write fails),
+//!   the file is removed again before the error is returned, so the next run
+//!   is not refused. A lock file that names no holder (empty or cut short:
+//!   its creator died or failed between creating and writing it, e.g. an
+//!   older dpaudit on a full disk) is refused while it may still be being
+//!   written and taken over, reported, once it has not changed for
+//!   [`UNREADABLE_LOCK_GRACE`]. A process that finds, after writing its lock,
+//!   that the file no longer holds its content gives the out-dir up.
 //! * **Writable before anything is computed.** Taking the lock creates a file
 //!   in the out-dir, so a read-only or missing-and-uncreatable out-dir fails
 //!   at once.
 //! * **Whole files only.** [`OutDir::write`] writes to a hidden temporary file
 //!   in the same directory, syncs it, renames it over the target and syncs
-//!   the directory; a failure removes the temporary file.
+//!   the directory; a failure removes the temporary file
+//!   ([`dpaudit_data::atomic`], which also gives the file the mode an
+//!   ordinary new file gets under the umask).
 //! * **Checksummed records.** [`OutDir::write_checked`] appends a last line
 //!   `# sha256 <hex>` over everything before it; [`OutDir::read_checked`]
 //!   tells a missing file from a damaged one (edited, truncated, trailer
@@ -27,6 +38,9 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dpaudit_data::atomic::sync_dir;
 
 use sha2::{Digest, Sha256};
 
@@ -37,6 +51,16 @@ pub const FORMAT_VERSION: u32 = 2;
 
 /// The lock file's name.
 pub const LOCK_FILE: &str = ".dpaudit.lock";
+
+/// How long a lock file that names no holder must have been unchanged
+/// before it is taken over. Its creator writes the content right after
+/// creating the file (one `write` of about 100 bytes, visible to readers
+/// before it is synced), so a live creator leaves it unreadable for far less
+/// than a second; half a minute also covers a stalled network file system
+/// and clocks a little apart. Should a creator still be writing after that,
+/// it finds its content gone when it checks the lock after writing, and
+/// gives the out-dir up.
+pub const UNREADABLE_LOCK_GRACE: Duration = Duration::from_secs(30);
 
 /// The trailer prefix of a checksummed file.
 const TRAILER: &str = "# sha256 ";
@@ -62,6 +86,34 @@ impl fmt::Display for LockHolder {
             "pid {} on host {} ({})",
             self.pid, self.host, self.command
         )
+    }
+}
+
+/// A stale lock [`OutDir::open`] took over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaleLock {
+    /// Its holder no longer runs.
+    Holder(LockHolder),
+    /// It named no holder (empty or cut short) and had not changed for
+    /// `unchanged_s` seconds, at least [`UNREADABLE_LOCK_GRACE`].
+    Unreadable {
+        /// Its size.
+        bytes: u64,
+        /// Seconds since it last changed.
+        unchanged_s: u64,
+    },
+}
+
+impl fmt::Display for StaleLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StaleLock::Holder(h) => write!(f, "the stale lock of {h}, which no longer runs"),
+            StaleLock::Unreadable { bytes, unchanged_s } => write!(
+                f,
+                "a lock file that named no holder ({bytes} bytes, unchanged for {unchanged_s} s): \
+                 its creator stopped between creating and writing it"
+            ),
+        }
     }
 }
 
@@ -170,7 +222,7 @@ pub enum Checked {
 pub struct OutDir {
     root: PathBuf,
     lock: Option<Lock>,
-    stale: Option<LockHolder>,
+    stale: Option<StaleLock>,
     created: bool,
 }
 
@@ -184,26 +236,33 @@ impl Drop for OutDir {
     }
 }
 
-fn io_err<'a>(
-    path: &'a Path,
-    action: &'static str,
-) -> impl FnOnce(std::io::Error) -> ExperimentError + 'a {
-    move |source| ExperimentError::Io {
-        path: path.to_path_buf(),
-        action,
-        source,
-    }
-}
-
 impl OutDir {
     /// Create `root` if needed and take its lock for `command` (e.g.
     /// `"dpaudit run seed001.toml"`); refuses a locked or unwritable out-dir.
     pub fn open(root: &Path, command: &str) -> Result<OutDir> {
+        Self::open_with(root, command, write_lock)
+    }
+
+    /// [`OutDir::open`], writing the lock's content with `write` (tests make
+    /// it fail as a full disk does).
+    fn open_with(
+        root: &Path,
+        command: &str,
+        write: impl Fn(&mut File, &[u8]) -> std::io::Result<()>,
+    ) -> Result<OutDir> {
         let created = !root.exists();
         fs::create_dir_all(root).map_err(|source| ExperimentError::NotWritable {
             path: root.to_path_buf(),
             source,
         })?;
+        // Give a directory this call created back when it ends in an error.
+        let fail = |e: ExperimentError| {
+            if created {
+                // Fails (and keeps the directory) unless it is empty.
+                let _ = fs::remove_dir(root);
+            }
+            e
+        };
         let path = root.join(LOCK_FILE);
         let me = LockHolder::this_process(command);
         let content = me.to_text();
@@ -211,13 +270,45 @@ impl OutDir {
         for attempt in 0..2 {
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(mut f) => {
-                    f.write_all(content.as_bytes())
-                        .and_then(|_| f.sync_all())
-                        .map_err(|source| ExperimentError::NotWritable {
+                    if let Err(source) = write(&mut f, content.as_bytes()) {
+                        // The file exists but does not (wholly) name us: left
+                        // there, it would refuse every later run. Removing it
+                        // is safe, the exclusive create made it ours; should
+                        // that fail too, the grace rule takes it over later.
+                        drop(f);
+                        let _ = fs::remove_file(&path);
+                        return Err(fail(ExperimentError::NotWritable {
                             path: root.to_path_buf(),
                             source,
-                        })?;
+                        }));
+                    }
                     sync_dir(root);
+                    // Taken over by another process while this one was
+                    // writing (see UNREADABLE_LOCK_GRACE)? Then it is theirs.
+                    let taken = "another process that took it over while this one wrote it";
+                    match fs::read_to_string(&path) {
+                        Ok(now) if now == content => {}
+                        Ok(now) => {
+                            return Err(fail(ExperimentError::Locked {
+                                path: path.clone(),
+                                holder: LockHolder::parse(&now)
+                                    .map_or_else(|| taken.into(), |h| h.to_string()),
+                            }))
+                        }
+                        Err(e) if e.kind() == ErrorKind::NotFound => {
+                            return Err(fail(ExperimentError::Locked {
+                                path: path.clone(),
+                                holder: taken.into(),
+                            }))
+                        }
+                        Err(source) => {
+                            let _ = fs::remove_file(&path);
+                            return Err(fail(ExperimentError::NotWritable {
+                                path: root.to_path_buf(),
+                                source,
+                            }));
+                        }
+                    }
                     return Ok(OutDir {
                         root: root.to_path_buf(),
                         lock: Some(Lock { path, content }),
@@ -229,40 +320,50 @@ impl OutDir {
                     let text = fs::read_to_string(&path).unwrap_or_default();
                     match LockHolder::parse(&text) {
                         Some(holder) if holder.alive() => {
-                            return Err(ExperimentError::Locked {
+                            return Err(fail(ExperimentError::Locked {
                                 path: path.clone(),
                                 holder: holder.to_string(),
-                            })
+                            }))
                         }
                         Some(holder) => {
                             // Stale: its process is gone. Take it over.
-                            fs::remove_file(&path)
-                                .map_err(io_err(&path, "removing a stale lock"))?;
-                            stale = Some(holder);
+                            remove_stale(&path).map_err(fail)?;
+                            stale = Some(StaleLock::Holder(holder));
                         }
                         None => {
-                            return Err(ExperimentError::Locked {
-                                path: path.clone(),
-                                holder: format!(
-                                "an unreadable lock file; if no dpaudit process uses {}, remove {}",
-                                root.display(),
-                                path.display()
-                            ),
-                            })
+                            // Gone meanwhile: try again.
+                            let Some((bytes, unchanged_s)) = lock_age(&path).map_err(fail)? else {
+                                continue;
+                            };
+                            if unchanged_s < UNREADABLE_LOCK_GRACE.as_secs() {
+                                return Err(fail(ExperimentError::Locked {
+                                    path: path.clone(),
+                                    holder: format!(
+                                        "a process writing its lock right now, or one that stopped before it could \
+                                         (the lock file names no holder: {bytes} bytes, unchanged for {unchanged_s} s; \
+                                         once unchanged for {} s it is taken over, so run again then if no dpaudit \
+                                         process uses {})",
+                                        UNREADABLE_LOCK_GRACE.as_secs(),
+                                        root.display(),
+                                    ),
+                                }));
+                            }
+                            remove_stale(&path).map_err(fail)?;
+                            stale = Some(StaleLock::Unreadable { bytes, unchanged_s });
                         }
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    return Err(ExperimentError::Locked {
+                    return Err(fail(ExperimentError::Locked {
                         path: path.clone(),
                         holder: "another process that took it at the same moment".into(),
-                    })
+                    }))
                 }
                 Err(source) => {
-                    return Err(ExperimentError::NotWritable {
+                    return Err(fail(ExperimentError::NotWritable {
                         path: root.to_path_buf(),
                         source,
-                    })
+                    }))
                 }
             }
         }
@@ -279,8 +380,8 @@ impl OutDir {
         self.root.join(relative)
     }
 
-    /// The holder of a stale lock this process took over, if any.
-    pub fn took_over(&self) -> Option<&LockHolder> {
+    /// The stale lock this process took over, if any.
+    pub fn took_over(&self) -> Option<&StaleLock> {
         self.stale.as_ref()
     }
 
@@ -362,36 +463,56 @@ pub fn read_checked(path: &Path) -> Result<Checked> {
     Ok(Checked::Intact(body.to_vec()))
 }
 
-/// Write to a hidden temporary file beside `path`, sync, rename over `path`,
-/// sync the directory. The temporary file is removed on failure.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err(dir, "creating the directory"))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(io_err(dir, "creating a temporary file in"))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(io_err(path, "writing"))?;
-    tmp.persist(path).map_err(|e| ExperimentError::Io {
-        path: path.to_path_buf(),
-        action: "renaming into place",
-        source: e.error,
-    })?;
-    sync_dir(dir);
-    Ok(())
+/// The lock's content, written and synced.
+fn write_lock(f: &mut File, content: &[u8]) -> std::io::Result<()> {
+    f.write_all(content)?;
+    f.sync_all()
 }
 
-/// Sync a directory so that a rename in it survives a crash (best effort:
-/// not every file system supports it).
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+/// The size of an existing lock file and the seconds since it last changed
+/// (a modification time in the future, from a clock ahead of this one,
+/// counts as now); `None` if it is gone.
+fn lock_age(path: &Path) -> Result<Option<(u64, u64)>> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ExperimentError::Io {
+                path: path.to_path_buf(),
+                action: "reading the lock's metadata",
+                source,
+            })
+        }
+    };
+    let unchanged = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .unwrap_or(Duration::ZERO);
+    Ok(Some((meta.len(), unchanged.as_secs())))
+}
+
+/// Remove a stale lock; one already gone (another process took it over
+/// first) is fine: the exclusive create that follows decides.
+fn remove_stale(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(ExperimentError::Io {
+            path: path.to_path_buf(),
+            action: "removing a stale lock",
+            source: e,
+        }),
+        _ => Ok(()),
     }
+}
+
+/// Write `bytes` to `path` whole or not at all, with the mode of an
+/// ordinary new file: [`dpaudit_data::atomic::write_atomic`].
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    dpaudit_data::atomic::write_atomic(path, bytes).map_err(|e| ExperimentError::Io {
+        path: e.path,
+        action: e.action,
+        source: e.source,
+    })
 }
 
 #[cfg(test)]
@@ -426,7 +547,7 @@ mod tests {
         };
         fs::write(dir.path().join(LOCK_FILE), dead.to_text()).unwrap();
         let out = OutDir::open(dir.path(), "resume").unwrap();
-        assert_eq!(out.took_over(), Some(&dead));
+        assert_eq!(out.took_over(), Some(&StaleLock::Holder(dead)));
         // A reused pid (this process, but another start time) is stale too.
         drop(out);
         let reused = LockHolder {
@@ -438,6 +559,70 @@ mod tests {
             .unwrap()
             .took_over()
             .is_some());
+    }
+
+    /// A write that stores a few bytes and then fails as on a full disk
+    /// (ENOSPC after the exclusive create succeeded).
+    fn disk_full(f: &mut File, content: &[u8]) -> std::io::Result<()> {
+        f.write_all(&content[..5])?;
+        Err(std::io::Error::from_raw_os_error(28))
+    }
+
+    #[test]
+    fn a_lock_that_cannot_be_written_is_removed_and_the_next_open_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        // An existing out-dir: kept, without a lock.
+        let err = OutDir::open_with(dir.path(), "full", disk_full).unwrap_err();
+        assert!(matches!(err, ExperimentError::NotWritable { .. }), "{err}");
+        assert!(err.to_string().contains("nothing was computed"), "{err}");
+        assert!(!dir.path().join(LOCK_FILE).exists());
+        assert!(dir.path().exists());
+        // An out-dir this call created: removed again.
+        let fresh = dir.path().join("fresh");
+        assert!(OutDir::open_with(&fresh, "full", disk_full).is_err());
+        assert!(!fresh.exists());
+        // Space again: the next run is not refused, and nothing was stale.
+        let out = OutDir::open(dir.path(), "next").unwrap();
+        assert!(out.took_over().is_none());
+    }
+
+    /// Sets a file's modification time `ago` in the past.
+    fn age(path: &Path, ago: Duration) {
+        let f = OpenOptions::new().write(true).open(path).unwrap();
+        f.set_modified(std::time::SystemTime::now().checked_sub(ago).unwrap())
+            .unwrap();
+    }
+
+    #[test]
+    fn a_lock_naming_no_holder_is_refused_while_fresh_then_taken_over() {
+        for text in ["", "pid 12\nho"] {
+            let dir = tempfile::tempdir().unwrap();
+            let lock = dir.path().join(LOCK_FILE);
+            fs::write(&lock, text).unwrap();
+            // Fresh: its creator may be writing it right now.
+            let err = OutDir::open(dir.path(), "second").unwrap_err();
+            assert!(matches!(err, ExperimentError::Locked { .. }), "{err}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("names no holder") && msg.contains("unchanged for 30 s"),
+                "{msg}"
+            );
+            assert!(lock.exists());
+            // Unchanged past the grace period: its creator is gone.
+            age(&lock, UNREADABLE_LOCK_GRACE + Duration::from_secs(5));
+            let out = OutDir::open(dir.path(), "third").unwrap();
+            let Some(StaleLock::Unreadable { bytes, unchanged_s }) = out.took_over() else {
+                panic!("{:?}", out.took_over())
+            };
+            assert_eq!(*bytes, text.len() as u64);
+            assert!(*unchanged_s >= 35, "{unchanged_s}");
+            assert!(out
+                .took_over()
+                .unwrap()
+                .to_string()
+                .contains("named no holder"));
+            assert!(fs::read_to_string(&lock).unwrap().contains("third"));
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ use crate::chunk::Prepared;
 use crate::settings::ExperimentConfig;
 use dpaudit_data::seed::RunSeed;
 use dpaudit_train::engine::Fault;
+use dpaudit_train::preflight::MemoryEstimate;
 use dpaudit_train::trainer::Observer;
 
 use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
@@ -178,6 +179,94 @@ pub fn inclusion_csv(config: &ExperimentConfig) -> String {
     inc
 }
 
+/// Which process a [`results_memory`] estimate is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultsHolder {
+    /// One shard of several: it writes the whole `inclusion.csv` (its own
+    /// chunks' rows come on top, a share that depends on the shard count).
+    Shard,
+    /// An out-dir that is finalized (an unsharded run, a merge): it holds
+    /// every score row, the inclusion bits they are checked against and the
+    /// text of `scores.csv` at once.
+    OutDir,
+    /// An experiment in memory ([`run_in_memory`]): every score row and the
+    /// observations of one score.
+    Memory,
+}
+
+/// A lower bound on the host memory the runs of `config` need beyond the
+/// training of one chunk (which [`Prepared`] checks): what grows with `runs`
+/// × `canary.count` × the number of scores. Each part counts only the
+/// bytes of the values it holds (no allocator overhead, the shortest text),
+/// so refusing on it never refuses an experiment that would fit.
+pub fn results_memory(config: &ExperimentConfig, holder: ResultsHolder) -> MemoryEstimate {
+    let runs = config.runs;
+    let m = config.canary.count as u64;
+    let rows = runs.saturating_mul(m);
+    let k = config.audit.scores.len() as u64;
+    // Each part reads "what: count × bytes =" before its size; text is
+    // counted at its shortest line.
+    let part = |what: &str, at_least: &str, bytes: u64| {
+        (
+            format!("{what}: {runs} runs × {m} canaries × {at_least}{bytes} bytes ="),
+            rows.saturating_mul(bytes),
+        )
+    };
+    let score_rows = part(
+        &format!("score rows of {k} score(s)"),
+        "",
+        std::mem::size_of::<ScoreRow>() as u64 + 8 * k,
+    );
+    let mut parts = match holder {
+        ResultsHolder::Shard => vec![part("inclusion.csv", "at least ", 6)],
+        ResultsHolder::OutDir => vec![
+            score_rows,
+            part(
+                "the inclusion bits they are checked against",
+                "",
+                std::mem::size_of::<(u64, usize, bool)>() as u64,
+            ),
+            part("scores.csv", "at least ", 8 + 2 * k),
+            (
+                format!("the chunk list: {} chunks × 8 bytes =", config.chunks()),
+                config.chunks().saturating_mul(8),
+            ),
+        ],
+        ResultsHolder::Memory => vec![score_rows, part("the observations of one score", "", 9)],
+    };
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    MemoryEstimate { parts }
+}
+
+/// Refuse an experiment whose [`results_memory`] exceeds the memory
+/// available, with the estimate, before anything of that size is allocated
+/// (as `bgm` does for its simulations).
+pub fn check_results_memory(config: &ExperimentConfig, holder: ResultsHolder) -> Result<()> {
+    check_results_memory_against(config, holder, dpaudit_train::preflight::available_memory())
+}
+
+/// [`check_results_memory`] against a given amount of available memory
+/// (`None`: unknown, nothing is refused).
+pub fn check_results_memory_against(
+    config: &ExperimentConfig,
+    holder: ResultsHolder,
+    available: Option<u64>,
+) -> Result<()> {
+    let fields = match holder {
+        ResultsHolder::Shard => "`runs` or `canary.count`: every shard writes the whole inclusion.csv",
+        ResultsHolder::OutDir | ResultsHolder::Memory => {
+            "`runs` (or `canary.count`, the number of `audit.scores`), or run shards (`--shard i/n`) and merge \
+             them on a machine with more memory"
+        }
+    };
+    Ok(dpaudit_train::preflight::check_against(
+        "holding the experiment's results",
+        fields,
+        &results_memory(config, holder),
+        available,
+    )?)
+}
+
 /// Create or check the manifest and the inclusion bits of `out`.
 fn claim(out: &OutDir, manifest: &Manifest) -> Result<()> {
     let path = out.path(CONFIG_FILE);
@@ -278,6 +367,7 @@ impl<'a> ExperimentDir<'a> {
     /// before anything is computed): create or check its manifest and
     /// inclusion bits.
     pub fn claim(out: OutDir, prepared: &'a Prepared, shard: Shard) -> Result<Self> {
+        check_results_memory(&prepared.config, holder_of(shard))?;
         let manifest = Manifest::of(prepared, shard)?;
         claim(&out, &manifest)?;
         Ok(Self {
@@ -344,6 +434,15 @@ impl<'a> ExperimentDir<'a> {
     }
 }
 
+/// What a process working on `shard` holds of the results.
+pub fn holder_of(shard: Shard) -> ResultsHolder {
+    if shard == Shard::ALL {
+        ResultsHolder::OutDir
+    } else {
+        ResultsHolder::Shard
+    }
+}
+
 /// Read every chunk of `out` and, when all are there, write `scores.csv`,
 /// `audit.json`, `summary.md` and the plots.
 fn finalize(
@@ -372,9 +471,9 @@ fn finalize(
         return Ok(Finalized::Incomplete(missing));
     }
     rows.sort_by_key(|r| (r.run, r.canary));
-    let expected = config.runs as usize * config.canary.count;
+    let expected = (config.runs as usize).saturating_mul(config.canary.count);
     let seed = RunSeed(config.train.seed);
-    let mut bits = Vec::with_capacity(expected);
+    let mut bits = Vec::with_capacity(expected.min(rows.len()));
     for run in 0..config.runs {
         for (j, b) in inclusion_bits(seed, run, config.canary.count)
             .into_iter()
@@ -448,6 +547,7 @@ pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged
         shard: Shard::ALL,
         ..manifests[0].1.clone()
     };
+    check_results_memory(&manifest.experiment, ResultsHolder::OutDir)?;
     claim(&out, &manifest)?;
     let config = &manifest.experiment;
     let mut copied = 0;
@@ -540,6 +640,8 @@ pub fn run_in_memory(
     fault: Option<Fault>,
     observer: &mut dyn Observer,
 ) -> Result<AuditReport> {
+    config.validate_static()?;
+    check_results_memory(config, ResultsHolder::Memory)?;
     let prepared = Prepared::new(config, fault)?;
     let mut rows = Vec::new();
     for c in 0..config.chunks() {

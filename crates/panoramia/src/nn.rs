@@ -252,7 +252,9 @@ pub fn restore(params: &[Tensor], saved: &[Tensor]) -> Result<()> {
 }
 
 /// Write `bytes` to a hidden temporary file beside `path`, sync it, rename it
-/// over `path` and sync the directory: the file appears whole or not at all.
+/// over `path` and sync the directory: the file appears whole or not at all,
+/// with the mode of an ordinary new file (the workspace's one atomic writer,
+/// [`dpaudit_data::atomic::write_atomic`], through the out-dir's errors).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(dpaudit_experiment::outdir::write_atomic(path, bytes)?)
 }

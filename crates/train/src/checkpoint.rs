@@ -11,7 +11,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpaudit_data::seed::Mode;
@@ -190,31 +189,15 @@ pub fn save(model: &dyn Model, path: &Path, meta: &CheckpointMeta) -> Result<Vec
     Ok(written)
 }
 
-/// Write to a hidden temporary file in the same directory, sync it, rename it
-/// over `path`, and sync the directory.
+/// Write `bytes` to `path` whole or not at all, with the mode of an ordinary
+/// new file ([`dpaudit_data::atomic::write_atomic`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".checkpoint-")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            checkpoint_err(
-                path,
-                format!("creating a temporary file in {}: {e}", dir.display()),
-            )
-        })?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| checkpoint_err(path, e))?;
-    tmp.persist(path)
-        .map_err(|e| checkpoint_err(path, e.error))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    dpaudit_data::atomic::write_atomic(path, bytes).map_err(|e| {
+        checkpoint_err(
+            path,
+            format!("{}: {}: {}", e.action, e.path.display(), e.source),
+        )
+    })
 }
 
 /// A checkpoint read back: the model (one replica) and its metadata.

@@ -138,8 +138,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     });
     // Locked, and known to be writable, before anything is simulated.
     let out = OutDir::open(&out_dir, &command_line())?;
-    if let Some(holder) = out.took_over() {
-        eprintln!("note: took over the stale lock of {holder}, which no longer runs");
+    if let Some(stale) = out.took_over() {
+        eprintln!("note: took over {stale}");
     }
     let label = args.config.display().to_string();
     let dir = BgmDir::claim(out, &label, &experiment, &settings, engine.as_ref(), shard)?;

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
 use dpaudit_experiment::audit_report::AuditReport;
 use dpaudit_experiment::chunk::Prepared;
+use dpaudit_experiment::runner::{check_results_memory, holder_of};
 use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
 use dpaudit_train::engine::Fault;
@@ -112,10 +113,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => Shard::parse(s, |k| std::env::var(k).ok())?,
         None => Shard::ALL,
     };
+    // Results that cannot fit in memory are refused before the out-dir is touched.
+    check_results_memory(&config, holder_of(shard))
+        .with_context(|| format!("checking {}", args.config.display()))?;
     // The out-dir is locked (and known to be writable) before anything is computed.
     let out = OutDir::open(&args.out_dir, &command_line())?;
-    if let Some(holder) = out.took_over() {
-        eprintln!("note: took over the stale lock of {holder}, which no longer runs");
+    if let Some(stale) = out.took_over() {
+        eprintln!("note: took over {stale}");
     }
     let prepared = Prepared::new(&config, None)
         .with_context(|| format!("preparing {}", args.config.display()))?;

@@ -154,6 +154,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let randomness = Randomness::new(mode, config.seed)?;
     // Locked, and known to be writable, before anything is computed.
     let dir = OutDir::open(&out_dir, &std::env::args().collect::<Vec<_>>().join(" "))?;
+    if let Some(stale) = dir.took_over() {
+        eprintln!("note: took over {stale}");
+    }
     let mut observer = Bar(bar);
     let start = std::time::Instant::now();
     let outcome = trainer::train(&config, &randomness, &mut observer).context("training")?;
