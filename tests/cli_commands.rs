@@ -142,11 +142,13 @@ fn estimate_reads_csv_and_reports_a_labelled_lower_bound() {
     // The default for eps-delta is bonferroni on all 400 rows.
     assert_eq!(est["selection"], "bonferroni");
     assert_eq!(est["confidence"], 0.95);
-    // 200 scores per class: 5 ranks per class (0, 1, 4, 16, 64), so 20 one-sided
-    // statements at tail 0.05/20 each. With no errors the best is rank 0:
-    // FPR ≤ 1 − (0.05/20)^(1/200) = 0.02951, so ε_lb = ln((1 − 0.02951 − 1e-5)/0.02951) = 3.493.
+    // 200 scores per class: 5 ranks per class (0, 1, 4, 16, 64), so 10 rank
+    // tests at level 0.05/10 each. With no errors the best is rank 0: the
+    // largest ε with E[(1 − f_ε(U))^200] ≤ 0.005, U ~ Beta(1, 200), f_ε the
+    // (ε, 1e-5) trade-off curve — 4.31238 by mpmath quadrature (30 digits).
+    // Ours is an upper sum within 2 %, so it may be a little lower, never higher.
     let eps = est["epsilon"].as_f64().unwrap();
-    assert!((eps - 3.493).abs() < 0.005, "ε_lb = {eps}");
+    assert!(eps <= 4.312_381 && eps > 4.30, "ε_lb = {eps}");
 }
 
 #[test]

@@ -66,8 +66,12 @@ fn every_method_states_assumptions_metrics_and_policy() {
     for (method, policy, extra) in [
         ("eps-delta", "bonferroni", "no assumption on the mechanism"),
         ("gdp", "bonferroni", "Gaussian-shaped"),
-        ("one-run", "split", "2mδ term"),
-        ("one-run-fdp", "split", "Gaussian-shaped"),
+        ("one-run", "bonferroni", "2mδ term"),
+        (
+            "one-run-fdp",
+            "bonferroni",
+            "no assumption on the mechanism",
+        ),
     ] {
         let v = json(&dpaudit(&[
             "estimate", "--method", method, "--scores", &path, "--delta", "1e-5", "--json",
@@ -108,7 +112,51 @@ fn every_method_states_assumptions_metrics_and_policy() {
         }
         let eps = v["epsilon"].as_f64().unwrap();
         assert!(eps.is_finite() && eps >= 0.0, "{method}: {eps}");
+        // What the number rests on travels with it: the rank test of a
+        // threshold, or the one-run design check and guess family.
+        let ev = &v["evidence"];
+        if method.starts_with("one-run") {
+            assert_eq!(ev["inclusion"]["included"], 500, "{ev}");
+            assert_eq!(ev["inclusion"]["p_value"], 1.0, "{ev}");
+            assert_eq!(ev["guess_family"], "symmetric", "{ev}");
+            assert_eq!(v["assumes"], "nothing", "{method}");
+        } else {
+            assert_eq!(ev["test"], "rank", "{ev}");
+        }
+        assert_eq!(v["label"], method);
     }
+    // The Gaussian family of the f-DP one-run audit, on request only, says
+    // what it assumes in its name, its JSON and its confidence line.
+    let v = json(&dpaudit(&[
+        "estimate",
+        "--method",
+        "one-run-fdp",
+        "--family",
+        "gaussian",
+        "--scores",
+        &path,
+        "--delta",
+        "1e-5",
+        "--json",
+    ]));
+    assert_eq!(v["label"], "one-run-fdp-gaussian");
+    assert_eq!(v["assumes"], "gaussian-tradeoff");
+    let out = text(&dpaudit(&[
+        "estimate",
+        "--method",
+        "one-run-fdp",
+        "--family",
+        "gaussian",
+        "--scores",
+        &path,
+        "--delta",
+        "1e-5",
+    ]));
+    assert!(out.contains("method:     one-run-fdp-gaussian"), "{out}");
+    assert!(
+        out.contains("ONLY IF the mechanism's trade-off curve is Gaussian"),
+        "{out}"
+    );
     // Text: the same facts for a reader.
     let out = text(&dpaudit(&[
         "estimate", "--method", "gdp", "--scores", &path, "--delta", "1e-5",

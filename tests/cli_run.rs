@@ -256,7 +256,7 @@ fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
         .replace("scores = [\"dirac\", \"iterates\"]", "scores = [\"dirac\"]")
         .replace(
             "methods = [\"eps_delta\", \"gdp\"]",
-            "methods = [\"one_run\", \"one_run_fdp\"]",
+            "methods = [\"one_run\", \"one_run_fdp\", \"one_run_fdp_gaussian\"]",
         );
     let config = write(dir.path(), "exp.toml", &exp);
     let out = dir.path().join("out");
@@ -264,7 +264,11 @@ fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
     let audit: serde_json::Value = serde_json::from_str(&read(&out.join("audit.json"))).unwrap();
     let lbs = audit["lower_bounds"].as_array().unwrap();
     let methods: Vec<&str> = lbs.iter().map(|b| b["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["one-run", "one-run-fdp"], "{audit}");
+    assert_eq!(
+        methods,
+        ["one-run", "one-run-fdp", "one-run-fdp-gaussian"],
+        "{audit}"
+    );
     for b in lbs {
         assert_eq!(b["run"], 0, "{b}");
         assert_eq!(b["per_run"].as_array().unwrap().len(), 2, "{b}");
@@ -275,14 +279,27 @@ fn a_one_run_experiment_bounds_every_run_with_both_one_run_methods() {
             "{b}"
         );
     }
-    // The f-DP bound of the Gaussian family reports μ⁻ beside ε.
+    // The default f-DP bound assumes nothing of the mechanism; the Gaussian
+    // family reports μ⁻ beside ε and says what its ε assumes.
+    assert_eq!(lbs[1]["evidence"]["family"], "eps-delta");
+    assert_eq!(lbs[1]["assumes"], "nothing", "{}", lbs[1]);
     assert!(
-        lbs[1]["evidence"]["mu_lower"].as_f64().is_some(),
+        lbs[2]["evidence"]["mu_lower"].as_f64().is_some(),
         "{}",
-        lbs[1]
+        lbs[2]
     );
-    assert_eq!(lbs[1]["evidence"]["family"], "gaussian");
-    for plot in ["one-run-dirac-one-run", "one-run-dirac-one-run-fdp"] {
+    assert_eq!(lbs[2]["evidence"]["family"], "gaussian");
+    assert_eq!(lbs[2]["assumes"], "gaussian-tradeoff");
+    // The experiment's own coins are fair: one-sided guesses are allowed.
+    assert_eq!(lbs[0]["evidence"]["guess_family"], "with-one-sided");
+    assert!(lbs[0]["evidence"]["inclusion"]["p_value"]
+        .as_f64()
+        .is_some());
+    for plot in [
+        "one-run-dirac-one-run",
+        "one-run-dirac-one-run-fdp",
+        "one-run-dirac-one-run-fdp-gaussian",
+    ] {
         let svg = read(&out.join("plots").join(format!("{plot}.svg")));
         assert!(svg.contains("fraction of guesses correct"), "{plot}.svg");
     }

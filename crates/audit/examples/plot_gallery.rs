@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
@@ -67,6 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             delta: 1e-5,
             selection: Selection::Split { seed: 2 },
             fixed_guesses: None,
+            guesses: GuessFamily::Symmetric,
         },
     )?;
     write("one-run-steinke.svg", one_run_plot(&c, &b, None)?.to_svg())?;
@@ -78,6 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             family: TradeoffFamily::Gaussian,
             selection: Selection::Split { seed: 2 },
             fixed_guesses: None,
+            guesses: GuessFamily::Symmetric,
         },
     )?;
     write("one-run-fdp.svg", one_run_plot(&c, &b, None)?.to_svg())?;

@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
+use crate::design::InclusionDesign;
 use crate::metrics::Metrics;
 use crate::observations::{Method, Selection};
+use crate::one_run::GuessFamily;
 
 /// A lower bound on ε: with probability at least `confidence` (when
 /// `valid_at_confidence` is true), the audited mechanism is not
@@ -83,6 +85,19 @@ impl EpsilonLowerBound {
         self
     }
 
+    /// The method's name as printed, saying what it assumes:
+    /// `one-run-fdp-gaussian` for the f-DP one-run audit with the Gaussian
+    /// family (its ε assumes a Gaussian trade-off curve), else the method's
+    /// own name (`gdp` says so by itself).
+    pub fn label(&self) -> &'static str {
+        match (self.method, &self.evidence) {
+            (Method::OneRunFdp, Evidence::OneRun(ev)) if ev.family == Some("gaussian") => {
+                "one-run-fdp-gaussian"
+            }
+            (method, _) => method.name(),
+        }
+    }
+
     /// One sentence on what the bound assumes of the mechanism.
     pub fn assumption(&self) -> &'static str {
         match self.assumes {
@@ -122,16 +137,32 @@ pub enum Evidence {
     OneRun(OneRunEvidence),
 }
 
-/// Where a `bonferroni` threshold comes from: an order statistic of one
-/// class, at a rank fixed in advance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FamilyRank {
-    /// `non-member`: the threshold is the (rank+1)-th largest non-member
-    /// score (at most `rank` false positives); `member`: just below the
-    /// (rank+1)-th smallest member score (at most `rank` false negatives).
-    pub class: &'static str,
-    /// The rank; the bound on that class's error rate uses it as the count.
-    pub rank: u64,
+/// How a threshold audit turned its error counts into the bound.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "test", rename_all = "kebab-case")]
+pub enum ThresholdTest {
+    /// The rank test ([`crate::rank_test`]): the threshold is the order
+    /// statistic of rank `rank` of class `class`, and one exact statement
+    /// about both error counts is made at `level`.
+    Rank {
+        /// `non-member`: the threshold is the (rank+1)-th largest non-member
+        /// score; `member`: just below the (rank+1)-th smallest member score.
+        class: &'static str,
+        /// The rank.
+        rank: u64,
+        /// Level of the statement (`(1 − confidence)/statements`).
+        level: f64,
+    },
+    /// Two one-sided Clopper–Pearson upper limits, one per error rate, each
+    /// at `tail_per_rate` (`same-data`: the papers' practice).
+    ClopperPearson {
+        /// Upper limit on the false-positive rate.
+        fpr_upper: f64,
+        /// Upper limit on the false-negative rate.
+        fnr_upper: f64,
+        /// Tail probability of each of the two statements.
+        tail_per_rate: f64,
+    },
 }
 
 /// A threshold test "member iff score > threshold" and its error counts,
@@ -148,24 +179,54 @@ pub struct ThresholdEvidence {
     pub false_negatives: u64,
     /// Number of member scores.
     pub members: u64,
-    /// Clopper–Pearson upper bound on the false-positive rate.
-    pub fpr_upper: f64,
-    /// Clopper–Pearson upper bound on the false-negative rate.
-    pub fnr_upper: f64,
-    /// Tail probability of each one-sided statement.
-    pub tail_per_rate: f64,
-    /// Number of one-sided statements joined by the union bound
-    /// (`statements × tail_per_rate = 1 − confidence`): 2 for `split` and
-    /// `same-data`, two per threshold of the family for `bonferroni`.
+    /// The test behind the bound.
+    #[serde(flatten)]
+    pub test: ThresholdTest,
+    /// Number of statements joined by the union bound: one per threshold of
+    /// the family for `bonferroni`, 1 for `split`, 2 for `same-data` (one
+    /// per rate).
     pub statements: u64,
-    /// `bonferroni` only: the rank behind the chosen threshold.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub family_rank: Option<FamilyRank>,
-    /// GDP method only: the μ lower bound `Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)`, floored at 0.
+    /// GDP method only: the μ lower bound, floored at 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mu_lower: Option<f64>,
     /// Candidate thresholds searched (on the selection data).
     pub candidates: u64,
+}
+
+impl ThresholdEvidence {
+    /// Empirical false-positive rate at the threshold.
+    pub fn fpr(&self) -> f64 {
+        self.false_positives as f64 / self.nonmembers.max(1) as f64
+    }
+
+    /// Empirical false-negative rate at the threshold.
+    pub fn fnr(&self) -> f64 {
+        self.false_negatives as f64 / self.members.max(1) as f64
+    }
+
+    /// The point a plot marks as the bound's: the Clopper–Pearson corner
+    /// (FPR̄, FNR̄), or for the rank test, which bounds no rate alone, the
+    /// empirical point.
+    pub fn marked_point(&self) -> (f64, f64) {
+        match self.test {
+            ThresholdTest::ClopperPearson {
+                fpr_upper,
+                fnr_upper,
+                ..
+            } => (fpr_upper, fnr_upper),
+            ThresholdTest::Rank { .. } => (self.fpr(), self.fnr()),
+        }
+    }
+
+    /// The tail at which a plot draws pointwise Clopper–Pearson limits
+    /// around the empirical points, for scale: the bound's own tail per rate,
+    /// or half the rank test's level.
+    pub fn display_tail(&self) -> f64 {
+        match self.test {
+            ThresholdTest::ClopperPearson { tail_per_rate, .. } => tail_per_rate,
+            ThresholdTest::Rank { level, .. } => level / 2.0,
+        }
+    }
 }
 
 /// The guesses of a one-run audit and the test that rejected.
@@ -192,4 +253,10 @@ pub struct OneRunEvidence {
     /// f-DP one-run with the Gaussian family: the μ lower bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mu_lower: Option<f64>,
+    /// The inclusion count of all the canaries and its test against
+    /// inclusion with probability ½ ([`crate::design`]); the audit refuses
+    /// below its level, so a reported bound always passed it.
+    pub inclusion: InclusionDesign,
+    /// The candidates searched ([`GuessFamily`]).
+    pub guess_family: GuessFamily,
 }

@@ -4,7 +4,7 @@
 //! A bound that is not valid as stated carries a red warning on the plot
 //! itself.
 
-use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence};
+use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, ThresholdTest};
 use crate::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
 use crate::error::{AuditError, Result};
 use crate::observations::{Method, Observations, Selection};
@@ -68,7 +68,7 @@ pub fn tradeoff_plot(
         });
     };
     let data = bounding_data(obs, bound);
-    let points = error_points(&data, ev.tail_per_rate, 200)?;
+    let points = error_points(&data, ev.display_tail(), 200)?;
     let warning = validity_warning(bound, extra_warning);
     let delta = bound.delta;
     let mut curves = Vec::new();
@@ -97,12 +97,22 @@ pub fn tradeoff_plot(
             &format!("({:.3}, {delta:e})-DP: lower bound{suffix}", bound.epsilon),
         )),
     }
+    let (fpr_upper, fnr_upper) = ev.marked_point();
     let chosen = ErrorPoint {
         threshold: ev.threshold,
-        fpr: ev.false_positives as f64 / ev.nonmembers as f64,
-        fnr: ev.false_negatives as f64 / ev.members as f64,
-        fpr_upper: ev.fpr_upper,
-        fnr_upper: ev.fnr_upper,
+        fpr: ev.fpr(),
+        fnr: ev.fnr(),
+        fpr_upper,
+        fnr_upper,
+    };
+    let how = match ev.test {
+        ThresholdTest::Rank { level, .. } => format!(
+            "the bound is the rank test at its threshold (level {level:.1e}); hollow: pointwise limits at tail {:.1e}, for scale",
+            ev.display_tail()
+        ),
+        ThresholdTest::ClopperPearson { tail_per_rate, .. } => {
+            format!("hollow: bounds at tail {tail_per_rate:.1e}")
+        }
     };
     Ok(TradeoffPlot {
         title: format!(
@@ -112,11 +122,10 @@ pub fn tradeoff_plot(
             bound.confidence
         ),
         subtitle: format!(
-            "{}: {} members, {} non-members; hollow: bounds at tail {:.1e}",
+            "{}: {} members, {} non-members; {how}",
             describe_bounded_on(bound),
             ev.members,
             ev.nonmembers,
-            ev.tail_per_rate
         ),
         warning,
         curves,

@@ -40,6 +40,29 @@ pub enum AuditError {
         /// What would have been accepted.
         expected: &'static str,
     },
+    /// The one-run audits' design check failed: the number of included
+    /// canaries is implausible under independent inclusion with probability ½
+    /// ([`crate::design`]).
+    #[error(
+        "{included} of {canaries} canaries are included (member = 1); under independent inclusion with \
+         probability 1/2 a count this uneven has two-sided p = {p_value:.3e}, below the level {level} at \
+         which one-run audits refuse. The one-run theorems (Steinke, Nasr & Jagielski 2023, Thm 3.1; \
+         Mahloujifar, Melis & Chaudhuri 2024) need each canary included independently with probability \
+         1/2: with another design, guessing the larger class is right more often than half the time on \
+         scores that carry no information. Expected: the canaries of one run with inclusion coins of \
+         probability 1/2; for other designs use eps-delta or gdp over independent runs, which bound each \
+         class's error rate separately"
+    )]
+    InclusionDesign {
+        /// Canaries.
+        canaries: u64,
+        /// Canaries included.
+        included: u64,
+        /// Exact two-sided binomial p-value under Bin(canaries, ½).
+        p_value: f64,
+        /// The level below which one-run audits refuse.
+        level: f64,
+    },
     /// A CSV line could not be parsed.
     #[error("{path}:{line}: {message}")]
     Csv {

@@ -54,6 +54,7 @@
 pub mod bound;
 pub mod clopper_pearson;
 pub mod curves;
+pub mod design;
 pub mod error;
 pub mod io;
 pub mod metrics;
@@ -66,6 +67,7 @@ pub mod one_run_fdp;
 pub mod panoramia;
 pub mod plots;
 pub mod policy;
+pub mod rank_test;
 pub mod region;
 mod sort;
 pub mod special;

@@ -15,14 +15,28 @@
 //! end).
 //!
 //! **Input convention.** Each observation is one canary; `member = true`
-//! means `S_i = +1` (included). Higher score means "guess included". Ties
-//! in the ranking are broken by input order, which must therefore not depend
-//! on the inclusion bits (e.g. canary index order).
+//! means `S_i = +1` (included). Higher score means "guess included".
+//!
+//! **Ties carry no information.** A guess set that cuts through a run of
+//! equal scores is counted as the worst order of that run would count it
+//! (its non-members guessed "in" first, its members guessed "out" first;
+//! `Ranked::new`). Any tie-breaking blind to the inclusion bits, e.g. a
+//! uniformly random one, keeps the theorem's premise (the guesses are a
+//! function of the output and of independent coins); our count is never
+//! above the count of such a tie-breaking, and the p-value only grows as the
+//! count falls, so the bound stays valid. It no longer depends on the order
+//! of the rows: all-equal scores give 0 however the file is sorted.
+//!
+//! **The design is checked.** The theorem needs every canary included
+//! independently with probability ½; a member count implausible under that
+//! design is refused before any guess ([`crate::design`]), and the test's
+//! p-value travels with the bound ([`OneRunEvidence::inclusion`]).
 //!
 //! **Choosing (k+, k−)** (`select_guesses`, shared with the f-DP one-run
 //! audit of [`crate::one_run_fdp`]). The candidates are a family fixed in
-//! advance: `k+ = k− = f·m`, or one-sided `k+ = f·m, k− = 0` or
-//! `k+ = 0, k− = f·m`, for `f` in [`candidate_fractions`]. Policies:
+//! advance ([`GuessFamily`]): `k+ = k− = f·m` (the default), and on request
+//! also one-sided `k+ = f·m, k− = 0` or `k+ = 0, k− = f·m`, for `f` in
+//! [`candidate_fractions`]. Policies:
 //! `bonferroni` (all canaries, every candidate at level `(1 − confidence)/K`),
 //! `split` (choose the best candidate on a random half of the canaries,
 //! chosen without looking at inclusion bits, then bound the other half with
@@ -33,11 +47,48 @@
 //! inclusion bits, as the theorem requires.
 
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, OneRunEvidence};
+use crate::design::{check_inclusion, InclusionDesign};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::metrics::{metrics, Metrics};
 use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, split_seeds};
+use serde::Serialize;
+
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
+
+/// The (k+, k−) candidates a searching policy (`bonferroni`, `split`,
+/// `multi-split`, `same-data`) tries; `fixed` uses the caller's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuessFamily {
+    /// `k+ = k− = f·m` only. Robust to an unbalanced design: when the scores
+    /// carry no information about inclusion, the expected number of correct
+    /// guesses is `r/2` whatever the member fraction (the positive guesses
+    /// are right as often as members are common, the negative ones as often
+    /// as non-members are), so an imbalance the design check cannot see
+    /// cannot make a bound. The default.
+    #[default]
+    Symmetric,
+    /// The symmetric candidates and the one-sided ones (`k+ = f·m, k− = 0`
+    /// and `k+ = 0, k− = f·m`): far stronger when the signal is on one side
+    /// (members with very low loss, a black-box attack on memorized
+    /// canaries). Needs inclusion with probability exactly ½, as dpaudit's
+    /// own runs draw it: under a design a little off ½ that the check does
+    /// not detect (e.g. 47 % of 3000), one-sided guesses gain from the
+    /// imbalance alone and a bound on null scores is positive in up to 16 %
+    /// of data sets instead of 5 % (`docs/audit-statistics.md`, §3).
+    WithOneSided,
+}
+
+impl GuessFamily {
+    /// `symmetric` or `with-one-sided`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GuessFamily::Symmetric => "symmetric",
+            GuessFamily::WithOneSided => "with-one-sided",
+        }
+    }
+}
 
 /// Settings of a one-run audit.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,6 +102,8 @@ pub struct OneRunConfig {
     /// Fixed guess counts (k+, k−); required by, and only used with,
     /// [`Selection::Fixed`].
     pub fixed_guesses: Option<(u64, u64)>,
+    /// The candidates the other policies search.
+    pub guesses: GuessFamily,
 }
 
 fn check_counts(m: u64, r: u64, v: u64) -> Result<()> {
@@ -184,20 +237,23 @@ pub fn candidate_fractions() -> &'static [f64] {
     ]
 }
 
-/// The candidate (k+, k−) fraction pairs: symmetric `(f, f)`, and one-sided
-/// `(f, 0)` and `(0, f)`, for `f` in [`candidate_fractions`]. Fixed in
-/// advance; the pairs that round to no guess or to more than `m` guesses are
-/// dropped for a given `m` by `candidates`.
-pub fn candidate_pairs() -> Vec<(f64, f64)> {
+/// The candidate (k+, k−) fraction pairs: symmetric `(f, f)`, and with
+/// [`GuessFamily::WithOneSided`] also one-sided `(f, 0)` and `(0, f)`, for
+/// `f` in [`candidate_fractions`]. Fixed in advance; the pairs that round to
+/// no guess or to more than `m` guesses are dropped for a given `m` by
+/// `candidates`.
+pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
     let fr = candidate_fractions();
     let mut out: Vec<(f64, f64)> = fr.iter().map(|&f| (f, f)).collect();
-    out.extend(fr.iter().map(|&f| (f, 0.0)));
-    out.extend(fr.iter().map(|&f| (0.0, f)));
+    if family == GuessFamily::WithOneSided {
+        out.extend(fr.iter().map(|&f| (f, 0.0)));
+        out.extend(fr.iter().map(|&f| (0.0, f)));
+    }
     out
 }
 
-/// Canaries ranked by score (descending, ties by input order) with prefix
-/// counts of correct guesses.
+/// Canaries ranked by score (descending; ties counted against the auditor,
+/// see [`Ranked::new`]) with prefix counts of correct guesses.
 pub(crate) struct Ranked {
     /// `plus[k]` = included canaries among the k largest scores.
     plus: Vec<u64>,
@@ -209,8 +265,18 @@ impl Ranked {
     pub(crate) fn new(obs: &Observations) -> Self {
         let scores = obs.scores();
         let members = obs.members();
+        // Descending score; among equal scores (−0.0 = 0.0) the non-members
+        // first. Read from the top this puts a tie's non-members into the
+        // positive guesses first, read from the bottom its members into the
+        // negative guesses first: a guess set that cuts through a tie counts
+        // the fewest correct guesses any order of the tie could give. The
+        // result is the same for every order of the rows.
         let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            (scores[b] + 0.0)
+                .total_cmp(&(scores[a] + 0.0))
+                .then(members[a].cmp(&members[b]))
+        });
         let mut plus = Vec::with_capacity(order.len() + 1);
         plus.push(0);
         for &i in &order {
@@ -236,8 +302,8 @@ impl Ranked {
 
 /// The candidate pairs usable with `m` canaries (at least one guess, at
 /// most `m`).
-fn candidates(m: u64) -> Vec<(f64, f64)> {
-    candidate_pairs()
+fn candidates(m: u64, family: GuessFamily) -> Vec<(f64, f64)> {
+    candidate_pairs(family)
         .into_iter()
         .filter(|&(a, b)| {
             let r = round_count(a, m) + round_count(b, m);
@@ -302,7 +368,17 @@ fn best_candidate(
     best
 }
 
-fn evidence(m: u64, kp: u64, km: u64, v: u64, level: f64, candidates: usize) -> OneRunEvidence {
+#[allow(clippy::too_many_arguments)]
+fn evidence(
+    m: u64,
+    kp: u64,
+    km: u64,
+    v: u64,
+    level: f64,
+    candidates: usize,
+    inclusion: InclusionDesign,
+    guess_family: GuessFamily,
+) -> OneRunEvidence {
     OneRunEvidence {
         canaries: m,
         k_plus: kp,
@@ -313,6 +389,8 @@ fn evidence(m: u64, kp: u64, km: u64, v: u64, level: f64, candidates: usize) -> 
         candidates: candidates as u64,
         family: None,
         mu_lower: None,
+        inclusion,
+        guess_family,
     }
 }
 
@@ -323,12 +401,14 @@ fn split_guesses(
     seed: u64,
     level: f64,
     bound: &GuessBound<'_>,
+    design: InclusionDesign,
+    family: GuessFamily,
 ) -> Result<(f64, OneRunEvidence)> {
     // Label-blind split: stratifying on inclusion would break the
     // independence of the evaluation half's coins.
     let (select, evaluate) = obs.split(seed);
     let ranked_a = Ranked::new(&select);
-    let cands = candidates(ranked_a.m());
+    let cands = candidates(ranked_a.m(), family);
     let c = best_candidate(&ranked_a, level, &cands, bound).ok_or_else(|| {
         AuditError::InvalidParameter {
             name: "canaries",
@@ -341,11 +421,17 @@ fn split_guesses(
     let kp = round_count(c.fractions.0, m);
     let km = round_count(c.fractions.1, m).min(m - kp);
     if kp + km == 0 {
-        return Ok((0.0, evidence(m, 0, 0, 0, level, cands.len())));
+        return Ok((
+            0.0,
+            evidence(m, 0, 0, 0, level, cands.len(), design, family),
+        ));
     }
     let v = ranked_b.correct(kp, km);
     let value = bound(m, kp + km, v, level, 0.0);
-    Ok((value, evidence(m, kp, km, v, level, cands.len())))
+    Ok((
+        value,
+        evidence(m, kp, km, v, level, cands.len(), design, family),
+    ))
 }
 
 /// Chooses the guesses per `selection` and bounds them with `bound`.
@@ -353,10 +439,14 @@ pub(crate) fn select_guesses(
     obs: &Observations,
     selection: Selection,
     fixed_guesses: Option<(u64, u64)>,
+    family: GuessFamily,
     confidence: f64,
     bound: &GuessBound<'_>,
 ) -> Result<GuessOutcome> {
     let level = 1.0 - confidence;
+    // The theorems need inclusion with probability ½: refuse a count that
+    // is implausible under it (crate::design), before any guess is made.
+    let design = check_inclusion(obs.members())?;
     let metrics = metrics(obs, confidence)?;
     let outcome = |value: f64, evidence: OneRunEvidence, bounded_on| GuessOutcome {
         value,
@@ -387,14 +477,14 @@ pub(crate) fn select_guesses(
             let value = bound(m, kp + km, v, level, 0.0);
             Ok(outcome(
                 value,
-                evidence(m, kp, km, v, level, 1),
+                evidence(m, kp, km, v, level, 1, design, family),
                 BoundedOn::All,
             ))
         }
         Selection::SameData | Selection::Bonferroni => {
             let ranked = Ranked::new(obs);
             let m = ranked.m();
-            let cands = candidates(m);
+            let cands = candidates(m, family);
             let level = if selection == Selection::Bonferroni {
                 level / cands.len().max(1) as f64
             } else {
@@ -410,12 +500,21 @@ pub(crate) fn select_guesses(
             let v = ranked.correct(c.k_plus, c.k_minus);
             Ok(outcome(
                 c.value,
-                evidence(m, c.k_plus, c.k_minus, v, level, cands.len()),
+                evidence(
+                    m,
+                    c.k_plus,
+                    c.k_minus,
+                    v,
+                    level,
+                    cands.len(),
+                    design,
+                    family,
+                ),
                 BoundedOn::All,
             ))
         }
         Selection::Split { seed } => {
-            let (value, ev) = split_guesses(obs, seed, level, bound)?;
+            let (value, ev) = split_guesses(obs, seed, level, bound, design, family)?;
             Ok(outcome(value, ev, BoundedOn::EvaluationHalf { seed }))
         }
         Selection::MultiSplit { seed, splits } => {
@@ -429,7 +528,7 @@ pub(crate) fn select_guesses(
             let seeds = split_seeds(seed, splits);
             let all = seeds
                 .iter()
-                .map(|&s| split_guesses(obs, s, level / 2.0, bound))
+                .map(|&s| split_guesses(obs, s, level / 2.0, bound, design, family))
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();
             let i = median_rank_index(&values);
@@ -456,6 +555,7 @@ pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<Eps
         obs,
         cfg.selection,
         cfg.fixed_guesses,
+        cfg.guesses,
         cfg.confidence,
         &bound,
     )?;

@@ -50,7 +50,7 @@ use crate::bound::{EpsilonLowerBound, Evidence, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{cdf, gdp_epsilon, pdf};
 use crate::observations::{Method, Observations, Selection};
-use crate::one_run::select_guesses;
+use crate::one_run::{select_guesses, GuessFamily};
 use crate::region::check_gdp_delta;
 
 /// The family of trade-off curves whose members are tested.
@@ -171,6 +171,8 @@ pub struct OneRunFdpConfig {
     pub selection: Selection,
     /// Fixed guess counts (k+, k−) for [`Selection::Fixed`].
     pub fixed_guesses: Option<(u64, u64)>,
+    /// The candidates the other policies search.
+    pub guesses: GuessFamily,
 }
 
 fn check_counts(m: u64, r: u64, v: u64) -> Result<()> {
@@ -364,6 +366,7 @@ pub fn one_run_fdp_lower_bound(
         obs,
         cfg.selection,
         cfg.fixed_guesses,
+        cfg.guesses,
         cfg.confidence,
         &bound,
     )?;
@@ -520,6 +523,7 @@ mod tests {
             family: TradeoffFamily::Gaussian,
             selection: Selection::Bonferroni,
             fixed_guesses: None,
+            guesses: GuessFamily::Symmetric,
         };
         assert!(matches!(
             one_run_fdp_lower_bound(&obs, &cfg),

@@ -40,28 +40,31 @@ pub(crate) fn median_rank_index(bounds: &[f64]) -> usize {
 
 /// Canaries from which `split` replaces `bonferroni` as the default of the
 /// Steinke et al. one-run audit.
-pub const ONE_RUN_SPLIT_FROM: usize = 1000;
+pub const ONE_RUN_SPLIT_FROM: usize = 5000;
 
 /// The default selection policy for `method` with `n` observations (scores
 /// for the threshold methods, canaries for the one-run methods). It depends
 /// on the method and `n` only, never on the scores. From the power study in
 /// `benches/RESULTS.md` ("Selection policies"; Gaussian scores, μ from 0.5
-/// to 4, 50 to 50 000 scores per class, 40 data sets per cell):
+/// to 4, 50 to 50 000 scores per class, 40 data sets per cell; the rank test
+/// for the threshold methods, the symmetric guess counts for the one-run
+/// methods):
 ///
 /// - `eps-delta`, `gdp`: `bonferroni` for every `n` (the largest mean valid
 ///   bound in all 90 cells);
 /// - `one-run` (Steinke et al.): `bonferroni` below
-///   [`ONE_RUN_SPLIT_FROM`] canaries (best in 13 of 15 cells), `split` from
-///   there on (split or multi-split best in 17 of 20: with many canaries the
-///   union bound over the 33 guess counts inflates the theorem's δ term);
-/// - `one-run-fdp`: `split` for every `n` (best in 29 of 35 cells; five of
-///   the others, all with μ ≤ 1, favour `bonferroni`);
+///   [`ONE_RUN_SPLIT_FROM`] canaries (best in 24 of 25 cells up to 2000
+///   canaries), `split` from there on (best in 9 of 10 cells at 5000 and
+///   10 000: with many canaries the union bound over the guess counts
+///   inflates the theorem's δ term);
+/// - `one-run-fdp` ((ε, δ) family): `bonferroni` for every `n` (best in all
+///   35 cells);
 /// - `panoramia`: `split`.
 pub fn default_selection(method: Method, n: usize, seed: u64) -> Selection {
     match method {
-        Method::EpsDelta | Method::Gdp => Selection::Bonferroni,
+        Method::EpsDelta | Method::Gdp | Method::OneRunFdp => Selection::Bonferroni,
         Method::OneRun if n < ONE_RUN_SPLIT_FROM => Selection::Bonferroni,
-        Method::OneRun | Method::OneRunFdp | Method::Panoramia => Selection::Split { seed },
+        Method::OneRun | Method::Panoramia => Selection::Split { seed },
     }
 }
 
@@ -90,16 +93,16 @@ mod tests {
             Selection::Bonferroni
         );
         assert_eq!(
-            default_selection(Method::OneRun, 999, 1),
+            default_selection(Method::OneRun, 4999, 1),
             Selection::Bonferroni
         );
         assert_eq!(
-            default_selection(Method::OneRun, 1000, 7),
+            default_selection(Method::OneRun, 5000, 7),
             Selection::Split { seed: 7 }
         );
         assert_eq!(
-            default_selection(Method::OneRunFdp, 50, 7),
-            Selection::Split { seed: 7 }
+            default_selection(Method::OneRunFdp, 50_000, 7),
+            Selection::Bonferroni
         );
     }
 

@@ -8,8 +8,9 @@
 //! the one-run test uses β = 0.05 and the (k+, k−) grid search.
 
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
+use dpaudit_audit::AuditError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -72,22 +73,31 @@ fn one_run_same_data_exceeds_beta_split_does_not() {
         delta: 0.0,
         selection: Selection::SameData,
         fixed_guesses: None,
+        guesses: GuessFamily::WithOneSided,
     };
     let split = OneRunConfig {
         selection: Selection::Split { seed: 4 },
         ..same
     };
     let r_same = rate(trials, || {
-        one_run_lower_bound(&canaries(&mut rng), &same)
-            .unwrap()
-            .epsilon
-            > 0.0
+        // A refused inclusion count (probability ≤ 1e-3) is no bound.
+        one_run_lower_bound(&canaries(&mut rng), &same).map_or_else(
+            |e| {
+                assert!(matches!(e, AuditError::InclusionDesign { .. }), "{e}");
+                false
+            },
+            |b| b.epsilon > 0.0,
+        )
     });
     let r_split = rate(trials, || {
-        one_run_lower_bound(&canaries(&mut rng), &split)
-            .unwrap()
-            .epsilon
-            > 0.0
+        // A refused inclusion count (probability ≤ 1e-3) is no bound.
+        one_run_lower_bound(&canaries(&mut rng), &split).map_or_else(
+            |e| {
+                assert!(matches!(e, AuditError::InclusionDesign { .. }), "{e}");
+                false
+            },
+            |b| b.epsilon > 0.0,
+        )
     });
     println!("one-run null: same-data {r_same}, split {r_split}");
     assert!(r_split <= beta + se3, "split: {r_split}");

@@ -5,7 +5,7 @@
 
 use dpaudit_audit::bound::{MechanismAssumption, TradeoffShape};
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
@@ -77,6 +77,7 @@ fn one_run_bounds_carry_their_assumption() {
         family,
         selection: Selection::Split { seed: 1 },
         fixed_guesses: None,
+        guesses: GuessFamily::WithOneSided,
     };
     let gauss = one_run_fdp_lower_bound(&obs, &fdp(TradeoffFamily::Gaussian)).unwrap();
     assert_eq!(gauss.assumes, MechanismAssumption::GaussianTradeoff);
@@ -98,6 +99,7 @@ fn one_run_bounds_carry_their_assumption() {
             delta: 1e-5,
             selection: Selection::Split { seed: 1 },
             fixed_guesses: None,
+            guesses: GuessFamily::WithOneSided,
         },
     )
     .unwrap();

@@ -8,11 +8,13 @@ use serde::Serialize;
 
 use crate::canaries::ScoreKind;
 use crate::settings::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
-use dpaudit_audit::bound::{BoundedOn, EpsilonLowerBound, Evidence, TradeoffShape};
+use dpaudit_audit::bound::{
+    BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
+};
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
@@ -26,7 +28,8 @@ use crate::outdir::OutDir;
 /// One lower bound in `audit.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LowerBoundEntry {
-    /// `eps-delta`, `gdp`, `one-run` or `one-run-fdp`.
+    /// `eps-delta`, `gdp`, `one-run`, `one-run-fdp` or `one-run-fdp-gaussian`
+    /// ([`EpsilonLowerBound::label`]).
     pub method: String,
     /// The score (threat model's statistic).
     pub score: String,
@@ -40,6 +43,9 @@ pub struct LowerBoundEntry {
     pub selection: String,
     /// False for `same_data`: not a valid bound at `confidence`.
     pub valid_at_confidence: bool,
+    /// What the bound assumes of the mechanism (`nothing`, or
+    /// `gaussian-tradeoff` for the ε of gdp and one-run-fdp-gaussian).
+    pub assumes: MechanismAssumption,
     /// Whether it is above the claimed ε (a failed audit: a bug or a broken
     /// analysis, if the bound is valid).
     pub exceeds_upper: bool,
@@ -122,13 +128,14 @@ fn entry(
     per_run: Option<Vec<f64>>,
 ) -> LowerBoundEntry {
     LowerBoundEntry {
-        method: bound.method.name().to_string(),
+        method: bound.label().to_string(),
         score: kind.name().to_string(),
         threat_model: kind.threat_model().to_string(),
         epsilon: bound.epsilon,
         confidence: bound.confidence,
         selection: bound.selection.name().to_string(),
         valid_at_confidence: bound.valid_at_confidence,
+        assumes: bound.assumes,
         exceeds_upper: bound.epsilon > epsilon_upper,
         run,
         per_run,
@@ -251,12 +258,19 @@ pub fn analyse(
                         )),
                     }
                 }
-                MethodChoice::OneRun | MethodChoice::OneRunFdp => {
+                MethodChoice::OneRun
+                | MethodChoice::OneRunFdp
+                | MethodChoice::OneRunFdpGaussian => {
                     let mut by_run: BTreeMap<u64, Vec<ScoreRow>> = BTreeMap::new();
                     for r in rows {
                         by_run.entry(r.run).or_default().push(r.clone());
                     }
-                    let fdp = *method == MethodChoice::OneRunFdp;
+                    let family = match method {
+                        MethodChoice::OneRunFdpGaussian => Some(TradeoffFamily::Gaussian),
+                        MethodChoice::OneRunFdp => Some(TradeoffFamily::EpsDelta),
+                        _ => None,
+                    };
+                    let fdp = family.is_some();
                     let m = if fdp {
                         Method::OneRunFdp
                     } else {
@@ -264,13 +278,14 @@ pub fn analyse(
                     };
                     let bound_of = |obs: &Observations| {
                         let selection = selection_for(config, m, obs.len());
-                        if fdp {
+                        if let Some(family) = family {
                             let cfg = OneRunFdpConfig {
                                 confidence: config.audit.confidence,
                                 delta,
-                                family: TradeoffFamily::Gaussian,
+                                family,
                                 selection,
                                 fixed_guesses: None,
+                                guesses: GuessFamily::WithOneSided,
                             };
                             one_run_fdp_lower_bound(obs, &cfg)
                         } else {
@@ -279,6 +294,7 @@ pub fn analyse(
                                 delta,
                                 selection,
                                 fixed_guesses: None,
+                                guesses: GuessFamily::WithOneSided,
                             };
                             one_run_lower_bound(obs, &cfg)
                         }
@@ -319,7 +335,11 @@ pub fn analyse(
                 .into(),
         );
     }
-    let one_run = [MethodChoice::OneRun, MethodChoice::OneRunFdp];
+    let one_run = [
+        MethodChoice::OneRun,
+        MethodChoice::OneRunFdp,
+        MethodChoice::OneRunFdpGaussian,
+    ];
     if config.audit.methods.iter().any(|m| one_run.contains(m)) && config.runs > 1 {
         notes.push(
             "one-run: the reported bound is run 0's (fixed before training); `per_run` lists every run's bound, \
@@ -327,7 +347,7 @@ pub fn analyse(
                 .into(),
         );
     }
-    let gaussian_methods = [MethodChoice::Gdp, MethodChoice::OneRunFdp];
+    let gaussian_methods = [MethodChoice::Gdp, MethodChoice::OneRunFdpGaussian];
     if config
         .audit
         .methods
@@ -335,13 +355,13 @@ pub fn analyse(
         .any(|m| gaussian_methods.contains(m))
     {
         notes.push(if gaussian_shaped {
-            "gdp, one_run_fdp: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's \
+            "gdp, one_run_fdp_gaussian: μ⁻ is always valid; the ε derived from it is a lower bound when the mechanism's \
              trade-off curve is Gaussian-shaped, as here (Cebere et al. 2024, Remark 3)"
                 .into()
         } else {
-            "gdp, one_run_fdp: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off \
+            "gdp, one_run_fdp_gaussian: the canary is sampled (subsampling or shuffling), so the mechanism's trade-off \
              curve is not Gaussian and the ε derived from μ⁻ is NOT a valid lower bound (Cebere et al. 2024, \
-             Remark 3); use eps_delta or one_run"
+             Remark 3); use eps_delta, one_run or one_run_fdp"
                 .into()
         });
     }
@@ -441,7 +461,11 @@ pub fn summary_markdown(report: &AuditReport) -> String {
             b.selection,
             b.epsilon,
             b.confidence,
-            if b.valid_at_confidence { "yes" } else { "NO" },
+            match (b.valid_at_confidence, b.assumes) {
+                (false, _) => "NO",
+                (true, MechanismAssumption::GaussianTradeoff) => "yes (Gaussian trade-off)",
+                (true, MechanismAssumption::Nothing) => "yes",
+            },
             if b.exceeds_upper { "**YES**" } else { "no" },
             m.members,
             m.nonmembers,
@@ -519,8 +543,8 @@ pub fn write_plots(
         {
             // Not valid for a sampled canary: ε from μ assumes a Gaussian curve.
             let extra = (!gaussian_shaped
-                && matches!(b.bound.method, Method::Gdp | Method::OneRunFdp))
-            .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
+                && b.bound.assumes == MechanismAssumption::GaussianTradeoff)
+                .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
             let stem = format!("{}-{}", kind.name(), b.method);
             match &b.bound.evidence {
                 Evidence::Threshold(_) => {

@@ -12,9 +12,11 @@
 //!   used");
 //! - the Chua et al. 2024 lower bound for shuffle-then-batch
 //!   (`dpaudit_accounting::shuffle_lower_bound`);
-//! - the empirical ε lower bound from simulated runs (Clopper–Pearson on
-//!   both error rates, Annamalai et al. 2024 Algorithm 5), with its
-//!   confidence and threshold-selection policy.
+//! - the empirical ε lower bound from simulated runs (the (ε, δ) region of
+//!   Annamalai et al. 2024 Eq. (1), tested by the rank test of
+//!   `dpaudit_audit::rank_test`; Clopper–Pearson on both error rates, their
+//!   Algorithm 5, for `same_data`), with its confidence and
+//!   threshold-selection policy.
 //!
 //! Partial shuffling (Annamalai et al. 2024 §4.3, Algorithm 2) searches the
 //! adversary's guess k on runs from seed streams disjoint from the
@@ -359,8 +361,8 @@ pub fn bound_scores(
 }
 
 /// Simulate `runs` runs per hypothesis of `config` on `engine` from chunk
-/// `first_chunk` and bound ε with Clopper–Pearson on both error rates
-/// (Annamalai et al. 2024 Algorithm 5) under `region`, adding the
+/// `first_chunk` and bound ε (the (ε, δ) region, Annamalai et al. 2024
+/// Eq. (1), tested as `region`'s policy says) under `region`, adding the
 /// simulation time to `clock`.
 pub fn simulate_and_bound(
     engine: &dyn BgmEngine,
@@ -614,7 +616,8 @@ pub fn summary_markdown(r: &BgmReport) -> String {
     let _ = writeln!(
         md,
         "Poisson ε: PLD, q = 1/T, T·E steps. Chua: lower bound for shuffle-then-batch (Chua et al. 2024). \
-         ε_emp: Clopper–Pearson lower bound, Worst-Case BGM (Annamalai et al. 2024 §4.1, Algorithm 5). \
+         ε_emp: lower bound from the (ε, δ) region (rank test; Clopper–Pearson on both rates for same_data), \
+         Worst-Case BGM (Annamalai et al. 2024 §4.1, Algorithm 5). \
          Simulated by the {} engine on {} ({} CPU threads). Randomness: {} (every draw follows from each \
          setting's seed).\n",
         r.engine, r.device, r.threads, r.randomness

@@ -18,16 +18,21 @@ use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MethodChoice {
-    /// Clopper–Pearson (ε, δ) region over runs (one canary per run).
+    /// The (ε, δ) region over runs (one canary per run), rank test.
     EpsDelta,
     /// GDP audit over runs (one canary per run; Cebere et al. 2024, App. A).
     Gdp,
     /// One-run audit over the canaries of each run (Steinke, Nasr &
     /// Jagielski 2023).
     OneRun,
-    /// f-DP one-run audit over the canaries of each run, Gaussian trade-off
-    /// family (Mahloujifar, Melis & Chaudhuri 2024).
+    /// f-DP one-run audit over the canaries of each run (Mahloujifar, Melis
+    /// & Chaudhuri 2024), (ε, δ) trade-off family: an ε bound valid for any
+    /// mechanism.
     OneRunFdp,
+    /// The f-DP one-run audit with the Gaussian trade-off family: μ⁻ bounds
+    /// any μ-GDP claim, and the ε derived from it assumes the mechanism's
+    /// trade-off curve is Gaussian (as the name says).
+    OneRunFdpGaussian,
 }
 
 /// Threshold / guess selection policy, as in `dpaudit estimate`.
@@ -166,13 +171,17 @@ impl ExperimentConfig {
                         ),
                     ))
                 }
-                MethodChoice::OneRun | MethodChoice::OneRunFdp if m < 2 => {
+                MethodChoice::OneRun
+                | MethodChoice::OneRunFdp
+                | MethodChoice::OneRunFdpGaussian
+                    if m < 2 =>
+                {
                     return Err(invalid(
                         "audit.methods",
-                        if *method == MethodChoice::OneRun {
-                            "one_run"
-                        } else {
-                            "one_run_fdp"
+                        match method {
+                            MethodChoice::OneRun => "one_run",
+                            MethodChoice::OneRunFdp => "one_run_fdp",
+                            _ => "one_run_fdp_gaussian",
                         },
                         "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
                     ))

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::panoramia::{
     panoramia, EpsilonTilde, PanoramiaConfig as MeasureConfig, PanoramiaMeasurement,
 };
@@ -1154,6 +1154,7 @@ pub fn run(
                 delta: 0.0,
                 selection: config.selection.to_selection(config.seed),
                 fixed_guesses: None,
+                guesses: GuessFamily::WithOneSided,
             },
         )?;
         let r = TargetResult {

@@ -153,3 +153,16 @@ pub fn canaries(rng: &mut ChaCha8Rng, mech: Mechanism, m: usize) -> Observations
 pub fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
+
+/// A one-run audit's bound, or `None` when it refused the canaries'
+/// inclusion count (the design check: probability ≤ 10⁻³ under the design).
+/// A refusal is not a bound above the truth; any other error fails the test.
+pub fn unless_refused(
+    result: dpaudit_audit::Result<dpaudit_audit::bound::EpsilonLowerBound>,
+) -> Option<dpaudit_audit::bound::EpsilonLowerBound> {
+    match result {
+        Ok(b) => Some(b),
+        Err(dpaudit_audit::AuditError::InclusionDesign { .. }) => None,
+        Err(e) => panic!("{e}"),
+    }
+}

@@ -20,11 +20,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
+use dpaudit_audit::bound::{EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdTest};
 use dpaudit_audit::bound_plots::{describe_bounded_on, one_run_plot, tradeoff_plot};
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
 use dpaudit_audit::plots::histogram_auto;
@@ -34,7 +34,7 @@ use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig
 /// Statistical method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MethodArg {
-    /// Clopper–Pearson (ε,δ) region over thresholds (Annamalai et al. 2024, Alg. 5).
+    /// The (ε,δ) region over thresholds (Annamalai et al. 2024, Eq. (1)), rank test.
     EpsDelta,
     /// GDP audit: μ lower bound, then ε at δ (Cebere et al. 2024, App. A).
     Gdp,
@@ -84,6 +84,16 @@ pub enum FamilyArg {
     EpsDelta,
 }
 
+/// Candidate guess counts of the one-run methods' searching policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GuessesArg {
+    /// k+ = k− only: robust to a design that is not exactly ½ (the default).
+    Symmetric,
+    /// Also one-sided guesses: stronger for one-sided signals (loss attacks);
+    /// needs inclusion with probability exactly ½.
+    WithOneSided,
+}
+
 /// Arguments of `dpaudit estimate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -111,9 +121,13 @@ pub struct Args {
     /// Number of random halvings of `--selection multi-split`.
     #[arg(long, default_value_t = DEFAULT_SPLITS)]
     pub splits: u32,
-    /// one-run-fdp: the trade-off family tested.
-    #[arg(long, value_enum, default_value = "gaussian")]
+    /// one-run-fdp: the trade-off family tested (eps-delta: valid for any
+    /// mechanism; gaussian: μ⁻, and an ε that assumes a Gaussian trade-off curve).
+    #[arg(long, value_enum, default_value = "eps-delta")]
     pub family: FamilyArg,
+    /// one-run, one-run-fdp: the (k+, k−) candidates searched (not with --selection fixed).
+    #[arg(long, value_enum, default_value = "symmetric")]
+    pub guesses: GuessesArg,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
     #[arg(long)]
     pub k_plus: Option<u64>,
@@ -161,8 +175,9 @@ pub fn assumptions(method: Method, family: Option<TradeoffFamily>) -> Vec<&'stat
     const RUNS: &str = "each score comes from an independent run: the member scores are i.i.d., \
                         the non-member scores are i.i.d., and the two classes are independent";
     const CANARIES: &str = "the rows are the canaries of one run, each included independently \
-                            with probability 1/2 (member = included), in an order that does not \
-                            depend on the inclusion bits (ties are broken by row order)";
+                            with probability 1/2 (member = included; a count implausible under \
+                            that design is refused); row order does not matter (a guess set that \
+                            cuts through tied scores counts them against the auditor)";
     const GUESSES: &str =
         "the guesses are a function of the scores only, never of the inclusion bits";
     const HIGHER: &str = "a higher score means \"member\"";
@@ -229,6 +244,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         FamilyArg::Gaussian => TradeoffFamily::Gaussian,
         FamilyArg::EpsDelta => TradeoffFamily::EpsDelta,
     };
+    let guesses = match args.guesses {
+        GuessesArg::Symmetric => GuessFamily::Symmetric,
+        GuessesArg::WithOneSided => GuessFamily::WithOneSided,
+    };
     let bound = match args.method {
         MethodArg::EpsDelta | MethodArg::Gdp => {
             let cfg = RegionConfig {
@@ -249,6 +268,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 delta: require_delta(&args)?,
                 selection: sel,
                 fixed_guesses,
+                guesses,
             };
             one_run_lower_bound(&obs, &cfg)
                 .with_context(|| format!("one-run audit of {}", args.scores.display()))?
@@ -260,6 +280,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 family,
                 selection: sel,
                 fixed_guesses,
+                guesses,
             };
             one_run_fdp_lower_bound(&obs, &cfg)
                 .with_context(|| format!("f-DP one-run audit of {}", args.scores.display()))?
@@ -367,6 +388,7 @@ fn report_bound(
             v["seed"] = serde_json::Value::from(seed);
         }
         v["bound"] = serde_json::Value::from("lower");
+        v["label"] = serde_json::Value::from(bound.label());
         v["assumptions"] = serde_json::to_value(assumptions)?;
         if !plots.is_empty() {
             v["plots"] = serde_json::to_value(plots)?;
@@ -374,12 +396,16 @@ fn report_bound(
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    let validity = if bound.valid_at_confidence {
-        "valid at this confidence, under the assumptions below"
-    } else {
-        "NOT a valid bound at this confidence: same-data selection (papers' practice)"
+    let validity = match (bound.valid_at_confidence, bound.assumes) {
+        (false, _) => "NOT a valid bound at this confidence: same-data selection (papers' practice)",
+        (true, MechanismAssumption::GaussianTradeoff) => {
+            "valid at this confidence ONLY IF the mechanism's trade-off curve is Gaussian (see assumes)"
+        }
+        (true, MechanismAssumption::Nothing) => {
+            "valid at this confidence, under the assumptions below"
+        }
     };
-    println!("method:     {}", bound.method.name());
+    println!("method:     {}", bound.label());
     println!(
         "epsilon:    >= {:.4}  (lower bound at delta = {:e})",
         bound.epsilon, bound.delta
@@ -400,16 +426,33 @@ fn report_bound(
                 "threshold:  member iff score > {}  ({} candidate thresholds searched)",
                 ev.threshold, ev.candidates
             );
-            if let Some(rank) = ev.family_rank {
-                println!(
-                    "family:     rank {} of the {} scores (fixed in advance); {} one-sided statements",
-                    rank.rank, rank.class, ev.statements
-                );
+            match ev.test {
+                ThresholdTest::Rank { class, rank, level } => {
+                    println!(
+                        "test:       rank test at rank {rank} of the {class} scores, level {level:.3e} \
+                         ({} statement{} in the union bound)",
+                        ev.statements,
+                        if ev.statements == 1 { "" } else { "s" }
+                    );
+                    println!(
+                        "counts:     FP {} of {} non-members (FPR {:.6}), FN {} of {} members (FNR {:.6})",
+                        ev.false_positives,
+                        ev.nonmembers,
+                        ev.fpr(),
+                        ev.false_negatives,
+                        ev.members,
+                        ev.fnr()
+                    );
+                }
+                ThresholdTest::ClopperPearson {
+                    fpr_upper,
+                    fnr_upper,
+                    tail_per_rate,
+                } => println!(
+                    "counts:     FP {} of {} non-members (FPR <= {fpr_upper:.6}), FN {} of {} members (FNR <= {fnr_upper:.6}); each bound at tail {tail_per_rate:.3e}",
+                    ev.false_positives, ev.nonmembers, ev.false_negatives, ev.members
+                ),
             }
-            println!(
-                "counts:     FP {} of {} non-members (FPR <= {:.6}), FN {} of {} members (FNR <= {:.6}); each bound at tail {:.3e}",
-                ev.false_positives, ev.nonmembers, ev.fpr_upper, ev.false_negatives, ev.members, ev.fnr_upper, ev.tail_per_rate
-            );
             if let Some(mu) = ev.mu_lower {
                 println!("mu:         >= {mu:.4}  (GDP lower bound)");
             }
@@ -422,6 +465,21 @@ fn report_bound(
             if let Some(family) = ev.family {
                 println!("family:     {family}");
             }
+            println!(
+                "candidates: {} (k+, k-) pairs, {}",
+                ev.candidates,
+                match ev.guess_family {
+                    GuessFamily::Symmetric => "symmetric (k+ = k-; robust to a design off 1/2)",
+                    GuessFamily::WithOneSided =>
+                        "symmetric and one-sided (needs inclusion with probability exactly 1/2)",
+                }
+            );
+            let d = &ev.inclusion;
+            println!(
+                "inclusion:  {} of {} canaries included; two-sided binomial p = {:.3e} under inclusion with \
+                 probability 1/2 (one-run audits refuse below {})",
+                d.included, d.canaries, d.p_value, d.level
+            );
             if let Some(mu) = ev.mu_lower {
                 println!("mu:         >= {mu:.4}  (GDP lower bound)");
             }

@@ -16,7 +16,7 @@
 //! | realised batch size | random-direction, sampled (Poisson), tiny batches | sum divided by the realised batch size |
 //! | shuffled, accounted as Poisson | Worst-Case BGM simulation (Annamalai et al. 2024 §4, Algorithm 4) | shuffling claimed with the Poisson accountant |
 //!
-//! Bounds are Clopper–Pearson based at 99 % with split selection. The
+//! Bounds are (ε, δ)-region bounds (rank test) at 99 % with split selection. The
 //! realised-batch-size variant is reported but not required: a final-model
 //! score sees the normaliser only through the noise scale of a few steps, and
 //! 1,000 runs do not resolve it. Trained models cannot catch the shuffling
@@ -177,7 +177,7 @@ struct Row {
 
 /// Shuffling accounted as Poisson, audited like the demo: the BGM of 100
 /// shuffled batches at σ = 1 (Annamalai et al. 2024 §6.2.1) in the Worst-Case threat model,
-/// Clopper–Pearson region with split selection.
+/// (ε, δ) region with split selection (rank test).
 fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
     use super::demo::{bgm_audit, DELTA, NOISE_MULTIPLIER, STEPS};
     let claimed = dpaudit_accounting::dpsgd_epsilon(
