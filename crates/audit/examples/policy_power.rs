@@ -38,7 +38,7 @@ fn policies(seed: u64) -> [Selection; 4] {
     ]
 }
 
-fn threshold_data(rng: &mut ChaCha8Rng, n: usize, mu: f64) -> Observations {
+fn threshold_data(rng: &mut ChaCha8Rng, n: usize, mu: f64) -> Observations<'static> {
     let mut scores = Vec::with_capacity(2 * n);
     let mut members = Vec::with_capacity(2 * n);
     for i in 0..2 * n {
@@ -50,7 +50,7 @@ fn threshold_data(rng: &mut ChaCha8Rng, n: usize, mu: f64) -> Observations {
     Observations::new(scores, members).unwrap()
 }
 
-fn canary_data(rng: &mut ChaCha8Rng, m: usize, mu: f64) -> Observations {
+fn canary_data(rng: &mut ChaCha8Rng, m: usize, mu: f64) -> Observations<'static> {
     loop {
         let mut scores = Vec::with_capacity(m);
         let mut members = Vec::with_capacity(m);
@@ -83,7 +83,7 @@ fn table(
     ns: &[usize],
     mus: &[f64],
     trials: usize,
-    data: &dyn Fn(&mut ChaCha8Rng, usize, f64) -> Observations,
+    data: &dyn Fn(&mut ChaCha8Rng, usize, f64) -> Observations<'static>,
     bound: &Bound<'_>,
 ) {
     println!("\n### {title}\n");

@@ -13,9 +13,9 @@ use crate::one_run_fdp::{rejects_unchecked, TradeoffFamily};
 use crate::region::{error_points, ErrorPoint};
 
 /// The observations `bound` was computed on.
-pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations {
+pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations<'static> {
     match bound.bounded_on {
-        BoundedOn::All => obs.clone(),
+        BoundedOn::All => obs.clone().into_owned(),
         BoundedOn::EvaluationHalf { seed } => obs.split(seed).1,
     }
 }

@@ -60,19 +60,18 @@ pub fn excerpt(bytes: &[u8]) -> String {
 }
 
 /// Reads scores from `path`: NPY when the name ends in `.npy`, else CSV.
-pub fn read_scores(path: &Path) -> Result<Observations> {
-    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+pub fn read_scores(path: &Path) -> Result<Observations<'static>> {
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
     {
-        parse_npy(path, &bytes)
-    } else {
-        parse_csv_bytes(path, &bytes)
+        return read_npy(path);
     }
+    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_csv_bytes(path, &bytes)
 }
 
 fn parse_member(field: &[u8]) -> Option<bool> {
@@ -126,13 +125,13 @@ fn is_blank(record: &csv::ByteRecord) -> bool {
 }
 
 /// Parses CSV text (see the module docs); `path` is only used in messages.
-pub fn parse_csv(path: &Path, text: &str) -> Result<Observations> {
+pub fn parse_csv(path: &Path, text: &str) -> Result<Observations<'static>> {
     parse_csv_bytes(path, text.as_bytes())
 }
 
 /// Parses the bytes of a CSV file (see the module docs); `path` is only used
 /// in messages.
-pub fn parse_csv_bytes(path: &Path, bytes: &[u8]) -> Result<Observations> {
+pub fn parse_csv_bytes(path: &Path, bytes: &[u8]) -> Result<Observations<'static>> {
     let csv_err = |line: usize, message: String| AuditError::Csv {
         path: path.to_path_buf(),
         line,
@@ -269,24 +268,50 @@ pub fn parse_csv_bytes(path: &Path, bytes: &[u8]) -> Result<Observations> {
 }
 
 /// Parses NPY bytes (see the module docs); `path` is only used in messages.
-pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
+pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations<'static>> {
+    let header = npy_header(path, bytes, bytes.len() as u64)?;
+    let data = &bytes[header.data_start..];
+    let mut rows = RowDecoder::new(path, header.rows);
+    if header.fortran {
+        let (scores, members) = data.split_at(8 * header.rows);
+        rows.scores(scores)?;
+        rows.members(members)?;
+    } else {
+        rows.interleaved(data)?;
+    }
+    rows.finish()
+}
+
+/// What an NPY header says about the data that follows.
+struct NpyHeader {
+    /// Byte offset of the data.
+    data_start: usize,
+    /// Rows of the `(N, 2)` array.
+    rows: usize,
+    /// Column-major data (all scores, then all member flags).
+    fortran: bool,
+}
+
+/// Parses and checks the header at the start of `head` (the whole file or
+/// its first bytes) of a file of `file_len` bytes.
+fn npy_header(path: &Path, head: &[u8], file_len: u64) -> Result<NpyHeader> {
     let npy_err = |offset: usize, message: String| AuditError::Npy {
         path: path.to_path_buf(),
         offset,
         message,
     };
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+    if head.len() < 10 || &head[..6] != b"\x93NUMPY" {
         return Err(npy_err(0, "missing the NPY magic `\\x93NUMPY`".into()));
     }
-    let major = bytes[6];
+    let major = head[6];
     let (header_len, header_start) = match major {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        1 => (u16::from_le_bytes([head[8], head[9]]) as usize, 10),
         2 | 3 => {
-            if bytes.len() < 12 {
+            if head.len() < 12 {
                 return Err(npy_err(8, "truncated header length".into()));
             }
             (
-                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize,
                 12,
             )
         }
@@ -298,13 +323,13 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
         }
     };
     let data_start = header_start + header_len;
-    if bytes.len() < data_start {
+    if (head.len() as u64) < data_start as u64 || file_len < data_start as u64 {
         return Err(npy_err(
             header_start,
             format!("header of {header_len} bytes runs past the end of the file"),
         ));
     }
-    let header = String::from_utf8_lossy(&bytes[header_start..data_start]);
+    let header = String::from_utf8_lossy(&head[header_start..data_start]);
     let compact: String = header.chars().filter(|c| !c.is_whitespace()).collect();
     if !(compact.contains("'descr':'<f8'") || compact.contains("'descr':'float64'")) {
         return Err(npy_err(
@@ -347,68 +372,178 @@ pub fn parse_npy(path: &Path, bytes: &[u8]) -> Result<Observations> {
             ),
         ));
     };
+    let data_len = file_len - data_start as u64;
     let Some(need) = rows.checked_mul(2 * 8) else {
         return Err(npy_err(
             header_start,
             format!(
                 "shape ({rows}, 2) would need {rows} × 16 bytes of data, more than any file can hold; \
-                 the file has {} bytes of data",
-                bytes.len() - data_start
+                 the file has {data_len} bytes of data"
             ),
         ));
     };
-    if bytes.len() - data_start != need {
+    if data_len != need as u64 {
         return Err(npy_err(
             data_start,
-            format!(
-                "data has {} bytes, expected {need} for shape ({rows}, 2) float64",
-                bytes.len() - data_start
-            ),
+            format!("data has {data_len} bytes, expected {need} for shape ({rows}, 2) float64"),
         ));
     }
-    let value = |k: usize| {
-        let o = data_start + 8 * k;
-        f64::from_le_bytes(bytes[o..o + 8].try_into().unwrap_or([0; 8]))
-    };
-    let at = |row: usize, col: usize| {
-        if fortran {
-            value(col * rows + row)
-        } else {
-            value(row * 2 + col)
+    Ok(NpyHeader {
+        data_start,
+        rows,
+        fortran,
+    })
+}
+
+/// Turns little-endian float64 data into validated scores and member flags,
+/// row by row, naming the row of the first bad value.
+struct RowDecoder<'a> {
+    path: &'a Path,
+    scores: Vec<f64>,
+    members: Vec<bool>,
+}
+
+impl<'a> RowDecoder<'a> {
+    fn new(path: &'a Path, rows: usize) -> Self {
+        Self {
+            path,
+            scores: Vec::with_capacity(rows),
+            members: Vec::with_capacity(rows),
         }
-    };
-    let mut scores = Vec::with_capacity(rows);
-    let mut members = Vec::with_capacity(rows);
-    for row in 0..rows {
-        let s = at(row, 0);
-        if !s.is_finite() {
+    }
+
+    fn score(&mut self, v: f64) -> Result<()> {
+        if !v.is_finite() {
             return Err(AuditError::NonFiniteScore {
-                location: format!("{} row {row}", path.display()),
-                value: s,
+                location: format!("{} row {}", self.path.display(), self.scores.len()),
+                value: v,
             });
         }
-        let m = at(row, 1);
-        let member = if m == 1.0 {
+        self.scores.push(v);
+        Ok(())
+    }
+
+    fn member(&mut self, v: f64) -> Result<()> {
+        let member = if v == 1.0 {
             true
-        } else if m == 0.0 {
+        } else if v == 0.0 {
             false
         } else {
             return Err(AuditError::InvalidMember {
-                location: format!("{} row {row}", path.display()),
-                found: m.to_string(),
+                location: format!("{} row {}", self.path.display(), self.members.len()),
+                found: v.to_string(),
             });
         };
-        scores.push(s);
-        members.push(member);
+        self.members.push(member);
+        Ok(())
     }
-    let file = path.display().to_string();
-    Observations::new(scores, members).map_err(|e| match e {
-        AuditError::EmptyClass { class, .. } => AuditError::EmptyClass {
-            class,
-            context: format!(" in {file}"),
-        },
-        other => other,
-    })
+
+    fn values(bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
+        bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+    }
+
+    /// Row-major data: score, member, score, member, ...
+    fn interleaved(&mut self, bytes: &[u8]) -> Result<()> {
+        for pair in bytes.chunks_exact(16) {
+            let (s, m) = pair.split_at(8);
+            let s = f64::from_le_bytes(s.try_into().unwrap_or([0; 8]));
+            let m = f64::from_le_bytes(m.try_into().unwrap_or([0; 8]));
+            if s.is_finite() && (m == 0.0 || m == 1.0) {
+                self.scores.push(s);
+                self.members.push(m == 1.0);
+            } else {
+                // The slow path names the row and what is wrong.
+                self.score(s)?;
+                self.member(m)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Column-major data: a run of scores.
+    fn scores(&mut self, bytes: &[u8]) -> Result<()> {
+        Self::values(bytes).try_for_each(|v| self.score(v))
+    }
+
+    /// Column-major data: a run of member flags.
+    fn members(&mut self, bytes: &[u8]) -> Result<()> {
+        Self::values(bytes).try_for_each(|v| self.member(v))
+    }
+
+    fn finish(self) -> Result<Observations<'static>> {
+        let file = self.path.display().to_string();
+        Observations::new(self.scores, self.members).map_err(|e| match e {
+            AuditError::EmptyClass { class, .. } => AuditError::EmptyClass {
+                class,
+                context: format!(" in {file}"),
+            },
+            other => other,
+        })
+    }
+}
+
+/// Reads an NPY file in blocks (the data never sits in memory twice): the
+/// header, then the data decoded as it arrives.
+fn read_npy(path: &Path) -> Result<Observations<'static>> {
+    use std::io::Read;
+    let io_err = |source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io_err)?;
+    let file_len = file.metadata().map_err(io_err)?.len();
+    // The header length sits in the first 12 bytes; read them, then the rest.
+    let mut head = vec![0_u8; (file_len.min(12)) as usize];
+    file.read_exact(&mut head).map_err(io_err)?;
+    let header_len = match head.get(6) {
+        Some(1) if head.len() >= 10 => u16::from_le_bytes([head[8], head[9]]) as usize + 10,
+        Some(2 | 3) if head.len() >= 12 => {
+            u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize + 12
+        }
+        _ => head.len(),
+    };
+    let header_len = header_len.min(file_len as usize);
+    if header_len > head.len() {
+        let mut rest = vec![0_u8; header_len - head.len()];
+        file.read_exact(&mut rest).map_err(io_err)?;
+        head.extend_from_slice(&rest);
+    }
+    let header = npy_header(path, &head, file_len)?;
+    let mut rows = RowDecoder::new(path, header.rows);
+    // 1 MiB blocks, a whole number of rows (row-major) or values (column-major).
+    let mut block = vec![0_u8; 1 << 20];
+    let mut read_block = |len: usize, block: &mut Vec<u8>| -> Result<()> {
+        block.resize(len, 0);
+        file.read_exact(block).map_err(io_err)
+    };
+    let data = 16 * header.rows;
+    if header.fortran {
+        let half = data / 2;
+        for scores in [true, false] {
+            let mut done = 0;
+            while done < half {
+                let len = (half - done).min(1 << 20);
+                read_block(len, &mut block)?;
+                if scores {
+                    rows.scores(&block)?;
+                } else {
+                    rows.members(&block)?;
+                }
+                done += len;
+            }
+        }
+    } else {
+        let mut done = 0;
+        while done < data {
+            let len = (data - done).min(1 << 20);
+            read_block(len, &mut block)?;
+            rows.interleaved(&block)?;
+            done += len;
+        }
+    }
+    rows.finish()
 }
 
 /// Encodes scores as the NPY layout this module reads (for tests and tools).

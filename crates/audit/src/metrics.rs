@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::clopper_pearson::{lower_unchecked, upper_unchecked, Interval};
 use crate::error::{check_confidence, Result};
 use crate::observations::Observations;
-use crate::sort::sort_scores;
+use crate::sort::sorted_classes;
 
 /// The FPRs at which the TPR is reported.
 pub const LOW_FPRS: [f64; 2] = [1e-3, 1e-2];
@@ -69,12 +69,8 @@ pub struct TprAtFpr {
 /// Metrics of `obs` with intervals at `confidence` (two-sided).
 pub fn metrics(obs: &Observations, confidence: f64) -> Result<Metrics> {
     check_confidence(confidence)?;
-    let (pos, neg) = obs.classes();
-    Ok(metrics_sorted(
-        &sort_scores(pos),
-        &sort_scores(neg),
-        confidence,
-    ))
+    let (pos, neg) = sorted_classes(obs.scores(), obs.members());
+    Ok(metrics_sorted(&pos, &neg, confidence))
 }
 
 /// [`metrics`] for both classes sorted ascending (each non-empty).

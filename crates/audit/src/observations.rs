@@ -4,6 +4,7 @@
 //! Convention everywhere: a **higher score means "more likely a member"**
 //! (the canary/target was included). Pass `−loss` for loss-based attacks.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use rand::{RngCore, SeedableRng};
@@ -13,17 +14,45 @@ use serde::Serialize;
 use crate::error::{AuditError, Result};
 
 /// Scores of observations, each labelled member (1: the target/canary was
-/// included) or non-member (0), in input order.
+/// included) or non-member (0), in input order. Owned
+/// ([`Observations::new`]), or borrowed from the caller's buffers
+/// ([`Observations::borrowed`], e.g. NumPy arrays read in place).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Observations {
-    scores: Vec<f64>,
-    members: Vec<bool>,
+pub struct Observations<'a> {
+    scores: Cow<'a, [f64]>,
+    members: Cow<'a, [bool]>,
 }
 
-impl Observations {
+impl Observations<'static> {
     /// Validates that every score is finite, that lengths agree and that both
     /// classes are non-empty.
     pub fn new(scores: Vec<f64>, members: Vec<bool>) -> Result<Self> {
+        Observations::checked(Cow::Owned(scores), Cow::Owned(members))
+    }
+
+    /// From two separate score lists, members first.
+    pub fn from_classes(members: &[f64], nonmembers: &[f64]) -> Result<Self> {
+        let mut scores = Vec::with_capacity(members.len() + nonmembers.len());
+        scores.extend_from_slice(members);
+        scores.extend_from_slice(nonmembers);
+        let mut labels = vec![true; members.len()];
+        labels.resize(members.len() + nonmembers.len(), false);
+        Self::new(scores, labels)
+    }
+}
+
+impl<'a> Observations<'a> {
+    /// As [`Observations::new`], reading the caller's buffers where they lie.
+    pub fn borrowed(scores: &'a [f64], members: &'a [bool]) -> Result<Self> {
+        Self::checked(Cow::Borrowed(scores), Cow::Borrowed(members))
+    }
+
+    /// Either kind of storage; the same checks.
+    pub fn from_cows(scores: Cow<'a, [f64]>, members: Cow<'a, [bool]>) -> Result<Self> {
+        Self::checked(scores, members)
+    }
+
+    fn checked(scores: Cow<'a, [f64]>, members: Cow<'a, [bool]>) -> Result<Self> {
         if scores.len() != members.len() {
             return Err(AuditError::InvalidParameter {
                 name: "members",
@@ -42,14 +71,12 @@ impl Observations {
         Ok(obs)
     }
 
-    /// From two separate score lists, members first.
-    pub fn from_classes(members: &[f64], nonmembers: &[f64]) -> Result<Self> {
-        let mut scores = Vec::with_capacity(members.len() + nonmembers.len());
-        scores.extend_from_slice(members);
-        scores.extend_from_slice(nonmembers);
-        let mut labels = vec![true; members.len()];
-        labels.resize(members.len() + nonmembers.len(), false);
-        Self::new(scores, labels)
+    /// The same observations, owning their storage.
+    pub fn into_owned(self) -> Observations<'static> {
+        Observations {
+            scores: Cow::Owned(self.scores.into_owned()),
+            members: Cow::Owned(self.members.into_owned()),
+        }
     }
 
     pub(crate) fn check_both_classes(&self, context: &str) -> Result<()> {
@@ -91,9 +118,10 @@ impl Observations {
 
     /// Splits into (member scores, non-member scores).
     pub fn classes(&self) -> (Vec<f64>, Vec<f64>) {
-        let mut pos = Vec::new();
-        let mut neg = Vec::new();
-        for (&s, &m) in self.scores.iter().zip(&self.members) {
+        let n_pos = self.members.iter().filter(|&&m| m).count();
+        let mut pos = Vec::with_capacity(n_pos);
+        let mut neg = Vec::with_capacity(self.len() - n_pos);
+        for (&s, &m) in self.scores.iter().zip(self.members.iter()) {
             if m {
                 pos.push(s);
             } else {
@@ -112,22 +140,23 @@ impl Observations {
     /// independent samples whenever the input rows are (e.g. rows in run
     /// order). Either half may lack a class; callers then report
     /// [`AuditError::EmptyClass`].
-    pub fn split(&self, seed: u64) -> (Observations, Observations) {
+    pub fn split(&self, seed: u64) -> (Observations<'static>, Observations<'static>) {
         let bits = split_bits(self.len(), seed);
-        let mut a = Observations {
-            scores: Vec::new(),
-            members: Vec::new(),
-        };
-        let mut b = Observations {
-            scores: Vec::new(),
-            members: Vec::new(),
-        };
-        for (i, (&s, &m)) in self.scores.iter().zip(&self.members).enumerate() {
-            let half = if bits[i] { &mut a } else { &mut b };
-            half.scores.push(s);
-            half.members.push(m);
+        let (mut a_s, mut a_m, mut b_s, mut b_m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, (&s, &m)) in self.scores.iter().zip(self.members.iter()).enumerate() {
+            if bits[i] {
+                a_s.push(s);
+                a_m.push(m);
+            } else {
+                b_s.push(s);
+                b_m.push(m);
+            }
         }
-        (a, b)
+        let half = |scores, members| Observations {
+            scores: Cow::Owned(scores),
+            members: Cow::Owned(members),
+        };
+        (half(a_s, a_m), half(b_s, b_m))
     }
 }
 

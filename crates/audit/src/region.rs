@@ -67,7 +67,9 @@ use crate::metrics::{metrics_sorted, Metrics};
 use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, split_seeds};
 use crate::rank_test::{Curve, Precision, RankStatement, RankTest};
-use crate::sort::sort_scores;
+#[cfg(test)]
+use crate::sort::sort_pair;
+use crate::sort::sorted_classes;
 
 /// Settings shared by the threshold audits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,10 +172,21 @@ struct Sorted {
 }
 
 impl Sorted {
-    fn new(members: Vec<f64>, nonmembers: Vec<f64>) -> Self {
+    /// Both classes of `obs`, sorted.
+    fn of(obs: &Observations) -> Self {
+        let (members, nonmembers) = sorted_classes(obs.scores(), obs.members());
         Self {
-            members: sort_scores(members),
-            nonmembers: sort_scores(nonmembers),
+            members,
+            nonmembers,
+        }
+    }
+
+    #[cfg(test)]
+    fn new(members: Vec<f64>, nonmembers: Vec<f64>) -> Self {
+        let (members, nonmembers) = sort_pair(members, nonmembers);
+        Self {
+            members,
+            nonmembers,
         }
     }
 
@@ -524,14 +537,12 @@ fn split_evidence(
     evaluate.check_both_classes(&format!(
         " in the evaluation half of the split (seed {seed})"
     ))?;
-    let (pos, neg) = select.classes();
-    let chosen = Sorted::new(pos, neg);
+    let chosen = Sorted::of(&select);
     let best = sweep(&chosen, (1.0 - confidence) / 2.0, stat);
     let (fp, fnn) = chosen.counts(best.threshold);
     let fpr = fp as f64 / chosen.nonmembers.len() as f64;
     let fnr = fnn as f64 / chosen.members.len() as f64;
-    let (pos, neg) = evaluate.classes();
-    let sorted = Sorted::new(pos, neg);
+    let sorted = Sorted::of(&evaluate);
     let (class, fraction, n) = if fpr <= fnr {
         (RankClass::NonMember, fpr, sorted.nonmembers.len())
     } else {
@@ -565,8 +576,7 @@ struct Found {
 fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> Result<Found> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
-    let (pos, neg) = obs.classes();
-    let all = Sorted::new(pos, neg);
+    let all = Sorted::of(obs);
     let metrics = metrics_sorted(&all.members, &all.nonmembers, cfg.confidence);
     let found = |(evidence, value): (ThresholdEvidence, f64), bounded_on| Found {
         evidence,
@@ -739,8 +749,7 @@ pub fn error_points(obs: &Observations, tail: f64, max_points: usize) -> Result<
             expected: "a tail probability strictly between 0 and 1",
         });
     }
-    let (pos, neg) = obs.classes();
-    let sorted = Sorted::new(pos, neg);
+    let sorted = Sorted::of(obs);
     let (n_pos, n_neg) = (sorted.members.len() as u64, sorted.nonmembers.len() as u64);
     let ln_tail = tail.ln();
     let half = (max_points / 2).max(2);

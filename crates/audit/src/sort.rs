@@ -1,6 +1,12 @@
-//! Sorting f64 scores fast: an LSD radix sort on order-preserving u64 keys
-//! (16-bit digits, passes whose digit is constant are skipped). Used for the
-//! threshold sweep, where sorting dominates the run time on 10⁸ scores.
+//! Sorting f64 scores fast: pattern-defeating quicksort on order-preserving
+//! u64 keys (integer comparisons), the two classes of a data set on two
+//! threads. Sorting dominates the run time of a threshold audit on 10⁸
+//! scores. Measured on this project's 2-core machine for 5·10⁷ N(0, 1)
+//! scores (2026-11-27): `sort_unstable` on the keys 1.50 s; on the floats
+//! with `total_cmp` 2.12 s; LSD radix sorts on the keys with 16-, 11- and
+//! 8-bit digits 3.25 s, 2.50 s and 3.21 s (the scatter of a radix pass is
+//! memory-bound here); both classes of 10⁸ scores on two threads 0.78 s
+//! per 5·10⁷ pair.
 
 /// Order-preserving key: for finite floats, `a < b ⇔ key(a) < key(b)`;
 /// −0.0 and 0.0 map to the same key.
@@ -19,38 +25,84 @@ fn from_key(k: u64) -> f64 {
 }
 
 /// Sorts finite scores ascending (−0.0 becomes 0.0).
+#[cfg(test)]
 pub(crate) fn sort_scores(v: Vec<f64>) -> Vec<f64> {
-    if v.len() < 1 << 16 {
-        let mut v: Vec<f64> = v.into_iter().map(|x| x + 0.0).collect();
-        v.sort_unstable_by(f64::total_cmp);
-        return v;
-    }
+    // Same size and alignment: the maps below reuse the allocation.
     let mut keys: Vec<u64> = v.into_iter().map(key).collect();
-    let mut scratch = vec![0_u64; keys.len()];
-    for pass in 0..4 {
-        let shift = 16 * pass;
-        let mut counts = vec![0_usize; 1 << 16];
-        for &k in &keys {
-            counts[((k >> shift) & 0xffff) as usize] += 1;
-        }
-        if counts.contains(&keys.len()) {
-            continue;
-        }
-        let mut offsets = vec![0_usize; 1 << 16];
-        let mut sum = 0;
-        for (o, &c) in offsets.iter_mut().zip(&counts) {
-            *o = sum;
-            sum += c;
-        }
-        for &k in &keys {
-            let d = ((k >> shift) & 0xffff) as usize;
-            scratch[offsets[d]] = k;
-            offsets[d] += 1;
-        }
-        std::mem::swap(&mut keys, &mut scratch);
-    }
-    drop(scratch);
+    keys.sort_unstable();
     keys.into_iter().map(from_key).collect()
+}
+
+/// Sorts two score vectors (the two classes of a data set), on two threads
+/// when both are large enough to pay for one.
+#[cfg(test)]
+pub(crate) fn sort_pair(a: Vec<f64>, b: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
+    let (a, b) = sort_key_pair(
+        a.into_iter().map(key).collect(),
+        b.into_iter().map(key).collect(),
+    );
+    (
+        a.into_iter().map(from_key).collect(),
+        b.into_iter().map(from_key).collect(),
+    )
+}
+
+/// The member and the non-member scores of `scores`/`members`, each sorted
+/// ascending. Each class is gathered as keys, sorted and turned back into
+/// floats on its own thread (both read the whole input; the work is
+/// memory-bound, and two cores share it).
+pub(crate) fn sorted_classes(scores: &[f64], members: &[bool]) -> (Vec<f64>, Vec<f64>) {
+    const PARALLEL_FROM: usize = 1 << 17;
+    let n_pos = members.iter().filter(|&&m| m).count();
+    let class = |keep: bool, size: usize| {
+        let mut keys = Vec::with_capacity(size);
+        keys.extend(
+            scores
+                .iter()
+                .zip(members)
+                .filter(|&(_, &m)| m == keep)
+                .map(|(&s, _)| key(s)),
+        );
+        keys.sort_unstable();
+        keys.into_iter().map(from_key).collect::<Vec<f64>>()
+    };
+    let n_neg = scores.len() - n_pos;
+    if scores.len() < PARALLEL_FROM {
+        return (class(true, n_pos), class(false, n_neg));
+    }
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| class(false, n_neg));
+        let pos = class(true, n_pos);
+        // A panic in the other thread (none is possible here) would be re-raised.
+        let neg = match other.join() {
+            Ok(neg) => neg,
+            Err(e) => std::panic::resume_unwind(e),
+        };
+        (pos, neg)
+    })
+}
+
+#[cfg(test)]
+fn sort_key_pair(mut a: Vec<u64>, mut b: Vec<u64>) -> (Vec<u64>, Vec<u64>) {
+    const PARALLEL_FROM: usize = 1 << 16;
+    if a.len().min(b.len()) < PARALLEL_FROM {
+        a.sort_unstable();
+        b.sort_unstable();
+        return (a, b);
+    }
+    std::thread::scope(|scope| {
+        let other = scope.spawn(move || {
+            b.sort_unstable();
+            b
+        });
+        a.sort_unstable();
+        // A panic in the other thread (none is possible here) would be re-raised.
+        let b = match other.join() {
+            Ok(b) => b,
+            Err(e) => std::panic::resume_unwind(e),
+        };
+        (a, b)
+    })
 }
 
 #[cfg(test)]
@@ -59,7 +111,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     #[test]
-    fn radix_matches_comparison_sort() {
+    fn key_sort_matches_comparison_sort() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let mut v: Vec<f64> = (0..200_000)
             .map(|_| (rng.gen::<f64>() - 0.5) * 1e3)
@@ -68,7 +120,23 @@ mod tests {
         let mut expected = v.clone();
         expected.iter_mut().for_each(|x| *x += 0.0);
         expected.sort_unstable_by(f64::total_cmp);
-        assert_eq!(sort_scores(v), expected);
+        assert_eq!(sort_scores(v.clone()), expected);
+        let (a, b) = sort_pair(v.clone(), v.clone());
+        assert_eq!((&a, &b), (&expected, &expected));
+        // By class: every other row a member.
+        let members: Vec<bool> = (0..v.len()).map(|i| i % 2 == 0).collect();
+        let (pos, neg) = sorted_classes(&v, &members);
+        let split = |keep: bool| {
+            let mut c: Vec<f64> = v
+                .iter()
+                .zip(&members)
+                .filter(|(_, &m)| m == keep)
+                .map(|(&x, _)| x + 0.0)
+                .collect();
+            c.sort_unstable_by(f64::total_cmp);
+            c
+        };
+        assert_eq!((pos, neg), (split(true), split(false)));
         for x in [-2.5, -0.0, 0.0, 1e-300, 7.0] {
             assert_eq!(from_key(key(x)), x + 0.0);
         }

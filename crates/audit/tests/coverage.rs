@@ -31,7 +31,7 @@ fn assert_coverage(violations: usize, trials: usize, beta: f64, what: &str) {
 }
 
 /// Randomized response: a member reports 1 with probability e^ε/(1+e^ε).
-fn rr_scores(rng: &mut ChaCha8Rng, eps: f64, n_per_class: usize) -> Observations {
+fn rr_scores(rng: &mut ChaCha8Rng, eps: f64, n_per_class: usize) -> Observations<'static> {
     let p = 1.0 / (1.0 + (-eps).exp());
     let mut scores = Vec::with_capacity(2 * n_per_class);
     let mut members = Vec::with_capacity(2 * n_per_class);
@@ -44,7 +44,7 @@ fn rr_scores(rng: &mut ChaCha8Rng, eps: f64, n_per_class: usize) -> Observations
     Observations::new(scores, members).unwrap()
 }
 
-fn gaussian_scores(rng: &mut ChaCha8Rng, mu: f64, n_per_class: usize) -> Observations {
+fn gaussian_scores(rng: &mut ChaCha8Rng, mu: f64, n_per_class: usize) -> Observations<'static> {
     let mut scores = Vec::with_capacity(2 * n_per_class);
     let mut members = Vec::with_capacity(2 * n_per_class);
     for i in 0..2 * n_per_class {
@@ -147,7 +147,7 @@ fn canaries(
     rng: &mut ChaCha8Rng,
     m: usize,
     score: impl Fn(&mut ChaCha8Rng, bool) -> f64,
-) -> Observations {
+) -> Observations<'static> {
     loop {
         let mut scores = Vec::with_capacity(m);
         let mut members = Vec::with_capacity(m);

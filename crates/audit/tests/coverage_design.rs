@@ -89,7 +89,7 @@ fn positive(method: Method, obs: &Observations, seed: u64) -> bool {
     unless_refused(default_bound(method, obs, seed)).is_some_and(|b| b.epsilon > 0.0)
 }
 
-fn ordered(scores: Vec<f64>, members: Vec<bool>, order: &str) -> Observations {
+fn ordered(scores: Vec<f64>, members: Vec<bool>, order: &str) -> Observations<'static> {
     let mut rows: Vec<(f64, bool)> = scores.into_iter().zip(members).collect();
     match order {
         "members first" => rows.sort_by_key(|r| !r.1),
@@ -149,7 +149,7 @@ fn null_scores_sorted_by_membership_or_score() {
 
 /// `m` null canaries with exactly `round(fraction·m)` members, rows in
 /// random order.
-fn skewed(rng: &mut ChaCha8Rng, m: usize, fraction: f64) -> Observations {
+fn skewed(rng: &mut ChaCha8Rng, m: usize, fraction: f64) -> Observations<'static> {
     let k = ((fraction * m as f64).round() as usize).clamp(1, m - 1);
     let mut members: Vec<bool> = (0..m).map(|i| i < k).collect();
     members.shuffle(rng);

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-fn null_scores(rng: &mut ChaCha8Rng, n: usize) -> Observations {
+fn null_scores(rng: &mut ChaCha8Rng, n: usize) -> Observations<'static> {
     let scores: Vec<f64> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
     let members: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
     Observations::new(scores, members).unwrap()

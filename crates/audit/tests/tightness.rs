@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-fn gaussian(n: usize, mu: f64, seed: u64) -> Observations {
+fn gaussian(n: usize, mu: f64, seed: u64) -> Observations<'static> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let scores: Vec<f64> = (0..2 * n)
         .map(|i| {

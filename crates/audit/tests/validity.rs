@@ -11,7 +11,7 @@ use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig
 
 /// Members at 0.5 + i/n, non-members at i/n: separable enough for a
 /// positive bound.
-fn scores(n: usize) -> Observations {
+fn scores(n: usize) -> Observations<'static> {
     let mut s = Vec::new();
     let mut m = Vec::new();
     for i in 0..n {

@@ -148,7 +148,7 @@ fn entry(
 
 /// Observations of score `k` over all rows (one canary per run) or over the
 /// canaries of one run.
-fn observations(rows: &[ScoreRow], k: usize) -> Result<Observations> {
+fn observations(rows: &[ScoreRow], k: usize) -> Result<Observations<'static>> {
     Observations::new(
         rows.iter().map(|r| r.scores[k]).collect(),
         rows.iter().map(|r| r.member).collect(),

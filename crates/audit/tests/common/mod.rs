@@ -120,7 +120,7 @@ impl Mechanism {
 }
 
 /// `n` member and `n` non-member scores, interleaved.
-pub fn runs(rng: &mut ChaCha8Rng, mech: Mechanism, n: usize) -> Observations {
+pub fn runs(rng: &mut ChaCha8Rng, mech: Mechanism, n: usize) -> Observations<'static> {
     let mut scores = Vec::with_capacity(2 * n);
     let mut members = Vec::with_capacity(2 * n);
     for i in 0..2 * n {
@@ -133,7 +133,7 @@ pub fn runs(rng: &mut ChaCha8Rng, mech: Mechanism, n: usize) -> Observations {
 
 /// `m` canaries of one run, each included with probability ½; the score of
 /// canary i is the mechanism applied to its inclusion bit.
-pub fn canaries(rng: &mut ChaCha8Rng, mech: Mechanism, m: usize) -> Observations {
+pub fn canaries(rng: &mut ChaCha8Rng, mech: Mechanism, m: usize) -> Observations<'static> {
     loop {
         let mut scores = Vec::with_capacity(m);
         let mut members = Vec::with_capacity(m);
