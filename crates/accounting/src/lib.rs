@@ -18,6 +18,7 @@ pub mod gdp;
 pub mod normal;
 pub mod pld;
 pub mod rdp;
+pub mod report;
 
 use std::fmt;
 use std::str::FromStr;

@@ -69,6 +69,7 @@ pub mod plots;
 pub mod policy;
 pub mod rank_test;
 pub mod region;
+pub mod report;
 mod sort;
 pub mod special;
 

@@ -2,10 +2,10 @@
 //! multiplier for a target ε (`dpaudit_accounting`).
 
 use anyhow::Context;
+use dpaudit_accounting::report::{account_json, calibration_json};
 use dpaudit_accounting::{
     calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant, EpsilonUpperBound,
 };
-use serde_json::json;
 
 /// Which accountant interprets DP-SGD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,22 +84,6 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-fn upper_bound_json(e: &EpsilonUpperBound) -> serde_json::Value {
-    let n = e.numerical;
-    json!({
-        "accountant": e.accountant.name(),
-        "relation": e.relation,
-        "delta": e.delta,
-        "epsilon": e.epsilon,
-        "epsilon_lower": n.map(|n| n.lower),
-        "epsilon_estimate": n.map(|n| n.estimate),
-        "epsilon_upper": n.map(|n| n.upper),
-        "approximate": e.approximate,
-        "rdp_order": e.rdp_order,
-        "mu": e.mu,
-    })
-}
-
 fn describe(e: &EpsilonUpperBound) -> String {
     let mut s = format!(
         "epsilon = {:.6} at delta = {:e} ({} accountant",
@@ -153,13 +137,13 @@ pub fn run_account(args: AccountArgs) -> anyhow::Result<()> {
         None
     };
     if args.json {
-        let mut v = upper_bound_json(&e);
-        v["sample_rate"] = json!(args.sample_rate);
-        v["noise_multiplier"] = json!(args.noise_multiplier);
-        v["steps"] = json!(args.steps);
-        if let Some(s) = shuffle {
-            v["shuffle_lower_bound"] = json!(s);
-        }
+        let v = account_json(
+            &e,
+            args.sample_rate,
+            args.noise_multiplier,
+            args.steps,
+            shuffle.as_ref(),
+        );
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{}", describe(&e));
@@ -191,16 +175,7 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
         )
     })?;
     if args.json {
-        let v = json!({
-            "noise_multiplier": c.noise_multiplier,
-            "noise_multiplier_lower": c.noise_multiplier_lower,
-            "tolerance": c.tolerance,
-            "target_epsilon": c.target_epsilon,
-            "sample_rate": args.sample_rate,
-            "steps": args.steps,
-            "evaluations": c.evaluations,
-            "result": upper_bound_json(&c.epsilon),
-        });
+        let v = calibration_json(&c, args.sample_rate, args.steps);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
@@ -283,7 +258,7 @@ mod tests {
     fn json_carries_epsilon_and_its_bounds() {
         // docs/canary-games.md, "Reference values": q = 0.01, σ = 1.0, 100 steps, δ = 1e-5 → 0.718 (PLD).
         let e = dpsgd_epsilon(0.01, 1.0, 100, 1e-5, Accountant::Pld).unwrap();
-        let v = upper_bound_json(&e);
+        let v = dpaudit_accounting::report::upper_bound_json(&e);
         let eps = v["epsilon"].as_f64().unwrap();
         assert!((eps - 0.718).abs() < 1e-3);
         assert!(v["epsilon_lower"].as_f64().unwrap() <= eps);

@@ -30,6 +30,7 @@ use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement}
 use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 
 /// Statistical method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -170,65 +171,12 @@ fn require_delta(args: &Args) -> anyhow::Result<f64> {
     })
 }
 
-/// What a method's bound assumes, in words (printed and in the JSON).
-pub fn assumptions(method: Method, family: Option<TradeoffFamily>) -> Vec<&'static str> {
-    const RUNS: &str = "each score comes from an independent run: the member scores are i.i.d., \
-                        the non-member scores are i.i.d., and the two classes are independent";
-    const CANARIES: &str = "the rows are the canaries of one run, each included independently \
-                            with probability 1/2 (member = included; a count implausible under \
-                            that design is refused); row order does not matter (a guess set that \
-                            cuts through tied scores counts them against the auditor)";
-    const GUESSES: &str =
-        "the guesses are a function of the scores only, never of the inclusion bits";
-    const HIGHER: &str = "a higher score means \"member\"";
-    match (method, family) {
-        (Method::EpsDelta, _) => vec![
-            RUNS,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim",
-        ],
-        (Method::Gdp, _) => vec![
-            RUNS,
-            HIGHER,
-            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP",
-            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
-             curve is Gaussian-shaped (e.g. Gaussian noise without subsampling or shuffling); for \
-             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2024, Remark 3)",
-            "δ > 0",
-        ],
-        (Method::OneRun, _) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim; with δ > 0 it \
-             weakens as the number of canaries grows (the 2mδ term of Steinke et al. 2023, Thm 3.1)",
-        ],
-        (Method::OneRunFdp, Some(TradeoffFamily::EpsDelta)) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim \
-             (family eps-delta)",
-        ],
-        (Method::OneRunFdp, _) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP (family gaussian)",
-            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
-             curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
-            "δ > 0",
-        ],
-        (Method::Panoramia, _) => vec![
-            "epsilon_tilde is a measurement relative to a baseline classifier, not a lower bound on ε",
-        ],
-    }
-}
-
 /// Runs `dpaudit estimate`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let obs = read_scores(&args.scores)
         .with_context(|| format!("reading scores from {}", args.scores.display()))?;
+    let read = started.elapsed();
     let sel = selection(&args, obs.len());
     if args.selection != SelectionArg::Fixed && (args.k_plus.is_some() || args.k_minus.is_some()) {
         bail!("--k-plus/--k-minus are only used with --selection fixed (and --method one-run or one-run-fdp)");
@@ -300,6 +248,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             return report_panoramia(&args, &m);
         }
     };
+    if std::env::var_os("DPAUDIT_TIMINGS").is_some() {
+        // A measurement hook (benches/python_bench.py): wall time of reading
+        // the file and of computing the bound, on stderr.
+        eprintln!(
+            "timings: read {:.6} s, bound {:.6} s",
+            read.as_secs_f64(),
+            (started.elapsed() - read).as_secs_f64()
+        );
+    }
     if !bound.epsilon.is_finite() {
         // Never happens for valid input; never print a non-number as the bound.
         bail!(
@@ -307,9 +264,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bound.epsilon
         );
     }
-    let family = (args.method == MethodArg::OneRunFdp).then_some(family);
     let plots = write_plots(&args, &obs, &bound)?;
-    report_bound(&args, &bound, &assumptions(bound.method, family), &plots)
+    report_bound(&args, &bound, &assumptions(&bound), &plots)
 }
 
 /// `FILE.svg` → `FILE-suffix.svg`, beside it.
@@ -370,7 +326,8 @@ fn report_bound(
     assumptions: &[&str],
     plots: &[PathBuf],
 ) -> anyhow::Result<()> {
-    let default_note = (args.selection == SelectionArg::Auto).then(|| {
+    let by_default = args.selection == SelectionArg::Auto;
+    let default_note = by_default.then(|| {
         format!(
             "default for {} with {} rows",
             bound.method.name(),
@@ -378,18 +335,7 @@ fn report_bound(
         )
     });
     if args.json {
-        let mut v = serde_json::to_value(bound).context("serializing the bound")?;
-        v["selection"] = serde_json::Value::from(bound.selection.name());
-        v["selection_detail"] = serde_json::to_value(bound.selection)?;
-        if let Some(note) = &default_note {
-            v["selection_chosen_by"] = serde_json::Value::from(note.as_str());
-        }
-        if let Selection::Split { seed } | Selection::MultiSplit { seed, .. } = bound.selection {
-            v["seed"] = serde_json::Value::from(seed);
-        }
-        v["bound"] = serde_json::Value::from("lower");
-        v["label"] = serde_json::Value::from(bound.label());
-        v["assumptions"] = serde_json::to_value(assumptions)?;
+        let mut v = bound_json(bound, by_default).context("serializing the bound")?;
         if !plots.is_empty() {
             v["plots"] = serde_json::to_value(plots)?;
         }
@@ -529,17 +475,7 @@ fn report_panoramia(args: &Args, m: &PanoramiaMeasurement) -> anyhow::Result<()>
         bail!("--plot is not available for --method panoramia (it has no error-rate trade-off)");
     }
     if args.json {
-        let mut v = serde_json::to_value(m).context("serializing the measurement")?;
-        v["epsilon"] = serde_json::Value::from(m.epsilon_tilde.value);
-        v["bound"] = serde_json::Value::from(
-            "none: PANORAMIA's epsilon_tilde is a measurement, not a lower bound",
-        );
-        v["method"] = serde_json::Value::from("panoramia");
-        v["selection"] = serde_json::Value::from(m.selection.name());
-        v["assumptions"] = serde_json::to_value(assumptions(Method::Panoramia, None))?;
-        if let Selection::Split { seed } = m.selection {
-            v["seed"] = serde_json::Value::from(seed);
-        }
+        let v = panoramia_json(m).context("serializing the measurement")?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

@@ -1,0 +1,128 @@
+//! The report of a bound as every front end shows it: the assumptions in
+//! words and the JSON object of `dpaudit estimate --json`, which the Python
+//! package returns from `to_dict()`. One definition, so that the CLI and the
+//! bindings cannot drift apart.
+
+use serde_json::{json, Value};
+
+use crate::bound::{EpsilonLowerBound, Evidence};
+use crate::error::{AuditError, Result};
+use crate::observations::{Method, Selection};
+use crate::one_run_fdp::TradeoffFamily;
+use crate::panoramia::PanoramiaMeasurement;
+
+/// What a method's bound assumes, in words (printed and in the JSON);
+/// `family` is the f-DP one-run audit's trade-off family.
+pub fn assumptions_of(method: Method, family: Option<TradeoffFamily>) -> Vec<&'static str> {
+    const RUNS: &str = "each score comes from an independent run: the member scores are i.i.d., \
+                        the non-member scores are i.i.d., and the two classes are independent";
+    const CANARIES: &str = "the rows are the canaries of one run, each included independently \
+                            with probability 1/2 (member = included; a count implausible under \
+                            that design is refused); row order does not matter (a guess set that \
+                            cuts through tied scores counts them against the auditor)";
+    const GUESSES: &str =
+        "the guesses are a function of the scores only, never of the inclusion bits";
+    const HIGHER: &str = "a higher score means \"member\"";
+    match (method, family) {
+        (Method::EpsDelta, _) => vec![
+            RUNS,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim",
+        ],
+        (Method::Gdp, _) => vec![
+            RUNS,
+            HIGHER,
+            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP",
+            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
+             curve is Gaussian-shaped (e.g. Gaussian noise without subsampling or shuffling); for \
+             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2024, Remark 3)",
+            "δ > 0",
+        ],
+        (Method::OneRun, _) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim; with δ > 0 it \
+             weakens as the number of canaries grows (the 2mδ term of Steinke et al. 2023, Thm 3.1)",
+        ],
+        (Method::OneRunFdp, Some(TradeoffFamily::EpsDelta)) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim \
+             (family eps-delta)",
+        ],
+        (Method::OneRunFdp, _) => vec![
+            CANARIES,
+            GUESSES,
+            HIGHER,
+            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP (family gaussian)",
+            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
+             curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
+            "δ > 0",
+        ],
+        (Method::Panoramia, _) => vec![
+            "epsilon_tilde is a measurement relative to a baseline classifier, not a lower bound on ε",
+        ],
+    }
+}
+
+/// What `bound` assumes, in words: [`assumptions_of`] its method and, for
+/// the f-DP one-run audit, its trade-off family.
+pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
+    let family = match &bound.evidence {
+        Evidence::OneRun(ev) => match ev.family {
+            Some("gaussian") => Some(TradeoffFamily::Gaussian),
+            Some(_) => Some(TradeoffFamily::EpsDelta),
+            None => None,
+        },
+        Evidence::Threshold(_) => None,
+    };
+    assumptions_of(bound.method, family)
+}
+
+fn serialize<T: serde::Serialize>(value: &T, what: &str) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| AuditError::Write {
+        what: format!("the {what} as JSON"),
+        source: std::io::Error::other(e),
+    })
+}
+
+/// The JSON object of a bound (`dpaudit estimate --json`): the bound's own
+/// fields, the selection by name and in detail (and the seed of a split),
+/// `label`, `bound = "lower"`, the assumptions, and, when the policy was the
+/// default (`--selection auto`), what chose it.
+pub fn bound_json(bound: &EpsilonLowerBound, chosen_by_default: bool) -> Result<Value> {
+    let mut v = serialize(bound, "bound")?;
+    v["selection"] = Value::from(bound.selection.name());
+    v["selection_detail"] = serialize(&bound.selection, "selection")?;
+    if chosen_by_default {
+        v["selection_chosen_by"] = Value::from(format!(
+            "default for {} with {} rows",
+            bound.method.name(),
+            bound.metrics.members + bound.metrics.nonmembers
+        ));
+    }
+    if let Selection::Split { seed } | Selection::MultiSplit { seed, .. } = bound.selection {
+        v["seed"] = Value::from(seed);
+    }
+    v["bound"] = Value::from("lower");
+    v["label"] = Value::from(bound.label());
+    v["assumptions"] = json!(assumptions(bound));
+    Ok(v)
+}
+
+/// The JSON object of a PANORAMIA measurement (`dpaudit estimate --method
+/// panoramia --json`).
+pub fn panoramia_json(m: &PanoramiaMeasurement) -> Result<Value> {
+    let mut v = serialize(m, "measurement")?;
+    v["epsilon"] = Value::from(m.epsilon_tilde.value);
+    v["bound"] = Value::from("none: PANORAMIA's epsilon_tilde is a measurement, not a lower bound");
+    v["method"] = Value::from("panoramia");
+    v["selection"] = Value::from(m.selection.name());
+    v["assumptions"] = json!(assumptions_of(Method::Panoramia, None));
+    if let Selection::Split { seed } = m.selection {
+        v["seed"] = Value::from(seed);
+    }
+    Ok(v)
+}

@@ -1,0 +1,782 @@
+//! `dpaudit._dpaudit`: the audit statistics and accountants of the pure crates
+//! (`dpaudit-audit`, `dpaudit-accounting`) for Python. A thin layer: every
+//! number and every JSON object comes from the library crates, the same
+//! functions the `dpaudit` CLI calls, so `Bound.to_dict()` equals `dpaudit
+//! estimate --json` on the same input. The pure-Python package
+//! (`python/src/dpaudit`) gives these functions their documented signatures.
+//!
+//! - NumPy in: scores are read where they lie when they are a contiguous
+//!   float64 array (validated in place, then copied once into the audit's own
+//!   storage, which sorts them); other numeric dtypes are converted.
+//! - Long computations release the GIL ([`Python::detach`]).
+//! - Bad input raises `ValueError` (or `TypeError` for a wrong kind of
+//!   argument) with the library's message; library code does not panic on
+//!   input, and nothing here unwraps one.
+
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use std::borrow::Cow;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use dpaudit_accounting::report::{account_json, calibration_json};
+use dpaudit_accounting::{
+    calibrate_noise_multiplier, dpsgd_epsilon, shuffle_lower_bound, Accountant, MechanismEvent,
+    NeighbouringRelation,
+};
+use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
+use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::design::inclusion_test;
+use dpaudit_audit::metrics::metrics as score_metrics;
+use dpaudit_audit::observations::{Method, Observations, Selection};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
+use dpaudit_audit::plots::histogram_auto;
+use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
+use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
+use dpaudit_audit::AuditError;
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn audit_error(e: AuditError) -> PyErr {
+    value_error(e)
+}
+
+/// A JSON value as Python objects (dicts, lists, floats, ...).
+fn to_python(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(v).map_err(value_error)?;
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+/// A column of an input: NumPy's own buffer when it is contiguous and of
+/// the right dtype (read in place), else a converted copy.
+enum Column<'py, T: numpy::Element> {
+    InPlace(PyReadonlyArrayDyn<'py, T>),
+    Copied(Vec<T>),
+}
+
+impl<T: numpy::Element + Clone> Column<'_, T> {
+    fn cow(&self) -> Cow<'_, [T]> {
+        match self {
+            // Contiguity was checked when the column was made.
+            Column::InPlace(ro) => ro.as_slice().map_or_else(
+                |_| Cow::Owned(ro.as_array().iter().cloned().collect()),
+                Cow::Borrowed,
+            ),
+            Column::Copied(v) => Cow::Borrowed(v.as_slice()),
+        }
+    }
+}
+
+fn type_name(array: &Bound<'_, PyAny>) -> String {
+    array
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+fn one_dimensional<'py>(
+    name: &str,
+    array: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let untyped = array.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "`{name}` must be a NumPy array of {what}, got {}",
+            type_name(array)
+        ))
+    })?;
+    if untyped.ndim() != 1 {
+        return Err(value_error(format!(
+            "`{name}` must be one-dimensional (one value per row), got shape {:?}",
+            untyped.shape()
+        )));
+    }
+    Ok(untyped.clone())
+}
+
+/// Scores: a 1-D numeric array; a contiguous float64 array is read in
+/// place, any other is converted by NumPy (a copy).
+fn read_scores<'py>(name: &str, array: &Bound<'py, PyAny>) -> PyResult<Column<'py, f64>> {
+    let untyped = one_dimensional(name, array, "numbers")?;
+    let dtype = untyped.dtype();
+    if !matches!(dtype.kind(), b'f' | b'i' | b'u') {
+        return Err(PyTypeError::new_err(format!(
+            "`{name}` must hold numbers (float or integer dtype), got dtype {}",
+            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
+        )));
+    }
+    let f64s = match array.cast::<PyArrayDyn<f64>>() {
+        Ok(a) => a.clone(),
+        Err(_) => array
+            .call_method1("astype", ("float64",))?
+            .cast_into::<PyArrayDyn<f64>>()?,
+    };
+    let ro = f64s.readonly();
+    if ro.as_slice().is_ok() {
+        Ok(Column::InPlace(ro))
+    } else {
+        Ok(Column::Copied(ro.as_array().iter().copied().collect()))
+    }
+}
+
+/// Members: a 1-D boolean array (read in place when contiguous), or numbers
+/// that are all 0 or 1.
+fn read_members<'py>(name: &str, array: &Bound<'py, PyAny>) -> PyResult<Column<'py, bool>> {
+    let untyped = one_dimensional(name, array, "booleans or 0/1")?;
+    if let Ok(a) = array.cast::<PyArrayDyn<bool>>() {
+        let ro = a.readonly();
+        return Ok(if ro.as_slice().is_ok() {
+            Column::InPlace(ro)
+        } else {
+            Column::Copied(ro.as_array().iter().copied().collect())
+        });
+    }
+    let dtype = untyped.dtype();
+    if !matches!(dtype.kind(), b'f' | b'i' | b'u') {
+        return Err(PyTypeError::new_err(format!(
+            "`{name}` must hold booleans or the numbers 0 and 1, got dtype {}",
+            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
+        )));
+    }
+    let values = read_scores(name, array)?;
+    let flags = values
+        .cow()
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v == 1.0 {
+                Ok(true)
+            } else if v == 0.0 {
+                Ok(false)
+            } else {
+                Err(value_error(format!(
+                    "`{name}`[{i}] = {v} is invalid; expected 0 or 1 (1 = the canary/target was included)"
+                )))
+            }
+        })
+        .collect::<PyResult<Vec<bool>>>()?;
+    Ok(Column::Copied(flags))
+}
+
+/// The two columns of a score input.
+struct Inputs<'py> {
+    scores: Column<'py, f64>,
+    members: Column<'py, bool>,
+}
+
+impl<'py> Inputs<'py> {
+    fn read(scores: &Bound<'py, PyAny>, members: &Bound<'py, PyAny>) -> PyResult<Self> {
+        Ok(Self {
+            scores: read_scores("scores", scores)?,
+            members: read_members("members", members)?,
+        })
+    }
+
+    /// Validated observations over the columns (no copy of an in-place column).
+    fn observations(&self) -> PyResult<Observations<'_>> {
+        Observations::from_cows(self.scores.cow(), self.members.cow()).map_err(audit_error)
+    }
+}
+
+/// The selection policy named `name`, for `method` with `n` rows; whether it
+/// was the default.
+fn selection(
+    name: &str,
+    method: Method,
+    n: usize,
+    seed: u64,
+    splits: Option<u32>,
+) -> PyResult<(Selection, bool)> {
+    Ok(match name {
+        "auto" => (default_selection(method, n, seed), true),
+        "bonferroni" => (Selection::Bonferroni, false),
+        "split" => (Selection::Split { seed }, false),
+        "multi-split" => (
+            Selection::MultiSplit {
+                seed,
+                splits: splits.unwrap_or(DEFAULT_SPLITS),
+            },
+            false,
+        ),
+        "same-data" => (Selection::SameData, false),
+        "fixed" => (Selection::Fixed, false),
+        other => {
+            return Err(value_error(format!(
+                "selection `{other}` is unknown; expected auto, bonferroni, split, multi-split, same-data or fixed"
+            )))
+        }
+    })
+}
+
+fn guess_family(name: &str) -> PyResult<GuessFamily> {
+    match name {
+        "symmetric" => Ok(GuessFamily::Symmetric),
+        "with-one-sided" => Ok(GuessFamily::WithOneSided),
+        other => Err(value_error(format!(
+            "guesses `{other}` is unknown; expected symmetric or with-one-sided"
+        ))),
+    }
+}
+
+fn fixed_guesses(
+    sel: Selection,
+    k_plus: Option<u64>,
+    k_minus: Option<u64>,
+) -> PyResult<Option<(u64, u64)>> {
+    match (sel, k_plus, k_minus) {
+        (Selection::Fixed, Some(kp), Some(km)) => Ok(Some((kp, km))),
+        (Selection::Fixed, _, _) => Err(value_error(
+            "selection `fixed` needs both k_plus and k_minus (the guess counts fixed in advance)",
+        )),
+        (_, None, None) => Ok(None),
+        _ => Err(value_error(
+            "k_plus/k_minus are only used with selection `fixed` (and the one-run methods)",
+        )),
+    }
+}
+
+/// An ε lower bound with what produced it (see `dpaudit.audit.Bound`).
+#[pyclass(frozen, name = "Bound", module = "dpaudit._dpaudit")]
+struct LowerBound {
+    bound: EpsilonLowerBound,
+    /// The arrays the bound was computed from, for the plots (read again,
+    /// in place, when a plot is drawn).
+    scores: Py<PyAny>,
+    members: Py<PyAny>,
+    json: serde_json::Value,
+}
+
+impl LowerBound {
+    fn new(
+        bound: EpsilonLowerBound,
+        scores: &Bound<'_, PyAny>,
+        members: &Bound<'_, PyAny>,
+        by_default: bool,
+    ) -> PyResult<Self> {
+        if !bound.epsilon.is_finite() {
+            return Err(value_error(format!(
+                "the bound is not a finite number ({}); please report this input",
+                bound.epsilon
+            )));
+        }
+        let json = bound_json(&bound, by_default).map_err(audit_error)?;
+        Ok(Self {
+            bound,
+            scores: scores.clone().unbind(),
+            members: members.clone().unbind(),
+            json,
+        })
+    }
+}
+
+fn write_or_return(path: Option<std::path::PathBuf>, svg: String) -> PyResult<Option<String>> {
+    match path {
+        Some(p) => {
+            std::fs::write(&p, svg).map_err(|e| {
+                pyo3::exceptions::PyOSError::new_err(format!("writing {}: {e}", p.display()))
+            })?;
+            Ok(None)
+        }
+        None => Ok(Some(svg)),
+    }
+}
+
+#[pymethods]
+impl LowerBound {
+    /// The lower bound on ε.
+    #[getter]
+    fn epsilon(&self) -> f64 {
+        self.bound.epsilon
+    }
+    /// The confidence it holds at (when `valid_at_confidence`).
+    #[getter]
+    fn confidence(&self) -> f64 {
+        self.bound.confidence
+    }
+    /// The δ at which ε is bounded.
+    #[getter]
+    fn delta(&self) -> f64 {
+        self.bound.delta
+    }
+    /// The method: eps-delta, gdp, one-run or one-run-fdp.
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.bound.method.name()
+    }
+    /// The method's printed name, saying what it assumes (one-run-fdp-gaussian).
+    #[getter]
+    fn label(&self) -> &'static str {
+        self.bound.label()
+    }
+    /// False for same-data selection (the papers' practice).
+    #[getter]
+    fn valid_at_confidence(&self) -> bool {
+        self.bound.valid_at_confidence
+    }
+    /// `nothing`, or `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve.
+    #[getter]
+    fn assumes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_python(py, &self.json["assumes"])
+    }
+    /// The selection policy's name.
+    #[getter]
+    fn selection(&self) -> &'static str {
+        self.bound.selection.name()
+    }
+    /// What produced the number (counts, threshold or guesses, the test).
+    #[getter]
+    fn evidence(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_python(py, &self.json["evidence"])
+    }
+    /// AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals.
+    #[getter]
+    fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_python(py, &self.json["metrics"])
+    }
+    /// What the bound assumes, in words.
+    #[getter]
+    fn assumptions(&self) -> Vec<&'static str> {
+        assumptions(&self.bound)
+    }
+    /// multi-split: every split's bound.
+    #[getter]
+    fn split_bounds(&self) -> Option<Vec<f64>> {
+        self.bound.split_bounds.clone()
+    }
+    /// The JSON object of `dpaudit estimate --json`, as Python objects.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_python(py, &self.json)
+    }
+    /// The same object as a JSON string (pretty-printed as the CLI prints it).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.json).map_err(value_error)
+    }
+    /// The bound's plot as SVG, as `--plot` draws it: the trade-off plot of a
+    /// threshold bound (`roc=True`: its log–log ROC view) or the one-run plot.
+    /// Written to `path` when given, else returned.
+    #[pyo3(signature = (path=None, claimed_epsilon=None, roc=false))]
+    fn plot(
+        &self,
+        py: Python<'_>,
+        path: Option<std::path::PathBuf>,
+        claimed_epsilon: Option<f64>,
+        roc: bool,
+    ) -> PyResult<Option<String>> {
+        let inputs = Inputs::read(self.scores.bind(py), self.members.bind(py))?;
+        let obs = inputs.observations()?;
+        let svg = match &self.bound.evidence {
+            Evidence::Threshold(_) => {
+                let p =
+                    tradeoff_plot(&obs, &self.bound, claimed_epsilon, None).map_err(audit_error)?;
+                if roc {
+                    p.to_roc_svg()
+                } else {
+                    p.to_svg()
+                }
+            }
+            Evidence::OneRun(_) => {
+                if roc {
+                    return Err(value_error(
+                        "a one-run bound has no ROC view; call plot() without roc",
+                    ));
+                }
+                one_run_plot(&obs, &self.bound, None)
+                    .map_err(audit_error)?
+                    .to_svg()
+            }
+        };
+        write_or_return(path, svg)
+    }
+    /// The score histogram (`FILE-hist.svg` of `--plot`), to `path` or returned.
+    #[pyo3(signature = (path=None, title="scores"))]
+    fn histogram(
+        &self,
+        py: Python<'_>,
+        path: Option<std::path::PathBuf>,
+        title: &str,
+    ) -> PyResult<Option<String>> {
+        let inputs = Inputs::read(self.scores.bind(py), self.members.bind(py))?;
+        let (members, nonmembers) = inputs.observations()?.classes();
+        let h = histogram_auto(&members, &nonmembers).map_err(audit_error)?;
+        write_or_return(path, h.to_svg(title, "score (higher = member)"))
+    }
+    fn __repr__(&self) -> String {
+        let b = &self.bound;
+        format!(
+            "<dpaudit Bound {}: ε ≥ {:.4} at δ = {:e}, confidence {} ({}{}), selection {}, {} members + {} non-members>",
+            b.label(),
+            b.epsilon,
+            b.delta,
+            b.confidence,
+            if b.valid_at_confidence { "valid" } else { "NOT valid" },
+            match b.assumes {
+                dpaudit_audit::bound::MechanismAssumption::Nothing => "",
+                dpaudit_audit::bound::MechanismAssumption::GaussianTradeoff =>
+                    "; assumes a Gaussian trade-off curve",
+            },
+            b.selection.name(),
+            b.metrics.members,
+            b.metrics.nonmembers
+        )
+    }
+}
+
+/// The (ε, δ) region bound (Annamalai et al. 2024, Eq. (1)), rank test.
+#[pyfunction]
+#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None))]
+#[allow(clippy::too_many_arguments)]
+fn eps_delta(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    delta: f64,
+    confidence: f64,
+    selection: &str,
+    seed: u64,
+    splits: Option<u32>,
+) -> PyResult<LowerBound> {
+    region_bound(
+        py,
+        Method::EpsDelta,
+        scores,
+        members,
+        delta,
+        confidence,
+        selection,
+        seed,
+        splits,
+    )
+}
+
+/// The GDP audit (Cebere et al. 2024, App. A): μ⁻, then ε at δ.
+#[pyfunction]
+#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None))]
+#[allow(clippy::too_many_arguments)]
+fn gdp(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    delta: f64,
+    confidence: f64,
+    selection: &str,
+    seed: u64,
+    splits: Option<u32>,
+) -> PyResult<LowerBound> {
+    region_bound(
+        py,
+        Method::Gdp,
+        scores,
+        members,
+        delta,
+        confidence,
+        selection,
+        seed,
+        splits,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn region_bound(
+    py: Python<'_>,
+    method: Method,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    delta: f64,
+    confidence: f64,
+    selection_name: &str,
+    seed: u64,
+    splits: Option<u32>,
+) -> PyResult<LowerBound> {
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let (sel, by_default) = selection(selection_name, method, obs.len(), seed, splits)?;
+    let cfg = RegionConfig {
+        confidence,
+        delta,
+        selection: sel,
+    };
+    let bound = py.detach(|| {
+        if method == Method::Gdp {
+            gdp_lower_bound(&obs, &cfg)
+        } else {
+            eps_delta_lower_bound(&obs, &cfg)
+        }
+    });
+    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
+}
+
+/// The one-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
+#[pyfunction]
+#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, k_plus=None, k_minus=None, guesses="symmetric"))]
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    delta: f64,
+    confidence: f64,
+    selection: &str,
+    seed: u64,
+    splits: Option<u32>,
+    k_plus: Option<u64>,
+    k_minus: Option<u64>,
+    guesses: &str,
+) -> PyResult<LowerBound> {
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let (sel, by_default) = self::selection(selection, Method::OneRun, obs.len(), seed, splits)?;
+    let cfg = OneRunConfig {
+        confidence,
+        delta,
+        selection: sel,
+        fixed_guesses: fixed_guesses(sel, k_plus, k_minus)?,
+        guesses: guess_family(guesses)?,
+    };
+    let bound = py.detach(|| one_run_lower_bound(&obs, &cfg));
+    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
+}
+
+/// The f-DP one-run audit (Mahloujifar, Melis & Chaudhuri 2024).
+#[pyfunction]
+#[pyo3(signature = (scores, members, delta, confidence=0.95, family="eps-delta", selection="auto", seed=0, splits=None, k_plus=None, k_minus=None, guesses="symmetric"))]
+#[allow(clippy::too_many_arguments)]
+fn one_run_fdp(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    delta: f64,
+    confidence: f64,
+    family: &str,
+    selection: &str,
+    seed: u64,
+    splits: Option<u32>,
+    k_plus: Option<u64>,
+    k_minus: Option<u64>,
+    guesses: &str,
+) -> PyResult<LowerBound> {
+    let family = match family {
+        "eps-delta" => TradeoffFamily::EpsDelta,
+        "gaussian" => TradeoffFamily::Gaussian,
+        other => {
+            return Err(value_error(format!(
+            "family `{other}` is unknown; expected eps-delta (valid for any mechanism) or gaussian"
+        )))
+        }
+    };
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let (sel, by_default) = self::selection(selection, Method::OneRunFdp, obs.len(), seed, splits)?;
+    let cfg = OneRunFdpConfig {
+        confidence,
+        delta,
+        family,
+        selection: sel,
+        fixed_guesses: fixed_guesses(sel, k_plus, k_minus)?,
+        guesses: guess_family(guesses)?,
+    };
+    let bound = py.detach(|| one_run_fdp_lower_bound(&obs, &cfg));
+    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
+}
+
+/// PANORAMIA's ε̃ (Kazmi et al. 2024): a measurement, not a lower bound.
+/// Returns the JSON object of `dpaudit estimate --method panoramia --json`.
+#[pyfunction]
+#[pyo3(signature = (baseline_scores, baseline_members, scores, members, confidence=0.95, selection="auto", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn panoramia(
+    py: Python<'_>,
+    baseline_scores: &Bound<'_, PyAny>,
+    baseline_members: &Bound<'_, PyAny>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    confidence: f64,
+    selection: &str,
+    seed: u64,
+) -> PyResult<Py<PyAny>> {
+    let baseline_inputs = Inputs {
+        scores: read_scores("baseline_scores", baseline_scores)?,
+        members: read_members("baseline_members", baseline_members)?,
+    };
+    let baseline = baseline_inputs.observations()?;
+    let mia_inputs = Inputs::read(scores, members)?;
+    let mia = mia_inputs.observations()?;
+    let (sel, _) = self::selection(selection, Method::Panoramia, mia.len(), seed, None)?;
+    let cfg = PanoramiaConfig {
+        confidence,
+        selection: sel,
+    };
+    let m = py
+        .detach(|| panoramia_measure(&baseline, &mia, &cfg))
+        .map_err(audit_error)?;
+    to_python(py, &panoramia_json(&m).map_err(audit_error)?)
+}
+
+/// AUC and TPR at FPR 1e-3 and 1e-2, with Clopper–Pearson intervals.
+#[pyfunction]
+#[pyo3(signature = (scores, members, confidence=0.95))]
+fn metrics(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    confidence: f64,
+) -> PyResult<Py<PyAny>> {
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let m = py
+        .detach(|| score_metrics(&obs, confidence))
+        .map_err(audit_error)?;
+    to_python(py, &serde_json::to_value(m).map_err(value_error)?)
+}
+
+/// The one-run methods' design check: the exact two-sided binomial test of
+/// `included` of `canaries` against inclusion with probability ½.
+#[pyfunction]
+fn inclusion_check(py: Python<'_>, canaries: u64, included: u64) -> PyResult<Py<PyAny>> {
+    if included > canaries {
+        return Err(value_error(format!(
+            "included = {included} exceeds canaries = {canaries}"
+        )));
+    }
+    let d = inclusion_test(canaries, included);
+    let mut v = serde_json::to_value(d).map_err(value_error)?;
+    v["plausible"] = serde_json::Value::from(d.plausible());
+    to_python(py, &v)
+}
+
+fn accountant(name: &str) -> PyResult<Accountant> {
+    name.parse::<Accountant>().map_err(value_error)
+}
+
+/// ε of DP-SGD (`dpaudit account --json`).
+#[pyfunction]
+#[pyo3(signature = (sample_rate, noise_multiplier, steps, delta, accountant="pld", shuffle=false))]
+fn account(
+    py: Python<'_>,
+    sample_rate: f64,
+    noise_multiplier: f64,
+    steps: u64,
+    delta: f64,
+    accountant: &str,
+    shuffle: bool,
+) -> PyResult<Py<PyAny>> {
+    let acc = self::accountant(accountant)?;
+    let (e, chua) = py.detach(move || {
+        let e = dpsgd_epsilon(sample_rate, noise_multiplier, steps, delta, acc)
+            .map_err(|e| e.to_string())?;
+        let chua = if shuffle {
+            let batches = (1.0 / sample_rate).round();
+            let per_epoch = batches as u64;
+            if per_epoch == 0 || steps % per_epoch != 0 {
+                return Err(format!(
+                    "shuffle needs steps ({steps}) to be a whole number of epochs of 1/sample_rate = {batches} batches"
+                ));
+            }
+            Some(
+                shuffle_lower_bound(noise_multiplier, per_epoch, steps / per_epoch, delta)
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            None
+        };
+        Ok((e, chua))
+    })
+    .map_err(value_error)?;
+    to_python(
+        py,
+        &account_json(&e, sample_rate, noise_multiplier, steps, chua.as_ref()),
+    )
+}
+
+/// δ of DP-SGD at `epsilon` (add/remove adjacency).
+#[pyfunction]
+#[pyo3(signature = (sample_rate, noise_multiplier, steps, epsilon, accountant="pld"))]
+fn delta_for_epsilon(
+    py: Python<'_>,
+    sample_rate: f64,
+    noise_multiplier: f64,
+    steps: u64,
+    epsilon: f64,
+    accountant: &str,
+) -> PyResult<Py<PyAny>> {
+    let acc = self::accountant(accountant)?;
+    // The same checks as `dpsgd_epsilon`, at a harmless δ.
+    dpsgd_epsilon(sample_rate, noise_multiplier, 1, 0.5, Accountant::Rdp).map_err(value_error)?;
+    if steps == 0 {
+        return Err(value_error("steps = 0 is invalid; expected at least 1"));
+    }
+    let d = py
+        .detach(move || {
+            dpaudit_accounting::delta(
+                &MechanismEvent::dpsgd(sample_rate, noise_multiplier, steps),
+                epsilon,
+                acc,
+                NeighbouringRelation::AddOrRemove,
+            )
+        })
+        .map_err(value_error)?;
+    to_python(py, &serde_json::to_value(d).map_err(value_error)?)
+}
+
+/// The noise multiplier reaching (target_epsilon, delta) (`dpaudit calibrate --json`).
+#[pyfunction]
+#[pyo3(signature = (sample_rate, steps, delta, target_epsilon, accountant="pld", tolerance=1e-3))]
+fn calibrate(
+    py: Python<'_>,
+    sample_rate: f64,
+    steps: u64,
+    delta: f64,
+    target_epsilon: f64,
+    accountant: &str,
+    tolerance: f64,
+) -> PyResult<Py<PyAny>> {
+    let acc = self::accountant(accountant)?;
+    let c = py
+        .detach(move || {
+            calibrate_noise_multiplier(sample_rate, steps, delta, target_epsilon, acc, tolerance)
+        })
+        .map_err(value_error)?;
+    to_python(py, &calibration_json(&c, sample_rate, steps))
+}
+
+/// The Chua et al. 2024 ε lower bound for shuffled batches.
+#[pyfunction]
+fn shuffle_epsilon_lower_bound(
+    py: Python<'_>,
+    noise_multiplier: f64,
+    steps_per_epoch: u64,
+    epochs: u64,
+    delta: f64,
+) -> PyResult<Py<PyAny>> {
+    let s = py
+        .detach(move || shuffle_lower_bound(noise_multiplier, steps_per_epoch, epochs, delta))
+        .map_err(value_error)?;
+    to_python(py, &serde_json::to_value(s).map_err(value_error)?)
+}
+
+#[pymodule]
+fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_SPLITS", DEFAULT_SPLITS)?;
+    m.add("DESIGN_LEVEL", dpaudit_audit::design::DESIGN_LEVEL)?;
+    m.add_class::<LowerBound>()?;
+    m.add_function(wrap_pyfunction!(eps_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(gdp, m)?)?;
+    m.add_function(wrap_pyfunction!(one_run, m)?)?;
+    m.add_function(wrap_pyfunction!(one_run_fdp, m)?)?;
+    m.add_function(wrap_pyfunction!(panoramia, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(inclusion_check, m)?)?;
+    m.add_function(wrap_pyfunction!(account, m)?)?;
+    m.add_function(wrap_pyfunction!(delta_for_epsilon, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(shuffle_epsilon_lower_bound, m)?)?;
+    Ok(())
+}

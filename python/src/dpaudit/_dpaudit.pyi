@@ -1,0 +1,136 @@
+"""Type stubs of the Rust extension `dpaudit._dpaudit` (crates/python)."""
+
+from os import PathLike
+from typing import Any, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+DEFAULT_SPLITS: int
+DESIGN_LEVEL: float
+
+_Scores = npt.NDArray[Any]
+_Members = npt.NDArray[Any]
+_Path = Union[str, PathLike[str]]
+
+class Bound:
+    """An ε lower bound with what produced it."""
+
+    @property
+    def epsilon(self) -> float:
+        """The lower bound on ε (at `delta`)."""
+    @property
+    def confidence(self) -> float:
+        """The confidence it holds at, when `valid_at_confidence`."""
+    @property
+    def delta(self) -> float: ...
+    @property
+    def method(self) -> str:
+        """eps-delta, gdp, one-run or one-run-fdp."""
+    @property
+    def label(self) -> str:
+        """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian)."""
+    @property
+    def valid_at_confidence(self) -> bool:
+        """False for same-data selection (the papers' practice)."""
+    @property
+    def assumes(self) -> str:
+        """`nothing`, or `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve."""
+    @property
+    def selection(self) -> str: ...
+    @property
+    def evidence(self) -> dict[str, Any]:
+        """Counts, threshold or guesses, and the test behind the number."""
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals."""
+    @property
+    def assumptions(self) -> list[str]: ...
+    @property
+    def split_bounds(self) -> Optional[list[float]]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of `dpaudit estimate --json`."""
+    def to_json(self) -> str: ...
+    def plot(
+        self, path: Optional[_Path] = None, claimed_epsilon: Optional[float] = None, roc: bool = False
+    ) -> Optional[str]:
+        """The SVG of `--plot` (to `path`, or returned)."""
+    def histogram(self, path: Optional[_Path] = None, title: str = "scores") -> Optional[str]: ...
+
+def eps_delta(
+    scores: _Scores,
+    members: _Members,
+    delta: float,
+    confidence: float = 0.95,
+    selection: str = "auto",
+    seed: int = 0,
+    splits: Optional[int] = None,
+) -> Bound: ...
+def gdp(
+    scores: _Scores,
+    members: _Members,
+    delta: float,
+    confidence: float = 0.95,
+    selection: str = "auto",
+    seed: int = 0,
+    splits: Optional[int] = None,
+) -> Bound: ...
+def one_run(
+    scores: _Scores,
+    members: _Members,
+    delta: float,
+    confidence: float = 0.95,
+    selection: str = "auto",
+    seed: int = 0,
+    splits: Optional[int] = None,
+    k_plus: Optional[int] = None,
+    k_minus: Optional[int] = None,
+    guesses: str = "symmetric",
+) -> Bound: ...
+def one_run_fdp(
+    scores: _Scores,
+    members: _Members,
+    delta: float,
+    confidence: float = 0.95,
+    family: str = "eps-delta",
+    selection: str = "auto",
+    seed: int = 0,
+    splits: Optional[int] = None,
+    k_plus: Optional[int] = None,
+    k_minus: Optional[int] = None,
+    guesses: str = "symmetric",
+) -> Bound: ...
+def panoramia(
+    baseline_scores: _Scores,
+    baseline_members: _Members,
+    scores: _Scores,
+    members: _Members,
+    confidence: float = 0.95,
+    selection: str = "auto",
+    seed: int = 0,
+) -> dict[str, Any]: ...
+def metrics(scores: _Scores, members: _Members, confidence: float = 0.95) -> dict[str, Any]: ...
+def inclusion_check(canaries: int, included: int) -> dict[str, Any]: ...
+def account(
+    sample_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    delta: float,
+    accountant: str = "pld",
+    shuffle: bool = False,
+) -> dict[str, Any]: ...
+def delta_for_epsilon(
+    sample_rate: float, noise_multiplier: float, steps: int, epsilon: float, accountant: str = "pld"
+) -> dict[str, Any]: ...
+def calibrate(
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    target_epsilon: float,
+    accountant: str = "pld",
+    tolerance: float = 1e-3,
+) -> dict[str, Any]: ...
+def shuffle_epsilon_lower_bound(
+    noise_multiplier: float, steps_per_epoch: int, epochs: int, delta: float
+) -> dict[str, Any]: ...

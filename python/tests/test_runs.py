@@ -1,0 +1,601 @@
+"""dpaudit.runs against out-dirs written, at test time, by the `dpaudit` binary
+named in the environment variable DPAUDIT_BIN (tests that need it are skipped
+without it): tiny `dpaudit run` experiments (threshold methods under three
+selection policies, the one-run methods, two shards and their merge), a tiny
+`dpaudit bgm` experiment and a tiny `dpaudit panoramia` run on a generated
+IDX dataset. Every out-dir is built once per module (about 10 s in all on
+2 cores)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+import dpaudit
+from dpaudit import runs
+
+BIN = os.environ.get("DPAUDIT_BIN")
+needs_bin = pytest.mark.skipif(
+    not BIN, reason="DPAUDIT_BIN is not set: the path of a built `dpaudit` binary (e.g. target/debug/dpaudit)"
+)
+
+# The experiment of tests/cli_run.rs: a 600 → 8 → 2 MLP on the synthetic
+# Purchase-100 stand-in, 3 steps per run, 40 runs in chunks of 10.
+EXPERIMENT = """
+name = "python runs test"
+runs = 40
+[train]
+seed = 5
+replicas = 10
+steps = 3
+delta = 1e-5
+[train.model]
+kind = "mlp"
+hidden = [8]
+[train.data]
+dataset = "purchase100"
+classes = [0, 1]
+train_size = 200
+normalize = false
+[train.sampler]
+kind = "fixed_sequence"
+batch_size = 20
+[train.dp]
+noise_multiplier = 1.0
+max_grad_norm = 1.0
+learning_rate = 0.5
+[canary]
+kind = "dirac"
+count = 1
+insertion = "every"
+[audit]
+scores = ["dirac", "iterates"]
+methods = ["eps_delta", "gdp"]
+"""
+
+# 4 runs of 60 canaries each, bounded by the one-run methods.
+ONE_RUN = (
+    EXPERIMENT.replace("runs = 40", "runs = 4")
+    .replace("replicas = 10", "replicas = 2")
+    .replace("count = 1", "count = 60")
+    .replace('methods = ["eps_delta", "gdp"]', 'methods = ["one_run", "one_run_fdp", "one_run_fdp_gaussian"]')
+)
+
+BGM = """
+description = "tiny"
+
+[[settings]]
+name = "shuffle T=100 σ=1"
+steps = 100
+epochs = 1
+expected_batch_size = 1
+noise_multiplier = 1.0
+sampler = "shuffle"
+dataset = "shuffle_worst_case"
+runs = 2000
+delta = 1e-5
+confidence = 0.95
+seed = 3
+
+[[settings]]
+name = "partial K=B"
+steps = 20
+epochs = 1
+expected_batch_size = 10
+noise_multiplier = 1.0
+sampler = { partial_shuffle = { buffer_size = 10 } }
+dataset = "shuffle_worst_case"
+runs = 1000
+guesses = [1, 20]
+delta = 1e-5
+confidence = 0.95
+seed = 4
+"""
+
+PANORAMIA_HEAD = """
+seed = 3
+confidence = 0.95
+selection = "bonferroni"
+
+[split]
+generator = 100
+helper = 200
+classifier_train = 150
+classifier_validation = 50
+audit = 400
+
+[generator]
+kind = "real_holdout"
+
+[helper]
+model = { kind = "lenet5" }
+epochs = 1
+batch_size = 64
+learning_rate = 1e-3
+
+[classifier]
+epochs = 2
+batch_size = 64
+learning_rate = 1e-3
+
+[quality]
+epochs = 1
+batch_size = 64
+learning_rate = 1e-3
+"""
+
+PANORAMIA_TARGET = """
+[[target]]
+name = "{name}"
+[target.train]
+seed = 1
+epochs = {epochs}
+delta = 1e-5
+[target.train.model]
+kind = "lenet5"
+[target.train.data]
+dataset = "fmnist"
+data_dir = "{data}"
+train_size = 1000
+[target.train.sampler]
+kind = "poisson"
+sample_rate = 0.1
+[target.train.dp]
+noise_multiplier = 0.0
+max_grad_norm = 1e6
+learning_rate = 0.05
+momentum = 0.9
+"""
+
+# The fields an audit.json lower bound shares with Bound.to_dict().
+SHARED = ("epsilon", "confidence", "selection", "valid_at_confidence", "assumes", "bounded_on", "metrics", "evidence")
+
+
+def dpaudit_cli(*args: object) -> str:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, f"dpaudit {args}: status {out.returncode}\n{out.stdout}\n{out.stderr}"
+    return out.stdout
+
+
+def write_idx(path: Path, magic: int, dims: List[int], data: np.ndarray) -> None:
+    path.write_bytes(struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + data.tobytes())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Dict[str, Path]:
+    """Every out-dir of this module, built once."""
+    if not BIN:
+        pytest.skip("DPAUDIT_BIN is not set: the path of a built `dpaudit` binary (e.g. target/debug/dpaudit)")
+    if not os.path.isfile(BIN):
+        pytest.fail(f"DPAUDIT_BIN={BIN} does not exist")
+    d = tmp_path_factory.mktemp("outdirs")
+    out: Dict[str, Path] = {}
+    exps = {
+        "auto": EXPERIMENT,
+        "split": EXPERIMENT.replace('methods = ["eps_delta", "gdp"]', 'methods = ["eps_delta", "gdp"]\nselection = "split"'),
+        "multi_split": EXPERIMENT.replace(
+            'methods = ["eps_delta", "gdp"]', 'methods = ["eps_delta", "gdp"]\nselection = "multi_split"'
+        ),
+        "one_run": ONE_RUN,
+    }
+    for key, text in exps.items():
+        cfg = d / f"{key}.toml"
+        cfg.write_text(text)
+        out[key] = d / key
+        dpaudit_cli("run", cfg, "--out-dir", out[key], "--quiet")
+    for i in range(2):
+        out[f"shard{i}"] = d / f"shard{i}"
+        dpaudit_cli("run", d / "auto.toml", "--out-dir", out[f"shard{i}"], "--shard", f"{i}/2", "--quiet")
+    out["merged"] = d / "merged"
+    dpaudit_cli("merge", "--out-dir", out["merged"], out["shard0"], out["shard1"])
+
+    (d / "bgm.toml").write_text(BGM)
+    out["bgm"] = d / "bgm"
+    dpaudit_cli("bgm", "--config", d / "bgm.toml", "--out-dir", out["bgm"], "--threads", "2")
+
+    # A tiny Fashion-MNIST-format dataset: 10 classes, 100 train and 120
+    # test records each; random pixels with a class stripe.
+    data = d / "idx"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for split, per in (("train", 100), ("t10k", 120)):
+        y = np.repeat(np.arange(10, dtype=np.uint8), per)
+        x = rng.integers(0, 256, size=(y.size, 28, 28), dtype=np.uint8)
+        x[:, :4, :] = (y[:, None, None] * 25).astype(np.uint8)
+        write_idx(data / f"{split}-images-idx3-ubyte", 0x0803, [y.size, 28, 28], x)
+        write_idx(data / f"{split}-labels-idx1-ubyte", 0x0801, [y.size], y)
+    text = PANORAMIA_HEAD + "".join(
+        PANORAMIA_TARGET.format(name=n, epochs=e, data=data) for n, e in (("f", 1), ("g", 3))
+    )
+    (d / "panoramia.toml").write_text(text)
+    out["panoramia"] = d / "panoramia"
+    dpaudit_cli("panoramia", "--config", d / "panoramia.toml", "--out-dir", out["panoramia"])
+    return out
+
+
+@pytest.fixture
+def copy_of(built, tmp_path):
+    """A fresh copy of a built out-dir, to damage."""
+
+    def copy(key: str) -> Path:
+        dst = tmp_path / key
+        shutil.copytree(built[key], dst)
+        return dst
+
+    return copy
+
+
+def read_csv(path: Path) -> List[Dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def assert_same_bound(d: dict, entry: dict) -> None:
+    """A Bound.to_dict() and an audit.json lower bound agree."""
+    assert d["label"] == entry["method"]
+    for k in SHARED:
+        assert d[k] == entry[k], k
+
+
+# ---------------------------------------------------------------------------
+# Without the binary
+# ---------------------------------------------------------------------------
+
+
+def with_trailer(body: bytes) -> bytes:
+    """outdir.rs `with_trailer`, written out independently."""
+    if body and not body.endswith(b"\n"):
+        body += b"\n"
+    return body + f"# sha256 {hashlib.sha256(body).hexdigest()}\n".encode()
+
+
+def test_checksummed_files_tell_missing_from_edited_and_truncated(tmp_path):
+    p = tmp_path / "a.csv"
+    with pytest.raises(FileNotFoundError, match="a.csv"):
+        runs.read_checked(p)
+    p.write_bytes(with_trailer(b"run,score\n0,1.5\n"))
+    assert runs.read_checked(p) == b"run,score\n0,1.5\n"
+    # A body without a final newline gets one before the trailer.
+    p.write_bytes(with_trailer(b"x"))
+    assert runs.read_checked(p) == b"x\n"
+    p.write_bytes(with_trailer(b""))
+    assert runs.read_checked(p) == b""
+    full = with_trailer(b"run,score\n0,1.5\n")
+    for damaged, why in (
+        (full.replace(b"1.5", b"1.6"), "does not match its checksum"),
+        (full[:-30], "no checksum line"),
+        (full[:-1], "no checksum line"),  # the final newline lost
+        (b"", "no checksum line"),
+    ):
+        p.write_bytes(damaged)
+        with pytest.raises(ValueError, match=why) as e:
+            runs.read_checked(p)
+        assert "a.csv" in str(e.value) and "edited or damaged" in str(e.value)
+
+
+def test_seed_derivation_matches_dpaudits_pinned_values():
+    # RFC 8439 A.1 test vector 1: ChaCha20, zero key, nonce and counter.
+    block = runs._chacha20(np.zeros((1, 8), dtype=np.uint32), 0, 0)
+    assert block[0].astype("<u4").tobytes().hex()[:32] == "76b8e0ada0f13d90405d6ae55386bd28"
+    # crates/data/src/seed.rs, `derivation_is_pinned`:
+    # RunSeed(0).stream(Sampler).child(0).child(0).to_u64().
+    assert int(runs._next_u64(runs._seed_key(0, "sampler", 0, 0), 1)[0, 0]) == 12_901_373_742_220_054_924
+    bits = runs.inclusion_bits(7, 50, 3)
+    assert bits.shape == (50, 3) and bits.dtype == bool
+    assert 0.3 < bits.mean() < 0.7
+    # Batching does not change a run's bits.
+    assert np.array_equal(runs.inclusion_bits(7, 5, 3), bits[:5])
+
+
+def test_missing_and_non_out_dirs_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        runs.open(tmp_path / "nope")
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    with pytest.raises(NotADirectoryError, match="not an out-dir"):
+        runs.open(f)
+    with pytest.raises(FileNotFoundError, match="not a dpaudit out-dir: it has no config.json") as e:
+        runs.open(tmp_path)
+    msg = str(e.value)
+    assert "dpaudit run" in msg and "dpaudit bgm" in msg and "dpaudit panoramia" in msg
+    (tmp_path / "config.json").write_text('{"name": "something else"}')
+    with pytest.raises(ValueError, match="neither a `dpaudit run` manifest"):
+        runs.open(tmp_path)
+    (tmp_path / "config.json").write_text("not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        runs.open(tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# dpaudit run
+# ---------------------------------------------------------------------------
+
+
+@needs_bin
+def test_canary_run_arrays_match_the_csv_files_row_for_row(built):
+    r = runs.open(built["auto"])
+    assert r.kind == "run" and r.complete and isinstance(r, runs.CanaryRun)
+    assert r.config["name"] == "python runs test" and r.manifest["experiment"] is r.config
+    assert r.score_names == ["dirac", "iterates"]
+    rows = read_csv(built["auto"] / "scores.csv")
+    assert len(rows) == 40 == r.runs.size
+    assert (r.runs.dtype, r.canaries.dtype, r.members.dtype, r.test_accuracy.dtype) == (
+        np.int64,
+        np.int64,
+        np.bool_,
+        np.float64,
+    )
+    assert r.runs.tolist() == [int(x["run"]) for x in rows]
+    assert r.canaries.tolist() == [int(x["canary"]) for x in rows]
+    assert r.members.tolist() == [x["member"] == "1" for x in rows]
+    assert r.test_accuracy.tolist() == [float(x["test_accuracy"]) for x in rows]
+    for name in r.score_names:
+        assert r.scores[name].dtype == np.float64
+        assert r.scores[name].tolist() == [float(x[name]) for x in rows]  # bit for bit
+    inc = read_csv(built["auto"] / "inclusion.csv")
+    assert r.inclusion.shape == (40, 1) and r.inclusion.dtype == np.bool_
+    assert r.inclusion.ravel().tolist() == [x["included"] == "1" for x in inc]
+    cols = r.columns()
+    assert list(cols) == ["run", "canary", "member", "test_accuracy", "dirac", "iterates"]
+    assert {len(v) for v in cols.values()} == {40}
+    s, m = r.observations("iterates")
+    assert s is r.scores["iterates"] and m is r.members
+    assert r.observations()[0] is r.scores["dirac"]  # the first score by default
+    assert r.audit["runs"] == 40 and "Audit" in r.summary
+    assert "epsilon.svg" in r.plots and r.claimed_epsilon == r.manifest["claimed_epsilon"]
+
+
+@needs_bin
+@pytest.mark.parametrize("key", ["auto", "split", "multi_split"])
+def test_observations_give_audit_jsons_threshold_bounds(built, key):
+    r = runs.open(built[key])
+    entries = r.audit["lower_bounds"]
+    assert len(entries) == 4
+    for e in entries:
+        scores, members = r.observations(e["score"])
+        args = r.audit_arguments(e["method"])
+        # audit_report.rs: δ of training, [audit] confidence, selection_for()
+        # with the seed RunSeed(seed).stream(Split).child(0xA0D1).
+        assert args["delta"] == 1e-5 and args["confidence"] == 0.95
+        assert args["selection"] == {"auto": "auto", "split": "split", "multi_split": "multi-split"}[key]
+        fn = {"eps-delta": dpaudit.audit.eps_delta, "gdp": dpaudit.audit.gdp}[e["method"]]
+        d = fn(scores, members, **args).to_dict()
+        assert_same_bound(d, e)
+        assert r.bound(e["method"], e["score"]).to_dict() == d
+        assert r.audit_entry(e["method"].replace("-", "_"), e["score"]) is e
+        if key == "split":
+            assert e["bounded_on"] == {"data": "evaluation-half", "seed": runs.selection_seed(5)}
+    with pytest.raises(KeyError, match="no one-run bound"):
+        r.audit_entry("one-run")
+
+
+@needs_bin
+def test_canaries_of_run_give_audit_jsons_one_run_bounds(built):
+    r = runs.open(built["one_run"])
+    assert r.runs.size == 4 * 60 and r.inclusion.shape == (4, 60)
+    rows = read_csv(built["one_run"] / "scores.csv")
+    assert r.scores["dirac"].tolist() == [float(x["dirac"]) for x in rows]
+    assert len(r.audit["lower_bounds"]) == 6
+    for e in r.audit["lower_bounds"]:
+        assert e["run"] == 0
+        args = r.audit_arguments(e["method"])
+        assert args["guesses"] == "with-one-sided"  # what `dpaudit run` searches
+        fn = dpaudit.audit.one_run if e["method"] == "one-run" else dpaudit.audit.one_run_fdp
+        s, m = r.canaries_of_run(0, e["score"])
+        assert s.size == 60 and m.tolist() == r.inclusion[0].tolist()
+        assert_same_bound(fn(s, m, **args).to_dict(), e)
+        # per_run: every run's bound, in run order.
+        assert e["per_run"] == [r.bound(e["method"], e["score"], run=k).epsilon for k in range(4)]
+
+
+@needs_bin
+def test_shards_are_unfinished_until_merged(built):
+    with pytest.raises(runs.IncompleteOutDirError) as e:
+        runs.open(built["shard0"])
+    msg = str(e.value)
+    assert isinstance(e.value, FileNotFoundError)
+    assert "unfinished" in msg and "scores.csv is missing" in msg and "2 of 4 chunks" in msg
+    assert "shard 0/2" in msg and "dpaudit merge" in msg and "partial=True" in msg
+    assert e.value.missing == [1, 3]
+    full = runs.open(built["auto"])
+    p = runs.open(built["shard0"], partial=True)
+    assert not p.complete and p.audit is None and p.missing_chunks == [1, 3]
+    sel = np.isin(full.runs, list(range(0, 10)) + list(range(20, 30)))
+    for k, v in p.columns().items():
+        assert np.array_equal(v, full.columns()[k][sel]), k
+    merged = runs.open(built["merged"])
+    for k, v in merged.columns().items():
+        assert np.array_equal(v, full.columns()[k]), k
+    assert merged.audit == full.audit
+
+
+@needs_bin
+def test_an_unfinished_run_is_reported_and_partially_readable(copy_of):
+    d = copy_of("auto")
+    for f in ("scores.csv", "audit.json", "summary.md", "chunks/chunk-000001.csv"):
+        (d / f).unlink()
+    with pytest.raises(runs.IncompleteOutDirError, match=r"3 of 4 chunks are done \(missing: 1\)") as e:
+        runs.open(d)
+    assert "again" in str(e.value)
+    p = runs.open(d, partial=True)
+    assert p.runs.tolist() == list(range(0, 10)) + list(range(20, 40))
+    # Every chunk there but not finalized: said so.
+    (d / "chunks/chunk-000001.csv").write_bytes((copy_of("merged") / "chunks/chunk-000001.csv").read_bytes())
+    with pytest.raises(runs.IncompleteOutDirError, match="finaliz"):
+        runs.open(d)
+
+
+@needs_bin
+def test_damaged_files_raise_value_error_naming_them(copy_of):
+    d = copy_of("auto")
+    chunk = d / "chunks" / "chunk-000002.csv"
+    good = chunk.read_bytes()
+    # One digit of one score changed.
+    i = good.index(b"\n", good.index(b"\n") + 1) - 3
+    chunk.write_bytes(good[:i] + (b"1" if good[i : i + 1] != b"1" else b"2") + good[i + 1 :])
+    with pytest.raises(ValueError, match="chunk-000002.csv: damaged: .*edited or damaged"):
+        runs.open(d)
+    chunk.write_bytes(good[: good.rindex(b"# sha256")])  # trailer lost
+    with pytest.raises(ValueError, match="chunk-000002.csv: damaged: no checksum line"):
+        runs.open(d)
+    chunk.write_bytes(good)
+    runs.open(d)
+
+    # scores.csv has no checksum, but must equal its chunks.
+    scores = d / "scores.csv"
+    text = scores.read_text()
+    first = text.split("\n")[1].split(",")
+    edited = ",".join(first[:4] + [first[4] + "1"] + first[5:])
+    scores.write_text(text.replace(text.split("\n")[1], edited))
+    with pytest.raises(ValueError, match="scores.csv: differs from its checksummed chunk"):
+        runs.open(d)
+    assert runs.open(d, verify=False).scores["dirac"][0] == float(first[4] + "1")
+    scores.write_text(text)
+
+    # inclusion.csv has no checksum, but must be the experiment's bits.
+    inc = d / "inclusion.csv"
+    lines = inc.read_text().split("\n")
+    run, canary, bit = lines[1].split(",")
+    lines[1] = f"{run},{canary},{'-1' if bit == '1' else '1'}"
+    inc.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match="inclusion.csv"):
+        runs.open(d)
+
+
+@needs_bin
+def test_missing_required_files_raise_file_not_found_naming_them(copy_of):
+    d = copy_of("auto")
+    (d / "audit.json").unlink()
+    with pytest.raises(FileNotFoundError, match="audit.json: missing"):
+        runs.open(d)
+    d = copy_of("split")
+    (d / "inclusion.csv").unlink()
+    with pytest.raises(FileNotFoundError, match="inclusion.csv: missing"):
+        runs.open(d)
+    d = copy_of("multi_split")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["format_version"] = 1
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="format 1 .*reads format 2"):
+        runs.open(d)
+
+
+@needs_bin
+def test_a_directory_of_out_dirs_is_named_as_such(built):
+    with pytest.raises(FileNotFoundError, match="It contains out-dirs: .*auto"):
+        runs.open(built["auto"].parent)
+
+
+# ---------------------------------------------------------------------------
+# dpaudit bgm
+# ---------------------------------------------------------------------------
+
+
+@needs_bin
+def test_bgm_arrays_and_bounds_match_the_out_dir(built):
+    r = runs.open(built["bgm"])
+    assert r.kind == "bgm" and isinstance(r, runs.BgmRun) and r.complete
+    assert r.engine == "rust" and r.config["description"] == "tiny"
+    rows = read_csv(built["bgm"] / "scores.csv")
+    assert len(rows) == 3000 == r.run.size
+    assert r.setting.tolist() == [int(x["setting"]) for x in rows]
+    assert r.run.tolist() == [int(x["run"]) for x in rows]
+    assert r.with_target.dtype == np.float64
+    assert r.with_target.tolist() == [float(x["with_target"]) for x in rows]
+    assert r.without_target.tolist() == [float(x["without_target"]) for x in rows]
+    assert list(r.scores) == ["shuffle T=100 σ=1", "partial K=B"]
+    assert [s.with_target.size for s in r.settings] == [2000, 1000]
+    assert r.get_setting("partial K=B") is r.settings[1] is r.get_setting(1)
+    assert r.scores["partial K=B"]["without_target"] is r.settings[1].without_target
+    assert list(r.columns()) == ["setting", "setting_name", "run", "with_target", "without_target"]
+    for s in r.settings:
+        scores, members = s.observations()
+        assert members.sum() == s.with_target.size == scores.size // 2
+        args = s.audit_arguments()
+        assert args == {"delta": 1e-5, "confidence": 0.95, "selection": "split", "seed": s.spec["seed"]}
+        d = dpaudit.audit.eps_delta(scores, members, **args).to_dict()
+        lb = s.report["lower_bound"]
+        assert d["selection_detail"] == lb["selection"]
+        for k in ("epsilon", "confidence", "delta", "method", "valid_at_confidence", "assumes", "bounded_on",
+                  "metrics", "evidence"):
+            assert d[k] == lb[k], k
+    g = r.settings[1].guess_search
+    assert [k for k, _ in g["per_guess"]] == [1, 20] and g["chosen_columns"] in (1, 20)
+    assert r.settings[0].guess_search is None
+
+
+@needs_bin
+def test_bgm_damaged_and_unfinished(copy_of, built):
+    d = copy_of("bgm")
+    unit = d / "chunks" / "chunk-000001.json"
+    good = unit.read_bytes()
+    unit.write_bytes(good.replace(b'"with_target":[', b'"with_target":[1', 1))
+    with pytest.raises(ValueError, match="chunk-000001.json: damaged"):
+        runs.open(d)
+    unit.unlink()
+    (d / "scores.csv").unlink()
+    with pytest.raises(runs.IncompleteOutDirError, match=r"1 of 2 units .*\(missing: 1\)"):
+        runs.open(d)
+    p = runs.open(d, partial=True)
+    full = runs.open(built["bgm"])
+    assert p.settings[1].with_target.size == 0 and p.settings[1].report is None
+    # From the unit files: the same runs, within an ulp (see BgmRun).
+    a, b = p.settings[0].with_target, full.settings[0].with_target
+    assert a.shape == b.shape and np.all(np.abs(a - b) <= np.spacing(np.abs(b)))
+
+
+# ---------------------------------------------------------------------------
+# dpaudit panoramia
+# ---------------------------------------------------------------------------
+
+
+@needs_bin
+def test_panoramia_scores_members_and_measurement(built):
+    r = runs.open(built["panoramia"])
+    assert r.kind == "panoramia" and isinstance(r, runs.PanoramiaRun) and r.complete
+    assert r.target_names == ["f", "g"] and r.config["seed"] == 3
+    assert r.members.dtype == np.bool_ and r.members.shape == (400,)
+    assert r.members.sum() == r.audit["audit_members"]
+    baseline = json.loads((built["panoramia"] / "baseline.json").read_text())
+    assert r.baseline_scores.tolist() == baseline["scores"]
+    for name in ("f", "g"):
+        result = json.loads((built["panoramia"] / "targets" / f"{name}.json").read_text())
+        assert r.mia_scores[name].tolist() == result["mia_scores"]
+        bs, bm, s, m = r.observations(name)
+        meas = r.results[name]["measurement"]
+        got = dpaudit.audit.panoramia(bs, bm, s, m, confidence=0.95, selection="bonferroni", seed=3)
+        assert got == r.measure(name)
+        assert got["selection"] == meas["selection"]["policy"]
+        shared = set(got) & set(meas) - {"selection"}
+        assert {"baseline", "mia", "c_lb", "c_plus_epsilon_lb", "epsilon_tilde"} <= shared
+        for k in shared:
+            assert got[k] == meas[k], k
+    assert "not a lower bound" in r.summary
+
+
+@needs_bin
+def test_panoramia_unfinished(copy_of):
+    d = copy_of("panoramia")
+    (d / "audit.json").unlink()
+    (d / "targets" / "g.json").unlink()
+    with pytest.raises(runs.IncompleteOutDirError, match="audit.json is missing; not done yet: targets/g.json"):
+        runs.open(d)
+    p = runs.open(d, partial=True)
+    assert list(p.mia_scores) == ["f"] and p.baseline_scores.size == 400
+    # Another config's seed gives other coins, which contradict the counts.
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["config"]["seed"] = 4
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="coins from seed 4"):
+        runs.open(d, partial=True)
