@@ -25,9 +25,21 @@
 //! k on the same observations; the per-guess same-data numbers are reported,
 //! labelled).
 //!
+//! Two ways to turn runs into a bound (`evaluation` of a setting):
+//! - `"scores"` (the default): every evaluation score is held, the threshold
+//!   chosen on one random half and bounded on the other (`split`). About
+//!   160–190 bytes per run and hypothesis at the peak: for up to some 10⁷
+//!   runs per hypothesis.
+//! - `{ counts = { selection_runs = N } }`: bounded memory, for 10⁸–10⁹
+//!   runs ([`crate::bgm_counts`]): a threshold chosen on `N` separate
+//!   selection runs, the evaluation runs reduced to counts on a grid fixed
+//!   in advance.
+//!
 //! Every setting is validated (sampler parameters and memory included)
-//! before any simulation starts ([`prepare_all`]). The simulation runs on any
-//! [`BgmEngine`]; the out-dir, shards and merges are [`crate::bgm_runner`].
+//! before any simulation starts ([`prepare_all`]); a scores-mode experiment
+//! that cannot fit in memory is refused with the estimate. The simulation
+//! runs on any [`BgmEngine`]; the out-dir, shards and merges are
+//! [`crate::bgm_runner`].
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -45,6 +57,9 @@ use dpaudit_data::seed::Mode;
 use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 
+use crate::bgm_counts::{
+    counted_bound, CountedBound, HistogramAccumulator, ScoreHistogram, PIECE_RUNS,
+};
 use crate::bgm_engine::BgmEngine;
 use crate::error::{invalid, ExperimentError, Result};
 
@@ -121,7 +136,50 @@ pub struct Setting {
     /// (drawn from streams disjoint from the evaluation runs); default
     /// max(runs/4, 100).
     pub guess_runs: Option<usize>,
+    /// How the evaluation runs become a bound: `"scores"` (default: every
+    /// score held, `split` selection) or `{ counts = { selection_runs = N } }`
+    /// (bounded memory: the threshold chosen on `N` separate runs per
+    /// hypothesis, the evaluation runs counted; [`crate::bgm_counts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Evaluation>,
 }
+
+/// How a setting's evaluation runs become a bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Evaluation {
+    /// Hold every score; choose the threshold on one random half of the
+    /// evaluation runs, bound on the other (`split`).
+    Scores,
+    /// Bounded memory: choose the threshold on `selection_runs` runs per
+    /// hypothesis from seed streams disjoint from the evaluation runs, count
+    /// the evaluation runs' errors at it ([`crate::bgm_counts`]).
+    Counts {
+        /// Selection runs per hypothesis (e.g. a tenth of `runs`).
+        selection_runs: usize,
+    },
+}
+
+impl Evaluation {
+    /// `scores` or `counts`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evaluation::Scores => "scores",
+            Evaluation::Counts { .. } => "counts",
+        }
+    }
+}
+
+/// Bytes per run and hypothesis that a scores-mode setting holds until the
+/// experiment is finalized: the score (8 B per hypothesis) and its line of
+/// `scores.csv` (≈ 50 B).
+pub const SCORES_HELD_PER_RUN: u64 = 66;
+
+/// Bytes per run and hypothesis that bounding a scores-mode setting adds:
+/// its observations, their two halves and sorted copies (≈ 94 B). With
+/// [`SCORES_HELD_PER_RUN`]: 160 B, against 186 B measured at the peak
+/// (10⁷ runs per hypothesis, 1.86 GB).
+pub const SCORES_BOUND_PER_RUN: u64 = 94;
 
 /// A setting after validation: σ resolved, simulator configuration built.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +196,8 @@ pub struct PreparedSetting {
     pub guesses: Vec<usize>,
     /// Partial shuffling: selection runs per hypothesis and guess; else 0.
     pub guess_runs: usize,
+    /// How the evaluation runs become a bound (`scores` when not given).
+    pub evaluation: Evaluation,
 }
 
 impl PreparedSetting {
@@ -152,6 +212,30 @@ impl PreparedSetting {
             score_columns: k,
             ..self.config.clone()
         }
+    }
+
+    /// Counts mode: selection runs per hypothesis for the threshold.
+    pub fn selection_runs(&self) -> Option<usize> {
+        match self.evaluation {
+            Evaluation::Counts { selection_runs } => Some(selection_runs),
+            Evaluation::Scores => None,
+        }
+    }
+
+    /// Counts mode: the first engine chunk of the threshold-selection runs
+    /// (after the guess search's runs, which start at the engine's
+    /// selection chunk), for runs of `chunk_runs` per chunk.
+    pub fn threshold_selection_first_chunk(
+        &self,
+        engine: &dyn BgmEngine,
+        chunk_runs: usize,
+    ) -> u64 {
+        let guess_chunks = if self.searches_guess() {
+            self.guess_runs.div_ceil(chunk_runs.max(1)) as u64
+        } else {
+            0
+        };
+        engine.selection_first_chunk() + guess_chunks
     }
 
     /// The region configuration of the reported bound (held-out split,
@@ -176,7 +260,7 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
             reason: "`settings` is empty; expected at least one [[settings]] table".into(),
         });
     }
-    experiment
+    let prepared = experiment
         .settings
         .iter()
         .enumerate()
@@ -188,7 +272,43 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
                 reason: e.to_string(),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // Finalizing holds the scores of every scores-mode setting at once (and
+    // bounds one at a time): refuse what cannot fit, before simulating.
+    let held: Vec<u64> = prepared
+        .iter()
+        .filter(|p| p.evaluation == Evaluation::Scores)
+        .map(|p| p.setting.runs as u64)
+        .collect();
+    if held.len() > 1 {
+        let total: u64 = held.iter().sum();
+        let largest = held.iter().copied().max().unwrap_or(0);
+        let estimate = MemoryEstimate {
+            parts: vec![
+                (
+                    format!(
+                        "the scores and scores.csv lines of {total} runs per hypothesis over {} scores-mode settings × {SCORES_HELD_PER_RUN} B",
+                        held.len()
+                    ),
+                    total.saturating_mul(SCORES_HELD_PER_RUN),
+                ),
+                (
+                    format!("bounding the largest setting ({largest} runs) × {SCORES_BOUND_PER_RUN} B"),
+                    largest.saturating_mul(SCORES_BOUND_PER_RUN),
+                ),
+            ],
+        };
+        preflight::check(
+            "the experiment's scores",
+            "`runs` (or `evaluation = { counts = { selection_runs = … } }`, which holds no scores)",
+            &estimate,
+        )
+        .map_err(|e| ExperimentError::Inconsistent {
+            path: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok(prepared)
 }
 
 /// Validate one setting: the DP fields, σ (given or calibrated), the
@@ -305,23 +425,61 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
     } else {
         (vec![s.steps], 0)
     };
-    // The scores of both hypotheses are held in memory (as scores, then as
-    // the sorted observations of the bound): refuse what cannot fit before
-    // simulating anything.
-    let per_run = 2 * 8 * 3u64;
-    let estimate = MemoryEstimate {
-        parts: vec![(
-            format!(
-                "{} evaluation and {} selection runs per hypothesis × 48 bytes",
-                s.runs,
-                guess_runs * guesses.len()
-            ),
-            (s.runs as u64)
-                .saturating_add((guess_runs as u64).saturating_mul(guesses.len() as u64))
-                .saturating_mul(per_run),
-        )],
+    let evaluation = s.evaluation.unwrap_or(Evaluation::Scores);
+    // The guess search holds one guess's selection runs at a time, bounded
+    // as the scores mode bounds (≈ 160 B per run and hypothesis).
+    let guess_part = (
+        format!(
+            "the guess search: {guess_runs} selection runs per hypothesis × {} B",
+            SCORES_HELD_PER_RUN + SCORES_BOUND_PER_RUN
+        ),
+        (guess_runs as u64).saturating_mul(SCORES_HELD_PER_RUN + SCORES_BOUND_PER_RUN),
+    );
+    // Refuse what cannot fit before simulating anything.
+    let estimate = match evaluation {
+        Evaluation::Scores => MemoryEstimate {
+            parts: vec![
+                (
+                    format!(
+                        "{} evaluation runs per hypothesis × {} B (scores, scores.csv lines, the bound's copies; 186 B measured)",
+                        s.runs,
+                        SCORES_HELD_PER_RUN + SCORES_BOUND_PER_RUN
+                    ),
+                    (s.runs as u64).saturating_mul(SCORES_HELD_PER_RUN + SCORES_BOUND_PER_RUN),
+                ),
+                guess_part,
+            ],
+        },
+        Evaluation::Counts { selection_runs } => {
+            if selection_runs < 1000 {
+                return Err(invalid(
+                    "evaluation.counts.selection_runs",
+                    selection_runs.to_string(),
+                    "at least 1000 runs per hypothesis to choose the threshold on (e.g. a tenth of `runs`)",
+                ));
+            }
+            MemoryEstimate {
+                parts: vec![
+                    (
+                        format!("one piece of {PIECE_RUNS} runs per hypothesis × 16 B"),
+                        (PIECE_RUNS as u64) * 16,
+                    ),
+                    (
+                        "three histograms on the fixed grid (8.5 MB each)".into(),
+                        3 * (2 * crate::bgm_counts::MAX_BUCKET as u64 + 1) * 16,
+                    ),
+                    guess_part,
+                ],
+            }
+        }
     };
-    preflight::check("the simulation", "`runs` (or `guess_runs`)", &estimate)?;
+    let field = match evaluation {
+        Evaluation::Scores => {
+            "`runs` (or `guess_runs`; `evaluation = { counts = { selection_runs = … } }` holds no scores)"
+        }
+        Evaluation::Counts { .. } => "`guess_runs`",
+    };
+    preflight::check("the simulation", field, &estimate)?;
     Ok(PreparedSetting {
         setting,
         noise_multiplier,
@@ -329,6 +487,7 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
         config,
         guesses,
         guess_runs,
+        evaluation,
     })
 }
 
@@ -442,14 +601,23 @@ pub struct SettingReport {
     pub score: LikelihoodRatio,
     pub runs_per_hypothesis: usize,
     pub delta: f64,
+    /// `scores` (every score held, `lower_bound`) or `counts` (bounded
+    /// memory, `counted_bound`).
+    pub evaluation: &'static str,
     /// Poisson ε (PLD upper bound, q = 1/T, T·E steps): what people report.
     pub epsilon_poisson_pld: f64,
     /// Chua et al. lower bound for shuffle-then-batch with the same (σ, T, E, δ);
     /// `null` when the accountant could not compute it (see `chua_error`).
     pub epsilon_shuffle_lower_chua: Option<f64>,
     pub chua_error: Option<String>,
-    /// The empirical ε lower bound (valid at its confidence unless labelled otherwise).
-    pub lower_bound: EpsilonLowerBound,
+    /// Scores mode: the empirical ε lower bound (valid at its confidence
+    /// unless labelled otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_bound: Option<EpsilonLowerBound>,
+    /// Counts mode: the bound at the held-out threshold (valid), with the
+    /// same-data figure beside it (not valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_bound: Option<CountedBound>,
     /// Partial shuffling: the guess search (same-data ε per guess on the
     /// selection runs, for choosing k only) and the chosen k.
     pub guess_search: Option<GuessSearch>,
@@ -464,6 +632,49 @@ pub struct SettingReport {
     pub simulation_observations_per_second: f64,
 }
 
+impl SettingReport {
+    /// The reported ε lower bound, whichever the mode.
+    pub fn epsilon_emp(&self) -> f64 {
+        match (&self.lower_bound, &self.counted_bound) {
+            (Some(b), _) => b.epsilon,
+            (None, Some(c)) => c.epsilon,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// Whether the reported bound is valid at its confidence.
+    pub fn valid_at_confidence(&self) -> bool {
+        match (&self.lower_bound, &self.counted_bound) {
+            (Some(b), _) => b.valid_at_confidence,
+            (None, Some(c)) => c.valid_at_confidence,
+            (None, None) => false,
+        }
+    }
+
+    /// Confidence of the reported bound.
+    pub fn confidence(&self) -> f64 {
+        match (&self.lower_bound, &self.counted_bound) {
+            (Some(b), _) => b.confidence,
+            (None, Some(c)) => c.confidence,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// The selection policy's short name (`split`, `held-out-threshold`, …).
+    pub fn selection_name(&self) -> &'static str {
+        match (&self.lower_bound, &self.counted_bound) {
+            (Some(b), _) => b.selection.name(),
+            (None, Some(c)) => c.selection,
+            (None, None) => "none",
+        }
+    }
+
+    /// Counts mode: the same-data figure (the papers' practice; NOT valid).
+    pub fn same_data_epsilon(&self) -> Option<f64> {
+        self.counted_bound.as_ref().map(|c| c.same_data.epsilon)
+    }
+}
+
 /// The names of the [`SettingReport`] fields that are timings: the only
 /// fields of `audit.json` that differ between two runs of one experiment.
 pub const TIMING_FIELDS: [&str; 4] = [
@@ -476,16 +687,59 @@ pub const TIMING_FIELDS: [&str; 4] = [
 /// The simulated scores of a whole setting, and what producing them cost.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettingScores {
-    /// log Λ of the evaluation runs on D, in run order.
+    /// log Λ of the evaluation runs on D, in run order (scores mode).
     pub with_target: Vec<f64>,
-    /// log Λ of the evaluation runs on D′, in run order.
+    /// log Λ of the evaluation runs on D′, in run order (scores mode).
     pub without_target: Vec<f64>,
+    /// Counts mode: the histograms of the selection and evaluation runs.
+    pub counts: Option<SettingCounts>,
     /// Partial shuffling: the guess search.
     pub guess_search: Option<GuessSearch>,
     /// Compute seconds (simulation and guess search).
     pub seconds: f64,
     /// Simulation alone.
     pub clock: SimulationClock,
+}
+
+/// The histograms of a counts-mode setting.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingCounts {
+    /// Threshold-selection runs.
+    pub selection: ScoreHistogram,
+    /// Evaluation runs.
+    pub evaluation: ScoreHistogram,
+}
+
+/// Simulate `runs` runs per hypothesis of `config` on `engine` from chunk
+/// `first_chunk` into a histogram on the fixed grid of
+/// [`crate::bgm_counts`], in pieces of whole engine chunks
+/// ([`PIECE_RUNS`] runs, at least one chunk of `chunk_runs`): memory does not
+/// grow with `runs`, and the counts equal those of one call (the engines
+/// seed per chunk). Adds the simulation time to `clock`.
+pub fn simulate_histogram(
+    engine: &dyn BgmEngine,
+    config: &BgmConfig,
+    first_chunk: u64,
+    runs: usize,
+    chunk_runs: usize,
+    clock: &mut SimulationClock,
+) -> Result<ScoreHistogram> {
+    let chunk_runs = chunk_runs.max(1);
+    let piece_chunks = (PIECE_RUNS / chunk_runs).max(1);
+    let mut acc = HistogramAccumulator::new();
+    let mut done = 0usize;
+    let mut chunk = first_chunk;
+    while done < runs {
+        let n = (piece_chunks * chunk_runs).min(runs - done);
+        let start = Instant::now();
+        let scores = engine.simulate(config, chunk, n)?;
+        clock.seconds += start.elapsed().as_secs_f64();
+        clock.observations += 2 * n;
+        acc.add(&scores.with_target, &scores.without_target)?;
+        done += n;
+        chunk += piece_chunks as u64;
+    }
+    Ok(acc.histogram())
 }
 
 /// The report of a setting from its scores: the accountants' ε beside the
@@ -506,7 +760,25 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
             Err(e) => (None, Some(e.to_string())),
         };
     let start = Instant::now();
-    let lower_bound = bound_scores(&scores.with_target, &scores.without_target, &p.region())?;
+    let (lower_bound, counted) = match &scores.counts {
+        None => (
+            Some(bound_scores(
+                &scores.with_target,
+                &scores.without_target,
+                &p.region(),
+            )?),
+            None,
+        ),
+        Some(c) => (
+            None,
+            Some(counted_bound(
+                &c.selection,
+                &c.evaluation,
+                s.confidence,
+                s.delta,
+            )?),
+        ),
+    };
     let wall_seconds = scores.seconds + start.elapsed().as_secs_f64();
     let clock = scores.clock;
     Ok(SettingReport {
@@ -522,10 +794,12 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
         score: p.config.score,
         runs_per_hypothesis: s.runs,
         delta: s.delta,
+        evaluation: p.evaluation.name(),
         epsilon_poisson_pld: poisson.epsilon,
         epsilon_shuffle_lower_chua: chua,
         chua_error,
         lower_bound,
+        counted_bound: counted,
         guess_search: scores.guess_search.clone(),
         wall_seconds,
         observations_per_second: clock.observations as f64 / wall_seconds.max(1e-9),
@@ -534,9 +808,11 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
     })
 }
 
-/// A setting audited in memory on `engine`: the guess search if any, all
-/// evaluation runs, the bound. The out-dir path ([`crate::bgm_runner`])
-/// gives the same scores slice by slice.
+/// A setting audited in one process on `engine`, without an out-dir: the
+/// guess search if any, all evaluation runs, the bound. In scores mode every
+/// score is held; in counts mode the selection and evaluation runs are
+/// streamed into histograms. The out-dir path ([`crate::bgm_runner`]) gives
+/// the same scores or counts unit by unit.
 pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<SettingReport> {
     let start = Instant::now();
     let mut clock = SimulationClock::default();
@@ -548,6 +824,33 @@ pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<Sett
     let k = guess_search
         .as_ref()
         .map_or(p.setting.steps, |g| g.chosen_columns);
+    if let Some(selection_runs) = p.selection_runs() {
+        let config = p.config_with_columns(k);
+        let chunk_runs = engine.chunk_runs(&config)?;
+        let selection = simulate_histogram(
+            engine,
+            &config,
+            p.threshold_selection_first_chunk(engine, chunk_runs),
+            selection_runs,
+            chunk_runs,
+            &mut clock,
+        )?;
+        let evaluation =
+            simulate_histogram(engine, &config, 0, p.setting.runs, chunk_runs, &mut clock)?;
+        return report_setting(
+            p,
+            &SettingScores {
+                counts: Some(SettingCounts {
+                    selection,
+                    evaluation,
+                }),
+                guess_search,
+                seconds: start.elapsed().as_secs_f64(),
+                clock,
+                ..SettingScores::default()
+            },
+        );
+    }
     let sim_start = Instant::now();
     let scores = engine.simulate(&p.config_with_columns(k), 0, p.setting.runs)?;
     clock.seconds += sim_start.elapsed().as_secs_f64();
@@ -557,6 +860,7 @@ pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<Sett
         &SettingScores {
             with_target: scores.with_target,
             without_target: scores.without_target,
+            counts: None,
             guess_search,
             seconds: start.elapsed().as_secs_f64(),
             clock,
@@ -617,31 +921,35 @@ pub fn summary_markdown(r: &BgmReport) -> String {
         md,
         "Poisson ε: PLD, q = 1/T, T·E steps. Chua: lower bound for shuffle-then-batch (Chua et al. 2024). \
          ε_emp: lower bound from the (ε, δ) region (rank test; Clopper–Pearson on both rates for same_data), \
-         Worst-Case BGM (Annamalai et al. 2024 §4.1, Algorithm 5). \
+         Worst-Case BGM (Annamalai et al. 2024 §4.1, Algorithm 5); in counts mode (bounded memory) Clopper–Pearson \
+         on both error counts at a threshold chosen on separate selection runs (held-out-threshold), with the \
+         same-data figure (the paper's practice: best threshold on the counted runs; NOT valid) beside it. \
          Simulated by the {} engine on {} ({} CPU threads). Randomness: {} (every draw follows from each \
          setting's seed).\n",
         r.engine, r.device, r.threads, r.randomness
     );
     let _ = writeln!(
         md,
-        "| setting | sampler | dataset | σ | T | E | B | δ | Poisson ε | Chua LB | ε_emp (conf., selection) | k | runs/hyp. | wall s | sim. obs/s |"
+        "| setting | sampler | dataset | σ | T | E | B | δ | Poisson ε | Chua LB | ε_emp (conf., selection) | same-data ε (NOT valid) | k | runs/hyp. | wall s | sim. obs/s |"
     );
     let _ = writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &r.settings {
         let chua = s
             .epsilon_shuffle_lower_chua
             .map_or_else(|| "n/a".to_string(), |c| format!("{c:.3}"));
-        let lb = &s.lower_bound;
+        let same = s
+            .same_data_epsilon()
+            .map_or_else(|| "—".to_string(), |e| format!("{e:.3}"));
         let k = s
             .guess_search
             .as_ref()
             .map_or_else(|| "T".to_string(), |g| g.chosen_columns.to_string());
         let _ = writeln!(
             md,
-            "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {:.1} | {:.3e} |",
+            "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {} | {:.1} | {:.3e} |",
             s.name,
             sampler_label(s.sampler),
             s.dataset,
@@ -652,10 +960,15 @@ pub fn summary_markdown(r: &BgmReport) -> String {
             s.delta,
             s.epsilon_poisson_pld,
             chua,
-            lb.epsilon,
-            lb.confidence * 100.0,
-            lb.selection.name(),
-            if lb.valid_at_confidence { "" } else { ", NOT valid" },
+            s.epsilon_emp(),
+            s.confidence() * 100.0,
+            s.selection_name(),
+            if s.valid_at_confidence() {
+                ""
+            } else {
+                ", NOT valid"
+            },
+            same,
             k,
             s.runs_per_hypothesis,
             s.wall_seconds,

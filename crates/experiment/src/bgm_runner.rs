@@ -11,9 +11,16 @@
 //!   evaluation runs made of whole engine chunks (so slicing changes no
 //!   score), or, for a partial-shuffle setting, the whole setting (the guess
 //!   search decides which columns the evaluation runs score, so the two
-//!   cannot be split without a second round). Reopening verifies every unit
-//!   file: a damaged one is named, set aside as `*.damaged` and recomputed;
-//! - when every unit is there: `scores.csv`, `audit.json`, `summary.md`.
+//!   cannot be split without a second round). A scores-mode unit holds its
+//!   scores; a counts-mode unit ([`crate::bgm_counts`]) holds a histogram on
+//!   the fixed grid, of evaluation runs or of threshold-selection runs
+//!   (`"selection": true`; slices of the selection runs, which need nothing
+//!   from the evaluation units and vice versa: the threshold is chosen when
+//!   the experiment is finalized). Reopening verifies every unit file: a
+//!   damaged one is named, set aside as `*.damaged` and recomputed;
+//! - when every unit is there: `audit.json`, `summary.md`, and
+//!   `scores.csv` (the scores of the scores-mode settings) and/or
+//!   `counts.csv` (the histograms of the counts-mode settings).
 //!
 //! The out-dir is locked and known to be writable before anything is
 //! simulated. Shard `i/n` computes the units `c` with `c mod n = i`; `merge`
@@ -32,9 +39,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::bgm_audit::{
-    prepare_all, report_setting, search_guess, summary_markdown, BgmExperiment, BgmReport,
-    GuessSearch, PreparedSetting, SettingScores, SimulationClock,
+    prepare_all, report_setting, search_guess, simulate_histogram, summary_markdown, BgmExperiment,
+    BgmReport, GuessSearch, PreparedSetting, SettingCounts, SettingScores, SimulationClock,
 };
+use crate::bgm_counts::{HistogramAccumulator, ScoreHistogram};
 use crate::bgm_engine::BgmEngine;
 use crate::error::{invalid, ExperimentError, Result};
 use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
@@ -47,6 +55,10 @@ pub const BGM_KIND: &str = "bgm";
 /// At most this many units per setting: enough to spread a setting over a
 /// job array, few enough files for 10⁹ runs.
 pub const MAX_SLICES_PER_SETTING: usize = 256;
+
+/// At most this many units of threshold-selection runs per counts-mode
+/// setting.
+pub const MAX_SELECTION_SLICES: usize = 64;
 
 /// The file of unit `c`, relative to the out-dir.
 pub fn unit_file(c: u64) -> PathBuf {
@@ -69,6 +81,39 @@ pub struct Unit {
     /// Partial shuffling: the unit searches the guess k first (and holds
     /// every run of the setting).
     pub guess_search: bool,
+    /// Counts mode: the unit holds threshold-selection runs (its chunks are
+    /// the engine's selection chunks; `first_run` counts from the first
+    /// selection run), not evaluation runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub selection: bool,
+}
+
+/// Push the slices of `runs` runs from chunk `first_chunk` as units.
+fn push_slices(
+    units: &mut Vec<Unit>,
+    setting: usize,
+    chunk_runs: usize,
+    first_chunk: u64,
+    runs: usize,
+    max_slices: usize,
+    selection: bool,
+) {
+    let chunks = runs.div_ceil(chunk_runs);
+    let per_slice = chunks.div_ceil(max_slices).max(1);
+    let mut c = 0;
+    while c < chunks {
+        let first_run = c * chunk_runs;
+        units.push(Unit {
+            setting,
+            chunk_runs,
+            first_chunk: first_chunk + c as u64,
+            first_run,
+            runs: (per_slice * chunk_runs).min(runs - first_run),
+            guess_search: false,
+            selection,
+        });
+        c += per_slice;
+    }
 }
 
 /// The units of `settings` on `engine`, in setting order.
@@ -76,33 +121,40 @@ pub fn plan_units(settings: &[PreparedSetting], engine: &dyn BgmEngine) -> Resul
     let mut units = Vec::new();
     for (i, p) in settings.iter().enumerate() {
         let runs = p.setting.runs;
+        let chunk_runs = engine.chunk_runs(&p.config)?;
         if p.searches_guess() {
             units.push(Unit {
                 setting: i,
-                chunk_runs: engine.chunk_runs(&p.config)?,
+                chunk_runs,
                 first_chunk: 0,
                 first_run: 0,
                 runs,
                 guess_search: true,
+                selection: false,
             });
             continue;
         }
-        let chunk_runs = engine.chunk_runs(&p.config)?;
-        let chunks = runs.div_ceil(chunk_runs);
-        let per_slice = chunks.div_ceil(MAX_SLICES_PER_SETTING).max(1);
-        let mut first_chunk = 0;
-        while first_chunk < chunks {
-            let first_run = first_chunk * chunk_runs;
-            units.push(Unit {
-                setting: i,
+        if let Some(selection_runs) = p.selection_runs() {
+            let first = p.threshold_selection_first_chunk(engine, chunk_runs);
+            push_slices(
+                &mut units,
+                i,
                 chunk_runs,
-                first_chunk: first_chunk as u64,
-                first_run,
-                runs: (per_slice * chunk_runs).min(runs - first_run),
-                guess_search: false,
-            });
-            first_chunk += per_slice;
+                first,
+                selection_runs,
+                MAX_SELECTION_SLICES,
+                true,
+            );
         }
+        push_slices(
+            &mut units,
+            i,
+            chunk_runs,
+            0,
+            runs,
+            MAX_SLICES_PER_SETTING,
+            false,
+        );
     }
     Ok(units)
 }
@@ -220,31 +272,137 @@ impl UnitScores {
     }
 }
 
+/// The content of a counts-mode unit file: histograms, no scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitCounts {
+    unit: Unit,
+    /// The columns the runs were scored on.
+    score_columns: usize,
+    guess_search: Option<GuessSearch>,
+    /// Compute seconds of the unit.
+    seconds: f64,
+    clock: SimulationClock,
+    /// Threshold-selection runs (selection units; the partial-shuffle unit).
+    selection: Option<ScoreHistogram>,
+    /// Evaluation runs (evaluation units; the partial-shuffle unit).
+    evaluation: Option<ScoreHistogram>,
+}
+
+impl UnitCounts {
+    /// Everything but the timings.
+    fn same_counts(&self, other: &UnitCounts) -> bool {
+        self.unit == other.unit
+            && self.score_columns == other.score_columns
+            && self.guess_search == other.guess_search
+            && self.selection == other.selection
+            && self.evaluation == other.evaluation
+    }
+
+    /// Whether the histograms hold what the unit says: `runs` of each
+    /// hypothesis in the stream the unit simulates (`selection_runs` of the
+    /// partial-shuffle unit's selection histogram).
+    fn consistent(&self, selection_runs: usize) -> bool {
+        let holds = |h: &Option<ScoreHistogram>, n: usize| {
+            h.as_ref().is_some_and(|h| {
+                h.is_well_formed() && h.with_target() == n as u64 && h.without_target() == n as u64
+            })
+        };
+        let u = &self.unit;
+        if u.guess_search {
+            holds(&self.selection, selection_runs) && holds(&self.evaluation, u.runs)
+        } else if u.selection {
+            holds(&self.selection, u.runs) && self.evaluation.is_none()
+        } else {
+            holds(&self.evaluation, u.runs) && self.selection.is_none()
+        }
+    }
+}
+
+/// A unit file read back.
+enum UnitData {
+    Scores(Box<UnitScores>),
+    Counts(Box<UnitCounts>),
+}
+
+impl UnitData {
+    fn same(&self, other: &UnitData) -> bool {
+        match (self, other) {
+            (UnitData::Scores(a), UnitData::Scores(b)) => a.same_scores(b),
+            (UnitData::Counts(a), UnitData::Counts(b)) => a.same_counts(b),
+            _ => false,
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            UnitData::Scores(u) => serde_json::to_vec(u),
+            UnitData::Counts(u) => serde_json::to_vec(u),
+        }
+    }
+}
+
 enum UnitState {
     Missing,
     Damaged(String),
-    Intact(Box<UnitScores>),
+    Intact(UnitData),
 }
 
-fn read_unit(dir: &Path, c: u64, unit: &Unit) -> Result<UnitState> {
+/// Read unit `c` of `dir`, which the plan says is `unit` of setting `p`.
+fn read_unit(dir: &Path, c: u64, unit: &Unit, p: &PreparedSetting) -> Result<UnitState> {
     let path = dir.join(unit_file(c));
+    let other = || {
+        UnitState::Damaged(format!(
+            "its checksum matches but it holds another unit than {unit:?} (written by another experiment)"
+        ))
+    };
+    let not_unit = |e: serde_json::Error| {
+        UnitState::Damaged(format!(
+            "its checksum matches but it is not a unit file: {e}"
+        ))
+    };
     Ok(match read_checked(&path)? {
         Checked::Missing => UnitState::Missing,
         Checked::Damaged(why) => UnitState::Damaged(why),
-        Checked::Intact(bytes) => match serde_json::from_slice::<UnitScores>(&bytes) {
-            Ok(u)
-                if u.unit == *unit
-                    && u.with_target.len() == unit.runs
-                    && u.without_target.len() == unit.runs =>
-            {
-                UnitState::Intact(Box::new(u))
-            }
-            Ok(_) => UnitState::Damaged(format!(
-                "its checksum matches but it holds another unit than {unit:?} (written by another experiment)"
-            )),
-            Err(e) => UnitState::Damaged(format!("its checksum matches but it is not a unit file: {e}")),
+        Checked::Intact(bytes) => match p.selection_runs() {
+            None => match serde_json::from_slice::<UnitScores>(&bytes) {
+                Ok(u)
+                    if u.unit == *unit
+                        && u.with_target.len() == unit.runs
+                        && u.without_target.len() == unit.runs =>
+                {
+                    UnitState::Intact(UnitData::Scores(Box::new(u)))
+                }
+                Ok(_) => other(),
+                Err(e) => not_unit(e),
+            },
+            Some(selection_runs) => match serde_json::from_slice::<UnitCounts>(&bytes) {
+                Ok(u) if u.unit == *unit && u.consistent(selection_runs) => {
+                    UnitState::Intact(UnitData::Counts(Box::new(u)))
+                }
+                Ok(_) => other(),
+                Err(e) => not_unit(e),
+            },
         },
     })
+}
+
+/// The prepared setting of `unit`, or an error naming the manifest.
+fn setting_of<'s>(
+    settings: &'s [PreparedSetting],
+    unit: &Unit,
+    c: u64,
+    manifest: &Path,
+) -> Result<&'s PreparedSetting> {
+    settings
+        .get(unit.setting)
+        .ok_or_else(|| ExperimentError::Inconsistent {
+            path: manifest.to_path_buf(),
+            reason: format!(
+                "unit {c} names setting {}, which does not exist",
+                unit.setting
+            ),
+        })
 }
 
 /// How finalizing ended.
@@ -327,7 +485,8 @@ impl<'a> BgmDir<'a> {
             if !self.shard.owns(c) {
                 continue;
             }
-            match read_unit(self.out.root(), c, unit)? {
+            let p = setting_of(self.settings, unit, c, &self.out.path(CONFIG_FILE))?;
+            match read_unit(self.out.root(), c, unit, p)? {
                 UnitState::Intact(_) => plan.done.push(c),
                 UnitState::Missing => plan.todo.push(c),
                 UnitState::Damaged(why) => {
@@ -358,7 +517,7 @@ impl<'a> BgmDir<'a> {
                     format!("below {}", self.manifest.units.len()),
                 )
             })?;
-        let p = &self.settings[unit.setting];
+        let p = setting_of(self.settings, unit, c, &self.out.path(CONFIG_FILE))?;
         let start = Instant::now();
         let mut clock = SimulationClock::default();
         let guess_search = if unit.guess_search {
@@ -369,6 +528,9 @@ impl<'a> BgmDir<'a> {
         let k = guess_search
             .as_ref()
             .map_or(p.setting.steps, |g| g.chosen_columns);
+        if let Some(selection_runs) = p.selection_runs() {
+            return self.run_counts_unit(c, unit, p, k, selection_runs, guess_search, start, clock);
+        }
         let sim_start = Instant::now();
         let scores =
             self.engine
@@ -387,6 +549,63 @@ impl<'a> BgmDir<'a> {
         let json = serde_json::to_vec(&file).map_err(|e| ExperimentError::Inconsistent {
             path: self.out.path(unit_file(c)),
             reason: format!("serialising the scores: {e} (a score is not finite)"),
+        })?;
+        self.out.write_checked(unit_file(c), &json)
+    }
+
+    /// A counts-mode unit: histograms of its runs, streamed in pieces.
+    #[allow(clippy::too_many_arguments)]
+    fn run_counts_unit(
+        &self,
+        c: u64,
+        unit: &Unit,
+        p: &PreparedSetting,
+        k: usize,
+        selection_runs: usize,
+        guess_search: Option<GuessSearch>,
+        start: Instant,
+        mut clock: SimulationClock,
+    ) -> Result<()> {
+        let config = p.config_with_columns(k);
+        let (mut selection, mut evaluation) = (None, None);
+        if unit.guess_search {
+            // The partial-shuffle unit: threshold-selection runs after the
+            // guess search's, then every evaluation run.
+            let first = p.threshold_selection_first_chunk(self.engine, unit.chunk_runs);
+            selection = Some(simulate_histogram(
+                self.engine,
+                &config,
+                first,
+                selection_runs,
+                unit.chunk_runs,
+                &mut clock,
+            )?);
+        }
+        let h = simulate_histogram(
+            self.engine,
+            &config,
+            unit.first_chunk,
+            unit.runs,
+            unit.chunk_runs,
+            &mut clock,
+        )?;
+        if unit.selection {
+            selection = Some(h);
+        } else {
+            evaluation = Some(h);
+        }
+        let file = UnitCounts {
+            unit: unit.clone(),
+            score_columns: k,
+            guess_search,
+            seconds: start.elapsed().as_secs_f64(),
+            clock,
+            selection,
+            evaluation,
+        };
+        let json = serde_json::to_vec(&file).map_err(|e| ExperimentError::Inconsistent {
+            path: self.out.path(unit_file(c)),
+            reason: format!("serialising the counts: {e}"),
         })?;
         self.out.write_checked(unit_file(c), &json)
     }
@@ -427,12 +646,33 @@ fn finalize(
     manifest: &BgmManifest,
     settings: &[PreparedSetting],
 ) -> Result<BgmFinalized> {
-    let mut found = Vec::with_capacity(manifest.units.len());
+    let config_path = out.path(CONFIG_FILE);
     let mut missing = Vec::new();
+    let mut per_setting: Vec<SettingScores> = vec![SettingScores::default(); settings.len()];
+    // Counts mode: runs of each stream folded in so far (selection,
+    // evaluation), and the histograms, folded as each unit is read so that
+    // memory does not grow with the units.
+    let mut next_run: Vec<[usize; 2]> = vec![[0; 2]; settings.len()];
+    let mut histograms: Vec<[HistogramAccumulator; 2]> = Vec::new();
+    let mut slot_of: Vec<Option<usize>> = vec![None; settings.len()];
+    for (i, p) in settings.iter().enumerate() {
+        if p.selection_runs().is_some() {
+            slot_of[i] = Some(histograms.len());
+            histograms.push([HistogramAccumulator::new(), HistogramAccumulator::new()]);
+        }
+    }
+    let discontinuous = |c: u64, setting: usize| ExperimentError::Inconsistent {
+        path: config_path.clone(),
+        reason: format!("unit {c} does not continue the runs of setting {setting}"),
+    };
     for (c, unit) in manifest.units.iter().enumerate() {
         let c = c as u64;
-        match read_unit(out.root(), c, unit)? {
-            UnitState::Missing => missing.push(c),
+        let p = setting_of(settings, unit, c, &config_path)?;
+        let data = match read_unit(out.root(), c, unit, p)? {
+            UnitState::Missing => {
+                missing.push(c);
+                continue;
+            }
             UnitState::Damaged(why) => {
                 return Err(ExperimentError::Inconsistent {
                     path: out.path(unit_file(c)),
@@ -441,52 +681,96 @@ fn finalize(
                     ),
                 })
             }
-            UnitState::Intact(u) => found.push((c, u)),
+            UnitState::Intact(u) => u,
+        };
+        if !missing.is_empty() {
+            // The results cannot be written; only look for what else is missing.
+            continue;
         }
+        let s = &mut per_setting[unit.setting];
+        let (guess, seconds, clock) = match &data {
+            UnitData::Scores(u) => {
+                if s.with_target.len() != unit.first_run {
+                    return Err(discontinuous(c, unit.setting));
+                }
+                s.with_target.extend_from_slice(&u.with_target);
+                s.without_target.extend_from_slice(&u.without_target);
+                (&u.guess_search, u.seconds, u.clock)
+            }
+            UnitData::Counts(u) => {
+                let stream = usize::from(!unit.selection);
+                let next = &mut next_run[unit.setting][stream];
+                if *next != unit.first_run {
+                    return Err(discontinuous(c, unit.setting));
+                }
+                *next += unit.runs;
+                let slot = slot_of[unit.setting].ok_or_else(|| discontinuous(c, unit.setting))?;
+                let [sel, eval] = &mut histograms[slot];
+                if let Some(h) = &u.selection {
+                    sel.add_histogram(h);
+                }
+                if let Some(h) = &u.evaluation {
+                    eval.add_histogram(h);
+                }
+                (&u.guess_search, u.seconds, u.clock)
+            }
+        };
+        if guess.is_some() {
+            s.guess_search = guess.clone();
+        }
+        s.seconds += seconds;
+        s.clock.seconds += clock.seconds;
+        s.clock.observations += clock.observations;
     }
     if !missing.is_empty() {
         return Ok(BgmFinalized::Incomplete(missing));
     }
-    let mut per_setting: Vec<SettingScores> = vec![SettingScores::default(); settings.len()];
-    for (c, u) in found {
-        let unit = &u.unit;
-        let s = per_setting
-            .get_mut(unit.setting)
-            .ok_or_else(|| ExperimentError::Inconsistent {
-                path: out.path(CONFIG_FILE),
-                reason: format!(
-                    "unit {c} names setting {}, which does not exist",
-                    unit.setting
-                ),
-            })?;
-        if s.with_target.len() != unit.first_run {
-            return Err(ExperimentError::Inconsistent {
-                path: out.path(CONFIG_FILE),
-                reason: format!(
-                    "unit {c} does not continue the runs of setting {}",
-                    unit.setting
-                ),
-            });
-        }
-        s.with_target.extend_from_slice(&u.with_target);
-        s.without_target.extend_from_slice(&u.without_target);
-        if u.guess_search.is_some() {
-            s.guess_search = u.guess_search.clone();
-        }
-        s.seconds += u.seconds;
-        s.clock.seconds += u.clock.seconds;
-        s.clock.observations += u.clock.observations;
-    }
-    let mut csv = String::from("setting,run,with_target,without_target\n");
+    let mut scores_csv = String::from("setting,run,with_target,without_target\n");
+    let mut counts_csv = String::from("setting,stream,bucket,cut,with_target,without_target\n");
     let mut reports = Vec::with_capacity(settings.len());
-    for (i, (p, scores)) in settings.iter().zip(&per_setting).enumerate() {
-        for (run, (w, wo)) in scores
-            .with_target
-            .iter()
-            .zip(&scores.without_target)
-            .enumerate()
-        {
-            let _ = writeln!(csv, "{i},{run},{w:?},{wo:?}");
+    for (i, (p, scores)) in settings.iter().zip(per_setting.iter_mut()).enumerate() {
+        if let Some(slot) = slot_of[i] {
+            let [sel, eval] = &histograms[slot];
+            let counts = SettingCounts {
+                selection: sel.histogram(),
+                evaluation: eval.histogram(),
+            };
+            let want = [
+                p.selection_runs().unwrap_or(0) as u64,
+                p.setting.runs as u64,
+            ];
+            for (stream, h, n) in [
+                ("selection", &counts.selection, want[0]),
+                ("evaluation", &counts.evaluation, want[1]),
+            ] {
+                if h.with_target() != n || h.without_target() != n {
+                    return Err(ExperimentError::Inconsistent {
+                        path: config_path.clone(),
+                        reason: format!(
+                            "setting {i}: the {stream} units hold {} and {} runs, the setting asks for {n} per hypothesis",
+                            h.with_target(),
+                            h.without_target()
+                        ),
+                    });
+                }
+                for &(b, w, wo) in &h.buckets {
+                    let _ = writeln!(
+                        counts_csv,
+                        "{i},{stream},{b},{:?},{w},{wo}",
+                        crate::bgm_counts::boundary(b)
+                    );
+                }
+            }
+            scores.counts = Some(counts);
+        } else {
+            for (run, (w, wo)) in scores
+                .with_target
+                .iter()
+                .zip(&scores.without_target)
+                .enumerate()
+            {
+                let _ = writeln!(scores_csv, "{i},{run},{w:?},{wo:?}");
+            }
         }
         reports.push(report_setting(p, scores)?);
     }
@@ -499,7 +783,12 @@ fn finalize(
         randomness: Mode::Replayable,
         settings: reports,
     };
-    out.write("scores.csv", csv.as_bytes())?;
+    if slot_of.iter().any(Option::is_none) {
+        out.write("scores.csv", scores_csv.as_bytes())?;
+    }
+    if !histograms.is_empty() {
+        out.write("counts.csv", counts_csv.as_bytes())?;
+    }
     out.write_json("audit.json", &report)?;
     out.write("summary.md", summary_markdown(&report).as_bytes())?;
     Ok(BgmFinalized::Complete(Box::new(report)))
@@ -543,10 +832,12 @@ pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Bg
     let settings = prepare_all(Path::new(&manifest.config), &manifest.experiment)?;
     claim(&out, &manifest)?;
     let mut copied = 0;
+    let config_path = out.path(CONFIG_FILE);
     for (dir, _) in &manifests {
         for (c, unit) in manifest.units.iter().enumerate() {
             let c = c as u64;
-            let scores = match read_unit(dir, c, unit)? {
+            let p = setting_of(&settings, unit, c, &config_path)?;
+            let scores = match read_unit(dir, c, unit, p)? {
                 UnitState::Missing => continue,
                 UnitState::Damaged(why) => {
                     return Err(ExperimentError::Inconsistent {
@@ -558,8 +849,8 @@ pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Bg
                 }
                 UnitState::Intact(u) => u,
             };
-            match read_unit(out.root(), c, unit)? {
-                UnitState::Intact(existing) if !existing.same_scores(&scores) => {
+            match read_unit(out.root(), c, unit, p)? {
+                UnitState::Intact(existing) if !existing.same(&scores) => {
                     return Err(ExperimentError::Inconsistent {
                         path: dir.join(unit_file(c)),
                         reason: format!(
@@ -570,7 +861,7 @@ pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Bg
                 }
                 UnitState::Intact(_) => {}
                 UnitState::Missing | UnitState::Damaged(_) => {
-                    let json = serde_json::to_vec(&scores).map_err(|e| ExperimentError::Inconsistent {
+                    let json = scores.to_json().map_err(|e| ExperimentError::Inconsistent {
                         path: out.path(unit_file(c)),
                         reason: format!("serialising: {e}"),
                     })?;

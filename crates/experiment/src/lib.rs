@@ -25,6 +25,9 @@
 //!   (settings, validation, the guess search, the report), on any
 //!   [`bgm_engine::BgmEngine`]: the pure-Rust [`bgm_engine::CpuBgmEngine`] or
 //!   the libtorch [`bgm_engine::TensorBgmEngine`] ([`bgm_tensor`]).
+//! - [`bgm_counts`]: BGM audits in bounded memory (a threshold chosen on
+//!   separate selection runs, the evaluation runs counted on a grid fixed in
+//!   advance), for 10⁸–10⁹ observations.
 //! - [`bgm_runner`]: a BGM experiment in an out-dir, resumed, sharded and
 //!   merged as [`runner`] does for training runs.
 //!
@@ -35,6 +38,7 @@
 
 pub mod audit_report;
 pub mod bgm_audit;
+pub mod bgm_counts;
 pub mod bgm_engine;
 pub mod bgm_runner;
 pub mod bgm_tensor;

@@ -169,10 +169,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         BgmFinalized::Complete(report) => {
             for s in &report.settings {
                 eprintln!(
-                    "{}: Poisson ε {:.3}, ε_emp {:.3} ({:.1} s; {})",
+                    "{}: Poisson ε {:.3}, ε_emp {:.3} ({}{}; {:.1} s; {})",
                     s.name,
                     s.epsilon_poisson_pld,
-                    s.lower_bound.epsilon,
+                    s.epsilon_emp(),
+                    s.selection_name(),
+                    s.same_data_epsilon()
+                        .map_or_else(String::new, |e| format!("; same-data {e:.3}, NOT valid")),
                     s.wall_seconds,
                     throughput_line(s, &report)
                 );
