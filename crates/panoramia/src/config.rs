@@ -20,6 +20,18 @@
 //! batch_size = 128
 //! learning_rate = 1e-3
 //!
+//! # or kind = "dcgan" with latent, width, epochs, batch_size, learning_rate
+//! # (a class-conditional DCGAN, Adam with beta1 = 0.5) and
+//! # labels = "generator" (the class drawn for each record) or "labeler"
+//!
+//! [filter]                    # optional: drop generated records a real-vs-generated
+//! threshold = 0.5             #   classifier finds likely generated (P(generated) >= threshold)
+//! max_candidates = 20         # candidates drawn per needed record before giving up
+//! keep_class_frequencies = false # true: per-class quotas (conditional generators)
+//! epochs = 5
+//! batch_size = 128
+//! learning_rate = 1e-3
+//!
 //! [helper]                    # labeler and helper: the target's architecture, non-private
 //! model = { kind = "lenet5" }
 //! epochs = 5
@@ -122,10 +134,79 @@ pub enum GeneratorConfig {
         #[serde(default)]
         checkpoint: Option<PathBuf>,
     },
+    /// A class-conditional DCGAN ([`crate::dcgan`]), trained with Adam at
+    /// β₁ = 0.5 (Radford et al. 2016).
+    Dcgan {
+        /// Latent dimension of `z`.
+        latent: i64,
+        /// Channels of the generator's last hidden layer and the
+        /// discriminator's first (the other hidden layer has twice as many).
+        width: i64,
+        /// Epochs over `D_G`.
+        epochs: u64,
+        /// Minibatch size.
+        batch_size: usize,
+        /// Adam's learning rate (generator and discriminator).
+        learning_rate: f64,
+        /// Where generated records' labels come from: `generator` (the
+        /// class each was generated for) or `labeler` (as for the VAE).
+        labels: LabelSource,
+        /// Use this trained generator instead of training one.
+        #[serde(default)]
+        checkpoint: Option<PathBuf>,
+    },
     /// A control, not an audit: "generated" records are real records the
     /// target never saw (its test split), with their true labels — the
     /// generator is the data distribution itself, so `c = 0`.
     RealHoldout,
+}
+
+/// Where the labels of generated records come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelSource {
+    /// The class a conditional generator drew each record for: the
+    /// generator models (image, label) pairs, as the data does.
+    Generator,
+    /// The labeler's prediction (a model of the target's architecture
+    /// trained on `D_G`), as for unconditional generators.
+    Labeler,
+}
+
+impl GeneratorConfig {
+    /// Whether generated records keep the generator's own labels.
+    pub fn labels_from_generator(&self) -> bool {
+        matches!(
+            self,
+            Self::Dcgan {
+                labels: LabelSource::Generator,
+                ..
+            }
+        )
+    }
+}
+
+/// The real-vs-generated filter ([`crate::filter`]): a classifier trained on
+/// part of `D_G` against extra generated records; generated records it
+/// finds too likely to be generated are dropped before any pool is drawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterConfig {
+    /// Keep a generated record when the filter's `P(generated)` is below
+    /// this (1 keeps every record, 0 none).
+    pub threshold: f64,
+    /// At most this many candidates are drawn per record a pool needs;
+    /// a pool still short then is an error.
+    pub max_candidates: usize,
+    /// With a conditional generator: fill each pool with `D_G`'s class
+    /// frequencies (a quota per class) instead of keeping whatever passes.
+    pub keep_class_frequencies: bool,
+    /// Epochs of the filter's classifier.
+    pub epochs: u64,
+    /// Its minibatch size.
+    pub batch_size: usize,
+    /// Its Adam learning rate.
+    pub learning_rate: f64,
 }
 
 /// A training budget (Adam, minibatches, epochs).
@@ -203,6 +284,10 @@ pub struct PanoramiaConfig {
     pub split: SplitConfig,
     /// The generative model.
     pub generator: GeneratorConfig,
+    /// The optional real-vs-generated filter of generated records (absent:
+    /// every generated record is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<FilterConfig>,
     /// Labeler and helper.
     pub helper: HelperConfig,
     /// Baseline and MIA.
@@ -317,7 +402,48 @@ impl PanoramiaConfig {
                 }
                 check_fit(file, "generator", *epochs, *batch_size, *learning_rate)?;
             }
-            GeneratorConfig::RealHoldout => {}
+            GeneratorConfig::Dcgan {
+                latent,
+                width,
+                epochs,
+                batch_size,
+                learning_rate,
+                ..
+            } => {
+                if !(1..=4096).contains(latent) {
+                    return err("generator.latent", latent, "an integer in 1..=4096");
+                }
+                if !(1..=1024).contains(width) {
+                    return err("generator.width", width, "an integer in 1..=1024");
+                }
+                check_fit(file, "generator", *epochs, *batch_size, *learning_rate)?;
+            }
+            GeneratorConfig::RealHoldout => {
+                if self.filter.is_some() {
+                    return err(
+                        "filter",
+                        &"given",
+                        "no [filter] with generator kind \"real_holdout\" (real records are not filtered)",
+                    );
+                }
+            }
+        }
+        if let Some(f) = &self.filter {
+            if !(0.0..=1.0).contains(&f.threshold) {
+                return err(
+                    "filter.threshold",
+                    &f.threshold,
+                    "a probability in [0, 1] (keep a record when P(generated) is below it)",
+                );
+            }
+            if !(1..=10_000).contains(&f.max_candidates) {
+                return err(
+                    "filter.max_candidates",
+                    &f.max_candidates,
+                    "an integer in 1..=10000 (candidates drawn per record a pool needs)",
+                );
+            }
+            check_fit(file, "filter", f.epochs, f.batch_size, f.learning_rate)?;
         }
         check_fit(
             file,

@@ -4,7 +4,10 @@
 //! telling its training records from generated non-members.
 //!
 //! - [`config`]: the TOML configuration, validated once.
-//! - [`vae`]: the generative model (a convolutional VAE).
+//! - [`vae`], [`dcgan`]: the generative models (a convolutional VAE; a
+//!   class-conditional DCGAN, Radford et al. 2016).
+//! - [`filter`]: the optional real-vs-generated filter of generated records
+//!   (Kazmi et al. 2024, Appendix B.1), and the draws of every generated set.
 //! - [`task`]: the labeler and the helper `h` (the target's architecture),
 //!   and per-record losses of `f` and `h`.
 //! - [`classifier`]: the baseline `b` and the MIA (one architecture), and
@@ -24,8 +27,10 @@
 
 pub mod classifier;
 pub mod config;
+pub mod dcgan;
 pub mod error;
 pub mod figures;
+pub mod filter;
 pub mod nn;
 pub mod pipeline;
 pub mod records;

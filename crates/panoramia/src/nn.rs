@@ -172,10 +172,12 @@ pub trait Parameters {
 }
 
 /// Adam (Kingma & Ba 2015, Algorithm 1) with β₁ = 0.9, β₂ = 0.999,
-/// ε̂ = 1e-8, as `torch.optim.Adam`'s defaults.
+/// ε̂ = 1e-8, as `torch.optim.Adam`'s defaults ([`Adam::with_betas`] for
+/// others, e.g. the DCGAN's β₁ = 0.5).
 #[derive(Debug)]
 pub struct Adam {
     learning_rate: f64,
+    betas: (f64, f64),
     step: i32,
     moments: Vec<(Tensor, Tensor)>,
 }
@@ -183,8 +185,14 @@ pub struct Adam {
 impl Adam {
     /// A fresh optimiser.
     pub fn new(learning_rate: f64) -> Self {
+        Self::with_betas(learning_rate, 0.9, 0.999)
+    }
+
+    /// A fresh optimiser with moment decay rates `β₁`, `β₂`.
+    pub fn with_betas(learning_rate: f64, beta1: f64, beta2: f64) -> Self {
         Self {
             learning_rate,
+            betas: (beta1, beta2),
             step: 0,
             moments: Vec::new(),
         }
@@ -192,7 +200,7 @@ impl Adam {
 
     /// One step on the gradients held by `params`, which are then zeroed.
     pub fn step(&mut self, params: &[Tensor]) -> Result<()> {
-        let (b1, b2, eps) = (0.9_f64, 0.999_f64, 1e-8_f64);
+        let ((b1, b2), eps) = (self.betas, 1e-8_f64);
         self.step += 1;
         let c1 = 1.0 - b1.powi(self.step);
         let c2 = 1.0 - b2.powi(self.step);
@@ -226,6 +234,22 @@ impl Adam {
             Ok(())
         })
     }
+}
+
+/// Zero the gradients `params` hold (those a backward pass reached through
+/// a model that is not stepped, e.g. the discriminator in a generator step).
+pub fn zero_grads(params: &[Tensor]) -> Result<()> {
+    tch::no_grad(|| {
+        for p in params {
+            let mut g = p.grad();
+            if g.defined() {
+                let _ = g
+                    .f_zero_()
+                    .map_err(PanoramiaError::torch("zeroing gradients"))?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Detached copies of the parameters (to keep the best epoch's weights).

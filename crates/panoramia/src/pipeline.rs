@@ -43,8 +43,10 @@ use tch::Device;
 
 use crate::classifier::{self, loss_features, FitReport, Labelled, MembershipNet};
 use crate::config::{GeneratorConfig, PanoramiaConfig, TargetConfig};
+use crate::dcgan;
 use crate::error::{config_err, out_err, PanoramiaError, Result};
 use crate::figures::{self, PrPoint, PrSeries};
+use crate::filter::{self, Filter, FilterReport, Generator};
 use crate::nn::{load_into, read_meta, save_tensors, write_atomic, HostInit, Parameters};
 use crate::records::{coins, permutation, Records};
 use crate::task::{self, TaskMeta};
@@ -91,6 +93,7 @@ mod keys {
     pub const HELPER: u64 = 3;
     /// The baseline and every MIA share initialisation and batch order.
     pub const CLASSIFIER: u64 = 4;
+    pub const FILTER: u64 = 5;
     pub const GAME: u64 = 0;
     pub const GAME_O1: u64 = 1;
     /// Generator purposes (Philox tags).
@@ -205,12 +208,24 @@ pub struct AuditReport {
     pub generator: String,
     /// The real-vs-generated check.
     pub quality: Quality,
+    /// The real-vs-generated filter: its training and, per pool, the
+    /// candidates drawn and kept (None: no filter).
+    pub filter: Option<FilterReport>,
+    /// Share of generated records (helper, classifier and audit pools) the labeler
+    /// gives the class the conditional generator drew them for (None: the
+    /// generator draws no classes).
+    pub generator_label_agreement: Option<f64>,
+    /// Where the generated records' labels come from.
+    pub generated_labels: String,
     /// Accuracy of the labeler on held-out real records (None: no labeler).
     pub labeler_accuracy: Option<f64>,
     /// The baseline's training report.
     pub baseline_fit: FitReport,
     /// `c_lb` with its evidence.
     pub c_lb: f64,
+    /// The largest `c_lb` the audit set can show at this level (all
+    /// members found without error): a `c_lb` near it leaves no room for ε̃.
+    pub c_lb_ceiling: Option<f64>,
     /// One entry per target.
     pub targets: Vec<TargetResult>,
 }
@@ -400,33 +415,40 @@ struct Pools {
     quality: Records,
 }
 
-fn vae_pools(
-    vae: &Vae,
+/// Every generated pool, each an independent draw (through the filter
+/// when there is one).
+fn generated_pools(
+    gen: &Generator,
+    mut filter: Option<&mut Filter>,
     config: &PanoramiaConfig,
+    file: &str,
     key: SeedKey,
-    shape: &[usize],
     device: Device,
     quality: usize,
 ) -> Result<Pools> {
     let s = &config.split;
-    let draw = |n: usize, purpose: u32| -> Result<Records> {
-        let t = vae.sample(n, key, purpose, device)?;
-        let x: Vec<f32> = crate::nn::to_host(&t)?
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
-        Ok(Records {
-            x,
-            y: vec![-1; n],
-            shape: shape.to_vec(),
-        })
+    let mut draw = |pool: &str, n: usize, purpose: u32| -> Result<Records> {
+        filter::draw(
+            gen,
+            filter.as_deref_mut(),
+            pool,
+            n,
+            key,
+            purpose,
+            file,
+            device,
+        )
     };
     Ok(Pools {
-        helper: draw(s.helper, keys::POOL_HELPER)?,
-        out_tr: draw(s.classifier_train, keys::POOL_TRAIN)?,
-        out_val: draw(s.classifier_validation, keys::POOL_VALIDATION)?,
-        out_te: draw(s.audit, keys::POOL_AUDIT)?,
-        quality: draw(quality, keys::POOL_QUALITY)?,
+        helper: draw("helper", s.helper, keys::POOL_HELPER)?,
+        out_tr: draw("classifier_train", s.classifier_train, keys::POOL_TRAIN)?,
+        out_val: draw(
+            "classifier_validation",
+            s.classifier_validation,
+            keys::POOL_VALIDATION,
+        )?,
+        out_te: draw("audit", s.audit, keys::POOL_AUDIT)?,
+        quality: draw("quality", quality, keys::POOL_QUALITY)?,
     })
 }
 
@@ -534,7 +556,39 @@ fn generator(
     rnd: &Randomness,
     device: Device,
     progress: &mut dyn Progress,
-) -> Result<Option<(Vae, String)>> {
+) -> Result<Option<(Generator, String)>> {
+    if let GeneratorConfig::Dcgan {
+        latent,
+        width,
+        epochs,
+        batch_size,
+        learning_rate,
+        checkpoint,
+        ..
+    } = &config.generator
+    {
+        let settings = dcgan::Settings {
+            latent: *latent,
+            width: *width,
+            epochs: *epochs,
+            batch_size: *batch_size,
+            learning_rate: *learning_rate,
+            checkpoint: checkpoint.clone(),
+        };
+        let stage = dcgan::Stage {
+            d_g: &data.d_g,
+            classes: data.classes,
+            data_source: &data.source,
+            path: &out.join("generator.safetensors"),
+            fingerprint: fp,
+            init: rnd.stream(Stream::Init).child(keys::GENERATOR),
+            batches: rnd.stream(Stream::Sampler).child(keys::GENERATOR),
+            noise: rnd.stream(Stream::Generator).child(keys::GENERATOR),
+            device,
+        };
+        let (gan, text) = dcgan::obtain(&settings, &stage, progress)?;
+        return Ok(Some((Generator::Dcgan(gan), text)));
+    }
     let GeneratorConfig::Vae {
         latent,
         width,
@@ -594,13 +648,13 @@ fn generator(
             meta.epochs,
             meta.train_records
         );
-        return Ok(Some((vae, text)));
+        return Ok(Some((Generator::Vae(vae), text)));
     }
     let path = out.join("generator.safetensors");
     if path.exists() {
         if let Ok(Some((vae, meta))) = load(&path, true) {
             progress.stage("generator", "found in the out-dir, not retrained");
-            return Ok(Some((vae, describe_vae(&meta))));
+            return Ok(Some((Generator::Vae(vae), describe_vae(&meta))));
         }
     }
     progress.stage(
@@ -628,7 +682,7 @@ fn generator(
     };
     let json = serde_json::to_string(&meta).map_err(|e| out_err(&path, e))?;
     save_tensors(&path, &vae.parameters(), &json)?;
-    Ok(Some((vae, describe_vae(&meta))))
+    Ok(Some((Generator::Vae(vae), describe_vae(&meta))))
 }
 
 fn describe_vae(meta: &VaeMeta) -> String {
@@ -884,9 +938,32 @@ pub fn run(
     // Phase 1: generator, generated pools, labels, helper.
     let gen = generator(config, file, &data, out, &fp, &rnd, device, progress)?;
     let quality_n = data.d_g.len();
+    let pool_key = rnd.stream(Stream::Generator).child(keys::GENERATOR + 1);
+    let mut filter = match (&gen, &config.filter) {
+        (Some((g, _)), Some(cfg)) => {
+            // The real records the quality check trains on (its held-out
+            // ones stay unseen by the filter).
+            let held_out = (quality_n / 5).max(1).min(quality_n.saturating_sub(1));
+            let real = data.d_g.range(0, quality_n - held_out);
+            let stage = filter::Stage {
+                file,
+                config: cfg,
+                real: &real,
+                generator: g,
+                pool_key,
+                init: rnd.stream(Stream::Init).child(keys::FILTER),
+                batches: rnd.stream(Stream::Sampler).child(keys::FILTER),
+                path: &out.join("filter.safetensors"),
+                fingerprint: &fp,
+                device,
+            };
+            Some(filter::obtain(&stage, progress)?)
+        }
+        _ => None,
+    };
     let (mut pools, generator_text) = match &gen {
-        Some((vae, text)) => (
-            vae_pools(vae, config, rnd.stream(Stream::Generator).child(keys::GENERATOR + 1), &data.d_f.shape, device, quality_n)?,
+        Some((g, text)) => (
+            generated_pools(g, filter.as_mut(), config, file, pool_key, device, quality_n)?,
             text.clone(),
         ),
         None => (
@@ -895,20 +972,17 @@ pub fn run(
         ),
     };
     let plots = out.join("plots");
-    if let Some((vae, _)) = &gen {
-        let grid = vae.sample(
-            64,
-            rnd.stream(Stream::Generator).child(keys::GENERATOR + 1),
-            keys::POOL_GRID,
-            device,
-        )?;
-        let x: Vec<f32> = crate::nn::to_host(&grid)?
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
+    if let Some((g, _)) = &gen {
+        // With a filter, the first 64 records of the quality check's pool
+        // (filtered like every generated set; a separate 64-record draw can
+        // run out of candidates where the large pools do not).
+        let grid = match filter {
+            Some(_) => pools.quality.range(0, pools.quality.len().min(64)),
+            None => g.draw(64, pool_key, keys::POOL_GRID, device)?,
+        };
         write_atomic(
             &plots.join("samples.png"),
-            &figures::grid_png(&x, 64, &data.d_f.shape, 8)?,
+            &figures::grid_png(&grid.x, grid.len(), &data.d_f.shape, 8)?,
         )?;
         let n = data.d_g.len().min(64);
         write_atomic(
@@ -918,6 +992,7 @@ pub fn run(
     }
     let norm = data.norm.as_ref();
     let mut labeler_accuracy = None;
+    let mut label_agreement = None;
     if gen.is_some() {
         let d_g_norm = data.d_g.normalized(norm);
         let labeler = task_model(
@@ -937,13 +1012,26 @@ pub fn run(
             &data.test.normalized(norm),
             device,
         )?);
+        let (mut agree, mut drawn) = (0usize, 0usize);
         for pool in [
             &mut pools.helper,
             &mut pools.out_tr,
             &mut pools.out_val,
             &mut pools.out_te,
         ] {
-            pool.y = task::predict(labeler.as_ref(), &pool.normalized(norm), device)?;
+            let labels = task::predict(labeler.as_ref(), &pool.normalized(norm), device)?;
+            for (&given, &seen) in pool.y.iter().zip(&labels) {
+                if given >= 0 {
+                    drawn += 1;
+                    agree += usize::from(given == seen);
+                }
+            }
+            if !config.generator.labels_from_generator() {
+                pool.y = labels;
+            }
+        }
+        if drawn > 0 {
+            label_agreement = Some(agree as f64 / drawn as f64);
         }
     }
     let helper = task_model(
@@ -1191,6 +1279,9 @@ pub fn run(
     // Report.
     let audit_members = s.iter().filter(|&&b| b).count();
     let c_lb = results.first().map_or(0.0, |r| r.c_lb);
+    let c_lb_ceiling = results
+        .first()
+        .and_then(|t| t.measurement.get("baseline")?.get("ceiling")?.as_f64());
     let report = AuditReport {
         format: FORMAT.into(),
         mode: rnd.mode(),
@@ -1207,9 +1298,18 @@ pub fn run(
         selection_valid: measure_cfg.selection.is_valid(),
         generator: generator_text,
         quality,
+        filter: filter.map(|f| f.report().clone()),
+        generator_label_agreement: label_agreement,
+        generated_labels: match (&config.generator, config.generator.labels_from_generator()) {
+            (GeneratorConfig::RealHoldout, _) => "their true labels (real held-out records)",
+            (_, true) => "the class the conditional generator drew each record for",
+            (_, false) => "the labeler's predictions",
+        }
+        .to_string(),
         labeler_accuracy,
         baseline_fit: baseline.fit.clone(),
         c_lb,
+        c_lb_ceiling,
         targets: results,
     };
     write_json(&out.join("audit.json"), &report)?;
@@ -1296,6 +1396,27 @@ pub fn summary(r: &AuditReport) -> String {
         "- generator quality: a classifier tells real D_G from generated records with held-out accuracy {:.3} (0.5 = indistinguishable; {} + {} held out)",
         r.quality.accuracy, r.quality.test_per_class, r.quality.test_per_class
     );
+    if let Some(f) = &r.filter {
+        let _ = writeln!(
+            s,
+            "- filter (Kazmi et al. 2024, App. B.1): a real-vs-generated classifier (validation accuracy {:.3}, {} + {} records) kept {} of {} generated candidates ({:.1} %) with P(generated) < {}",
+            f.fit.best_validation_accuracy,
+            f.validation_per_class,
+            f.validation_per_class,
+            f.kept,
+            f.drawn,
+            100.0 * f.keep_rate(),
+            f.threshold
+        );
+    }
+    let _ = writeln!(s, "- labels of generated records: {}", r.generated_labels);
+    if let Some(a) = r.generator_label_agreement {
+        let _ = writeln!(
+            s,
+            "- the labeler gives {:.1} % of generated records the class the generator drew them for",
+            100.0 * a
+        );
+    }
     if let Some(a) = r.labeler_accuracy {
         let _ = writeln!(
             s,
@@ -1319,11 +1440,7 @@ pub fn summary(r: &AuditReport) -> String {
         "- baseline: validation accuracy {:.3} (epoch {}), c_lb = {:.4}",
         r.baseline_fit.best_validation_accuracy, r.baseline_fit.best_epoch, r.c_lb
     );
-    let ceiling = r
-        .targets
-        .first()
-        .and_then(|t| t.measurement.get("baseline")?.get("ceiling")?.as_f64());
-    if let Some(ceil) = ceiling {
+    if let Some(ceil) = r.c_lb_ceiling {
         let _ = writeln!(
             s,
             "- ceiling: with {} audit members no bound can exceed {ceil:.4} at this level",
