@@ -447,7 +447,9 @@ pub fn same_data(
         .map(|(i, &(_, with_above, without_above))| {
             let fpr = without_above as f64 / n0.max(1) as f64;
             let fnr = (n1 - with_above) as f64 / n1.max(1) as f64;
-            (epsilon_from_error_bounds_raw(fpr, fnr, delta), i)
+            // At the point estimates: an upper bound on the value at the
+            // Clopper–Pearson limits (+∞ where a rate is 0), so the search may stop.
+            (epsilon_from_error_bounds(fpr, fnr, delta), i)
         })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -466,23 +468,6 @@ pub fn same_data(
         Some(e) => Ok(e),
         None => evidence(0, 0, 0, n1, n0, confidence, delta),
     }
-}
-
-/// Eq. (1) without the floor at 0 and with +∞ where a denominator is 0: an
-/// upper bound on [`epsilon_from_error_bounds`] at any larger rates.
-fn epsilon_from_error_bounds_raw(fpr: f64, fnr: f64, delta: f64) -> f64 {
-    let branch = |num: f64, den: f64| {
-        if num > 0.0 && den > 0.0 {
-            (num / den).ln()
-        } else if num > 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        }
-    };
-    branch(1.0 - fpr - delta, fnr)
-        .max(branch(1.0 - fnr - delta, fpr))
-        .max(0.0)
 }
 
 /// The bounded-memory bound of a setting, as reported in `audit.json`.
