@@ -24,7 +24,7 @@
 #      layout,
 #   4. loop: the training loop: `dpaudit bench --end-to-end` (reading reports back every 16 steps, then every
 #      step, then with the host noise generator of secure runs) and `--overhead` (the first with `--op-names`: operators and host gaps by name),
-#   5. audit: a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/seed001-convnet-k1-dirac.toml with
+#   5. audit: a reduced seed-001 ConvNet audit (`dpaudit run` of experiments/hidden-state/convnet-cifar10-k1-dirac.toml with
 #      fewer runs and steps),
 # then the ratio table (benches/ratios.py). `--tiny --device cpu` runs the same steps at toy sizes in a
 # minute or two: CI runs it so that this script cannot rot.
@@ -177,7 +177,7 @@ if wanted audit; then
     trap 'rm -rf "$work"' EXIT
     sed -e "s/^runs = .*/runs = $runs/" -e "s/^replicas = .*/replicas = $replicas/" -e "s/^steps = .*/steps = $steps/" \
         -e "s/^device = .*/device = \"$device\"/" -e "s/^batch_size = .*/batch_size = $audit_batch/" -e "s/^dataset = \"cifar10\"/dataset = \"cifar10\"\ntrain_size = $train_size/" \
-        experiments/seed001-convnet-k1-dirac.toml > "$work/audit.toml"
+        experiments/hidden-state/convnet-cifar10-k1-dirac.toml > "$work/audit.toml"
     "$bin" run "$work/audit.toml" --out-dir "$work/run" 2>&1 | tee -a "$out"
 fi
 

@@ -60,13 +60,13 @@ case "$headline" in
         bgm fig3-t100-sigma1-1e9 experiments/shuffling/fig3-t100-sigma1-1e9.toml
         ;;
     shuffling-bgm)
-        bgm fig3-smoke experiments/bgm-fig3-smoke.toml
-        bgm table1-smoke experiments/bgm-table1-smoke.toml
-        bgm partial-shuffle-smoke experiments/bgm-partial-shuffle-smoke.toml
-        bgm batch-then-shuffle-smoke experiments/bgm-batch-then-shuffle-smoke.toml
+        bgm fig3-smoke experiments/shuffling/bgm-fig3-smoke.toml
+        bgm table1-smoke experiments/shuffling/bgm-table1-smoke.toml
+        bgm partial-shuffle-smoke experiments/shuffling/bgm-partial-shuffle-smoke.toml
+        bgm batch-then-shuffle-smoke experiments/shuffling/bgm-batch-then-shuffle-smoke.toml
         ;;
     shuffling-pi)
-        train lenet-fmnist-b100-eps1 experiments/shuffle-pi/lenet-fmnist-b100-eps1-smoke.toml
+        train lenet-fmnist-b100-eps1 experiments/shuffling/partially-informed/lenet-fmnist-b100-eps1-smoke.toml
         ;;
     hidden-state)
         for k in 1 5 25; do train "lenet-fmnist-k$k" "experiments/hidden-state/lenet-fmnist-k$k.toml"; done
@@ -86,7 +86,7 @@ case "$headline" in
             --out-dir "$out/$headline/fmnist-lenet-dcgan"
         ;;
     lecture)
-        run lecture-counts counts experiments/seed004-lecture-counts.toml
+        run lecture-counts counts experiments/lecture/backprop-clipping-counts.toml
         ;;
     *) usage ;;
 esac

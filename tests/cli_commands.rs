@@ -220,7 +220,7 @@ fn counts_reproduces_the_lecture_audit() {
     // FPR ≤ 0.00274 (rounded; 0.955082 and 0.0027445 unrounded) at confidence
     // 1 − 1e-10 refute the claimed ε = 0.21.
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let file = manifest.join("../../experiments/seed004-lecture-counts.toml");
+    let file = manifest.join("../../experiments/lecture/backprop-clipping-counts.toml");
     let r = json(&dpaudit(&["counts", file.to_str().unwrap(), "--json"]));
     assert!(
         (r["fnr_upper"].as_f64().unwrap() - 0.955082).abs() < 1e-6,
@@ -242,7 +242,7 @@ fn train_is_secure_by_default_and_replayable_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let config = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../experiments/train-mlp-purchase.toml"
+        "/../../experiments/training/mlp-purchase.toml"
     );
     let train = |name: &str, replayable: bool| {
         let out_dir = dir.path().join(name);
@@ -292,7 +292,7 @@ fn impossible_training_configs_are_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../experiments/train-mlp-purchase.toml"
+        "/../../experiments/training/mlp-purchase.toml"
     ))
     .unwrap();
     let cases = [

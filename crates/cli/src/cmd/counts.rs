@@ -33,7 +33,7 @@ use dpaudit_audit::region::{epsilon_from_error_bounds, mu_from_error_bounds};
 /// Arguments of `dpaudit counts`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The counts file (see `experiments/seed004-lecture-counts.toml`).
+    /// The counts file (see `experiments/lecture/backprop-clipping-counts.toml`).
     pub file: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -181,7 +181,7 @@ mod tests {
         // ε = ln((1 − 1e-5 − 0.9550818)/0.0027445) = 2.7950 and Lemma 1
         // μ⁻ = 1.0806; the lecture's rounded rates give 2.7965 and 1.0810.
         let f: CountsFile = toml::from_str(include_str!(
-            "../../../../experiments/seed004-lecture-counts.toml"
+            "../../../../experiments/lecture/backprop-clipping-counts.toml"
         ))
         .unwrap();
         let b = bound(&f).unwrap();

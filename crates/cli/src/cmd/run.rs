@@ -23,7 +23,7 @@ use dpaudit_experiment::outdir::write_atomic;
 /// Arguments of `dpaudit run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment file (see `experiments/seed001-*.toml`).
+    /// The experiment file (see `experiments/README.md`).
     pub config: PathBuf,
     /// Where results go; an existing out-dir of the same experiment is resumed.
     #[arg(long)]

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run's TOML config (see `experiments/train-*.toml`).
+    /// The run's TOML config (see `experiments/training/*.toml`).
     #[arg(long)]
     pub config: PathBuf,
     /// Override `seed`.
