@@ -17,6 +17,8 @@
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
 //! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
+//! - [`kind`]: the `kind` line of an experiment file (`canary`, `bgm`,
+//!   `panoramia`), read before the file is parsed, which picks the runner.
 //! - [`store`]: one out-dir store, generic over the unit of work: claim,
 //!   plan, checksummed unit files, resume, shards, finalize, merge.
 //! - [`runner`]: a canary experiment in the [`store`] (a unit is a chunk of
@@ -48,6 +50,7 @@ pub mod canaries;
 pub mod chunk;
 pub mod error;
 pub mod job_array;
+pub mod kind;
 pub mod outdir;
 pub mod runner;
 pub mod settings;
