@@ -20,16 +20,9 @@ pub struct Args {
 /// `dpaudit merge`: the merge of the first shard's kind (each runner refuses
 /// shards of another experiment).
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let first = args
+    let kind = args
         .shards
         .first()
         .map_or(ExperimentKind::Canary, |d| out_dir_kind(d));
-    match first {
-        ExperimentKind::Canary => super::run::run_merge(&args.out_dir, &args.shards),
-        ExperimentKind::Bgm => super::bgm::run_merge(&args.out_dir, &args.shards, false),
-        ExperimentKind::Panoramia => anyhow::bail!(
-            "{}: a PANORAMIA out-dir; PANORAMIA audits run in one process (their stages resume), there are no shards to merge",
-            args.shards[0].display()
-        ),
-    }
+    super::run::merge_kind(kind, &args.out_dir, &args.shards)
 }

@@ -12,6 +12,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
 use dpaudit_experiment::audit_report::AuditReport;
+use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
+use dpaudit_experiment::bgm_engine::CpuBgmEngine;
+use dpaudit_experiment::bgm_runner::plan_units;
 use dpaudit_experiment::chunk::Prepared;
 use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::runner::{check_results_memory, holder_of};
@@ -142,6 +145,55 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             super::panoramia::run_file(&file, &args.out_dir, args.sim.json)
         }
     }
+}
+
+/// `dpaudit merge` of shard out-dirs of `kind`.
+pub fn merge_kind(kind: ExperimentKind, out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
+    match kind {
+        ExperimentKind::Canary => run_merge(out_dir, shards),
+        ExperimentKind::Bgm => super::bgm::run_merge(out_dir, shards, false),
+        ExperimentKind::Panoramia => anyhow::bail!(
+            "{}: a PANORAMIA out-dir; PANORAMIA audits run in one process (their stages resume), there are no \
+             shards to merge",
+            shards.first().map_or_else(String::new, |d| d.display().to_string())
+        ),
+    }
+}
+
+/// For `dpaudit slurm`: the subcommand an array task runs, the experiment's
+/// units (shards can own) and what they are, in words.
+pub fn shard_units(file: &ExperimentFile) -> anyhow::Result<(&'static str, u64, String)> {
+    Ok(match file.kind {
+        ExperimentKind::Bgm => {
+            let experiment = BgmExperiment::from_toml(&file.path, &file.text)?;
+            let settings = prepare_all(&file.path, &experiment)?;
+            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
+            (
+                "bgm",
+                units,
+                format!("{units} chunks of simulated runs (the Rust engine's)"),
+            )
+        }
+        ExperimentKind::Canary => {
+            let config =
+                ExperimentConfig::from_toml(&file.text, &file.path.display().to_string())
+                    .with_context(|| format!("loading {}", file.path.display()))?;
+            (
+                "run",
+                config.chunks(),
+                format!(
+                    "{} chunks of train.replicas = {} runs",
+                    config.chunks(),
+                    config.chunk_size()
+                ),
+            )
+        }
+        ExperimentKind::Panoramia => anyhow::bail!(
+            "{}: `kind = \"panoramia\"`: a PANORAMIA audit runs in one process (its stages resume), not as a job \
+             array; run it with `dpaudit run`",
+            file.path.display()
+        ),
+    })
 }
 
 /// A `kind = "canary"` experiment file.

@@ -8,12 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
-use dpaudit_experiment::bgm_engine::CpuBgmEngine;
-use dpaudit_experiment::bgm_runner::plan_units;
 use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::kind::ExperimentFile;
 
 /// Arguments of `dpaudit slurm`.
 #[derive(Debug, clap::Args)]
@@ -56,37 +52,7 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 /// `dpaudit slurm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = ExperimentFile::read(&args.experiment)?;
-    let (command, units, what) = match file.kind {
-        ExperimentKind::Bgm => {
-            let experiment = BgmExperiment::from_toml(&file.path, &file.text)?;
-            let settings = prepare_all(&file.path, &experiment)?;
-            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
-            (
-                "bgm",
-                units,
-                format!("{units} chunks of simulated runs (the Rust engine's)"),
-            )
-        }
-        ExperimentKind::Canary => {
-            let config =
-                ExperimentConfig::from_toml(&file.text, &file.path.display().to_string())
-                    .with_context(|| format!("loading {}", args.experiment.display()))?;
-            (
-                "run",
-                config.chunks(),
-                format!(
-                    "{} chunks of train.replicas = {} runs",
-                    config.chunks(),
-                    config.chunk_size()
-                ),
-            )
-        }
-        ExperimentKind::Panoramia => anyhow::bail!(
-            "{}: `kind = \"panoramia\"`: a PANORAMIA audit runs in one process (its stages resume), not as a job \
-             array; run it with `dpaudit run`",
-            args.experiment.display()
-        ),
-    };
+    let (command, units, what) = super::run::shard_units(&file)?;
     anyhow::ensure!(
         args.tasks >= 1 && args.tasks <= units,
         "--tasks {}: expected 1 to {units} (the experiment has {what}; a task computes whole chunks)",
