@@ -420,7 +420,7 @@ mod out_dir_faults {
 fn slurm_writes_a_bgm_array_over_its_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("tiny.toml");
-    std::fs::write(&config, SHUFFLE).unwrap();
+    std::fs::write(&config, format!("kind = \"bgm\"{SHUFFLE}")).unwrap();
     let out = dir.path().join("cluster");
     let stdout = ok(&dpaudit(
         &["slurm", "--tasks", "3", "--out-dir", out.to_str().unwrap()],
@@ -437,4 +437,52 @@ fn slurm_writes_a_bgm_array_over_its_chunks() {
         &[&config],
     ));
     assert!(e.contains(&format!("expected 1 to {CHUNKS}")), "{e}");
+}
+
+/// `dpaudit run` of a `kind = "bgm"` file is `dpaudit bgm`: the same
+/// out-dir, byte for byte but for the timings; `dpaudit merge` finds its
+/// shards' kind in their manifests.
+#[test]
+fn dpaudit_run_of_a_bgm_file_is_dpaudit_bgm() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tiny.toml");
+    std::fs::write(&config, SHUFFLE).unwrap();
+    let alias = dir.path().join("alias");
+    ok(&bgm(&config, &alias));
+    let kinded = dir.path().join("kinded.toml");
+    std::fs::write(&kinded, format!("kind = \"bgm\"{SHUFFLE}")).unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let shard = dir.path().join(format!("run-{i}"));
+        let shard_arg = format!("{i}/2");
+        ok(&dpaudit(
+            &[
+                "run",
+                "--json",
+                "--shard",
+                &shard_arg,
+                "--out-dir",
+                shard.to_str().unwrap(),
+            ],
+            &[&kinded],
+        ));
+        shards.push(shard);
+    }
+    let merged = dir.path().join("merged");
+    let paths: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
+    ok(&dpaudit(
+        &["merge", "--out-dir", merged.to_str().unwrap()],
+        &paths,
+    ));
+    // summary.md holds the timings.
+    assert_eq!(
+        read(&merged.join("scores.csv")),
+        read(&alias.join("scores.csv"))
+    );
+    let mut a = without_timings(&read(&alias.join("audit.json")));
+    let mut b = without_timings(&read(&merged.join("audit.json")));
+    // The config is named as given: the two files differ in name only.
+    a["config"] = serde_json::Value::Null;
+    b["config"] = serde_json::Value::Null;
+    assert_eq!(a, b);
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const EXPERIMENT: &str = r#"
+const EXPERIMENT: &str = r#"kind = "canary"
 name = "cli run test"
 runs = 40
 [train]
@@ -804,6 +804,7 @@ mod out_dir_faults {
 #[test]
 fn the_library_chunk_by_chunk_equals_dpaudit_run() {
     use dpaudit_experiment::chunk::Prepared;
+    use dpaudit_experiment::kind::ExperimentFile;
     use dpaudit_experiment::settings::ExperimentConfig;
     use dpaudit_experiment::{merge, ExperimentDir, Finalized, OutDir, Shard};
     use dpaudit_train::trainer::Silent;
@@ -814,7 +815,8 @@ fn the_library_chunk_by_chunk_equals_dpaudit_run() {
     ok(&run(&config, &cli, &[]));
 
     tch::set_num_threads(1);
-    let experiment = ExperimentConfig::load(&config).unwrap();
+    let file = ExperimentFile::read(&config).unwrap();
+    let experiment = ExperimentConfig::from_toml(&file.text, "exp.toml").unwrap();
     let prepared = Prepared::new(&experiment, None).unwrap();
     let mut shards = Vec::new();
     for i in 0..2 {
@@ -839,4 +841,58 @@ fn the_library_chunk_by_chunk_equals_dpaudit_run() {
     for f in ["scores.csv", "audit.json", "summary.md", "inclusion.csv"] {
         assert_eq!(read(&merged_dir.join(f)), read(&cli.join(f)), "{f}");
     }
+}
+
+/// `dpaudit run` and `dpaudit slurm` read the file's `kind` first: a file
+/// without it, or of an unknown kind, is refused naming the file and the
+/// kinds, before any out-dir exists; simulation flags are refused for a
+/// canary audit.
+#[test]
+fn the_kind_line_is_required_and_picks_the_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failed = |o: &Output| {
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let plain = write(
+        dir.path(),
+        "plain.toml",
+        &EXPERIMENT.replace("kind = \"canary\"\n", "\n"),
+    );
+    let unknown = write(
+        dir.path(),
+        "unknown.toml",
+        &EXPERIMENT.replace("kind = \"canary\"", "kind = \"train\""),
+    );
+    for (file, says) in [(&plain, "no top-level `kind`"), (&unknown, "\"train\"")] {
+        for e in [
+            failed(&run(file, &out, &[])),
+            failed(&dpaudit(
+                &["slurm", "--tasks", "2", "--out-dir", out.to_str().unwrap()],
+                &[file],
+            )),
+        ] {
+            assert!(
+                e.contains(file.to_str().unwrap()) && e.contains(says),
+                "{e}"
+            );
+            for kind in ["canary", "bgm", "panoramia"] {
+                assert!(e.contains(&format!("`kind = \"{kind}\"`")), "{e}");
+            }
+        }
+    }
+    let config = write(dir.path(), "exp.toml", EXPERIMENT);
+    let e = failed(&run(&config, &out, &["--device", "cuda"]));
+    assert!(e.contains("--device") && e.contains("train.device"), "{e}");
+    // A BGM file is not a `dpaudit bgm` file of another kind's command.
+    let e = failed(&dpaudit(
+        &["bgm", "--out-dir", out.to_str().unwrap(), "--config"],
+        &[&config],
+    ));
+    assert!(
+        e.contains("kind = \"canary\"") && e.contains("dpaudit run"),
+        "{e}"
+    );
+    assert!(!out.exists(), "the out-dir must not be created");
 }

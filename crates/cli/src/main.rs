@@ -36,19 +36,22 @@ enum Command {
     Bench(cmd::bench::Args),
     /// The main job: everything that exists, on the embedded default data.
     Demo(cmd::demo::Args),
-    /// A canary audit end to end: train R runs, score the canaries, bound ε.
+    /// An experiment end to end, by its file's `kind`: a canary audit (train R runs, score the
+    /// canaries, bound ε), a BGM shuffling audit, or PANORAMIA.
     Run(cmd::run::Args),
-    /// Combine the out-dirs of `dpaudit run --shard` into one finished audit.
-    Merge(cmd::run::MergeArgs),
+    /// Combine the out-dirs of `dpaudit run --shard` (any kind) into one finished audit.
+    Merge(cmd::merge::Args),
     /// Several finished audits side by side (threat models, canaries).
     Compare(cmd::run::CompareArgs),
     /// Audit deliberately broken DP-SGD variants next to the correct one.
     Selftest(cmd::selftest::Args),
-    /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config.
+    /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config (`dpaudit run` of a
+    /// `kind = "bgm"` file).
     Bgm(cmd::bgm::Args),
     /// Write (and with --submit, submit) an audit as a Slurm job array plus a merge job.
     Slurm(cmd::slurm::Args),
-    /// PANORAMIA: measure one trained model's leakage with generated non-members.
+    /// PANORAMIA: measure one trained model's leakage with generated non-members (`dpaudit run` of
+    /// a `kind = "panoramia"` file).
     Panoramia(cmd::panoramia::Args),
 }
 
@@ -111,15 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bgm(a) => cmd::bgm::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Selftest(a) => cmd::selftest::run(a),
-        // A BGM out-dir says so in its manifest; everything else is `dpaudit run`'s.
-        Command::Merge(a)
-            if a.shards
-                .first()
-                .is_some_and(|d| dpaudit_experiment::bgm_runner::is_bgm_out_dir(d)) =>
-        {
-            cmd::bgm::run_merge(&a.out_dir, &a.shards, false)
-        }
-        Command::Merge(a) => cmd::run::run_merge(a),
+        Command::Merge(a) => cmd::merge::run(a),
         Command::Compare(a) => cmd::run::run_compare(a),
         Command::Slurm(a) => cmd::slurm::run(a),
         Command::Panoramia(a) => cmd::panoramia::run(a),

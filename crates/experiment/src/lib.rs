@@ -17,10 +17,12 @@
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
 //! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
-//! - [`throughput`]: the training loop against the engine alone, and its
-//!   cost per step as replicas grow (`dpaudit bench --end-to-end`, `--overhead`).
-//! - [`runner`]: an experiment bound to its out-dir: claim, resume,
-//!   finalize, merge; and in memory.
+//! - [`kind`]: the `kind` line of an experiment file (`canary`, `bgm`,
+//!   `panoramia`), read before the file is parsed, which picks the runner.
+//! - [`store`]: one out-dir store, generic over the unit of work: claim,
+//!   plan, checksummed unit files, resume, shards, finalize, merge.
+//! - [`runner`]: a canary experiment in the [`store`] (a unit is a chunk of
+//!   training runs), and in memory.
 //! - [`bgm_audit`]: shuffling audits of the Batched Gaussian Mechanism
 //!   (settings, validation, the guess search, the report), on any
 //!   [`bgm_engine::BgmEngine`]: the pure-Rust [`bgm_engine::CpuBgmEngine`] or
@@ -28,8 +30,8 @@
 //! - [`bgm_counts`]: BGM audits in bounded memory (a threshold chosen on
 //!   separate selection runs, the evaluation runs counted on a grid fixed in
 //!   advance), for 10⁸–10⁹ observations.
-//! - [`bgm_runner`]: a BGM experiment in an out-dir, resumed, sharded and
-//!   merged as [`runner`] does for training runs.
+//! - [`bgm_runner`]: a BGM experiment in the [`store`], its units
+//!   ([`bgm_unit`]) slices of a setting's simulated runs.
 //!
 //! Library code calls libtorch only through tch's fallible API, as in
 //! `dpaudit-train` (the same `clippy.toml`; tests allow the lints).
@@ -42,15 +44,18 @@ pub mod bgm_counts;
 pub mod bgm_engine;
 pub mod bgm_runner;
 pub mod bgm_tensor;
+pub mod bgm_unit;
 pub mod book;
 pub mod canaries;
 pub mod chunk;
 pub mod error;
 pub mod job_array;
+pub mod kind;
 pub mod outdir;
 pub mod runner;
 pub mod settings;
 pub mod shard;
+pub mod store;
 pub mod throughput;
 
 pub use error::{ExperimentError, Result};

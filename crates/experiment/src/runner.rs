@@ -22,7 +22,6 @@
 //! `canary` — and not the name or the `[audit]` settings, which may change
 //! between finalizations without retraining anything.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -39,17 +38,20 @@ use dpaudit_train::trainer::Observer;
 use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
 use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
-use crate::outdir::{read_checked, Checked, OutDir, FORMAT_VERSION};
+use crate::outdir::{OutDir, FORMAT_VERSION};
 use crate::shard::Shard;
+use crate::store::{
+    chunk_path, read_manifest_json, read_unit_file, Outcome, Store, UnitState, Work,
+};
 
-/// The manifest's file name.
-pub const CONFIG_FILE: &str = "config.json";
+pub use crate::store::{Plan, CONFIG_FILE};
+
 /// The inclusion bits' file name.
 pub const INCLUSION_FILE: &str = "inclusion.csv";
 
 /// The file of chunk `c`, relative to the out-dir.
 pub fn chunk_file(c: u64) -> PathBuf {
-    Path::new("chunks").join(format!("chunk-{c:06}.csv"))
+    chunk_path(c, "csv")
 }
 
 /// `config.json`.
@@ -118,17 +120,7 @@ impl Manifest {
 
     /// Read and check `dir/config.json`: JSON, a manifest, of this format.
     pub fn read(dir: &Path) -> Result<Self> {
-        let path = dir.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ExperimentError::Io {
-            path: path.clone(),
-            action: "reading",
-            source,
-        })?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
-                path: path.clone(),
-                reason: format!("not JSON ({e})"),
-            })?;
+        let (path, value) = read_manifest_json(dir)?;
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(FORMAT_VERSION)) {
             return Err(ExperimentError::Inconsistent {
@@ -267,98 +259,102 @@ pub fn check_results_memory_against(
     )?)
 }
 
-/// Create or check the manifest and the inclusion bits of `out`.
-fn claim(out: &OutDir, manifest: &Manifest) -> Result<()> {
-    let path = out.path(CONFIG_FILE);
-    if path.exists() {
-        let mine = Manifest::read(out.root())?;
-        if mine.fingerprint != manifest.fingerprint {
-            return Err(ExperimentError::Inconsistent {
-                path,
-                reason: format!(
-                    "belongs to a different experiment (fingerprint {} vs {}); use another --out-dir",
-                    mine.fingerprint, manifest.fingerprint
-                ),
-            });
-        }
-        check_inclusion(out, &manifest.experiment)?;
-        if mine.experiment != manifest.experiment {
+impl crate::store::Manifest for Manifest {
+    const WHAT: &'static str = "experiment";
+
+    fn read(dir: &Path) -> Result<Self> {
+        Manifest::read(dir)
+    }
+
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    fn with_shard(self, shard: Shard) -> Self {
+        Self { shard, ..self }
+    }
+
+    /// The bits first: fixed before any training.
+    fn create(&self, out: &OutDir) -> Result<()> {
+        out.write(INCLUSION_FILE, inclusion_csv(&self.experiment).as_bytes())
+    }
+
+    fn reopen(&self, out: &OutDir, mine: Self) -> Result<()> {
+        check_inclusion_of(out.root(), &self.experiment)?;
+        if mine.experiment != self.experiment {
             // Same training, new name or [audit] settings: record them.
             let updated = Manifest {
-                experiment: manifest.experiment.clone(),
+                experiment: self.experiment.clone(),
                 ..mine
             };
-            write_manifest(out, &updated)?;
+            out.write_json(CONFIG_FILE, &updated)?;
         }
-        return Ok(());
+        Ok(())
     }
-    // The bits first: fixed before any training.
-    out.write(
-        INCLUSION_FILE,
-        inclusion_csv(&manifest.experiment).as_bytes(),
-    )?;
-    write_manifest(out, manifest)
+
+    fn admit(&self, dir: &Path) -> Result<()> {
+        check_inclusion_of(dir, &self.experiment)
+    }
 }
 
-fn write_manifest(out: &OutDir, manifest: &Manifest) -> Result<()> {
-    out.write_json(CONFIG_FILE, manifest)
+/// The units of a canary audit: chunks of `train.replicas` runs, each file
+/// the score rows of its runs ([`crate::book`]).
+#[derive(Debug, Clone)]
+pub struct CanaryWork {
+    /// The experiment.
+    pub config: ExperimentConfig,
 }
 
-/// `inclusion.csv` must equal the experiment's bits, recomputed (a stronger
-/// check than a checksum: it also catches a file of another experiment).
-fn check_inclusion(out: &OutDir, config: &ExperimentConfig) -> Result<()> {
-    check_inclusion_of(out.root(), config)
-}
+impl Work for CanaryWork {
+    type Data = Vec<ScoreRow>;
+    const REDO: &'static str = "retrain";
+    const MADE: &'static str = "trained";
 
-/// The state of one chunk in an out-dir.
-fn read_chunk(dir: &Path, c: u64, config: &ExperimentConfig) -> Result<ChunkState> {
-    let path = dir.join(chunk_file(c));
-    Ok(match read_checked(&path)? {
-        Checked::Missing => ChunkState::Missing,
-        Checked::Damaged(why) => ChunkState::Damaged(why),
-        Checked::Intact(bytes) => {
+    fn units(&self) -> u64 {
+        self.config.chunks()
+    }
+
+    fn unit_file(&self, c: u64) -> PathBuf {
+        chunk_file(c)
+    }
+
+    fn read_unit(&self, dir: &Path, c: u64) -> Result<UnitState<Vec<ScoreRow>>> {
+        let path = dir.join(chunk_file(c));
+        read_unit_file(&path, |bytes| {
             let text = String::from_utf8(bytes).map_err(|_| ExperimentError::Inconsistent {
                 path: path.clone(),
                 reason: "not UTF-8 text".into(),
             })?;
-            ChunkState::Intact(rows_from_csv(&path, &text, &config.audit.scores)?)
-        }
-    })
+            Ok(UnitState::Intact(rows_from_csv(
+                &path,
+                &text,
+                &self.config.audit.scores,
+            )?))
+        })
+    }
+
+    fn encode(&self, rows: &Vec<ScoreRow>, _path: &Path) -> Result<Vec<u8>> {
+        Ok(rows_to_csv(&self.config.audit.scores, rows).into_bytes())
+    }
+
+    fn same(&self, a: &Vec<ScoreRow>, b: &Vec<ScoreRow>) -> bool {
+        a == b
+    }
 }
 
-enum ChunkState {
-    Missing,
-    Damaged(String),
-    Intact(Vec<ScoreRow>),
-}
-
-/// What an out-dir holds of the chunks a shard owns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// Chunks on disk and intact.
-    pub done: Vec<u64>,
-    /// Chunks to train, in order (missing or damaged).
-    pub todo: Vec<u64>,
-    /// Damaged chunks (set aside and retrained), with what is wrong.
-    pub damaged: Vec<(u64, String)>,
-}
-
-/// How finalizing ended.
-#[derive(Debug)]
-pub enum Finalized {
-    /// Every chunk was there: the files are written.
-    Complete(Box<AuditReport>),
-    /// These chunks are not in the out-dir (other shards own them).
-    Incomplete(Vec<u64>),
-}
+/// How finalizing ended: [`Outcome::Complete`] with the report, or the
+/// chunks still missing (other shards own them).
+pub type Finalized = Outcome<AuditReport>;
 
 /// An experiment bound to its locked out-dir.
 #[derive(Debug)]
 pub struct ExperimentDir<'a> {
-    out: OutDir,
+    store: Store<Manifest, CanaryWork>,
     prepared: &'a Prepared,
-    manifest: Manifest,
-    shard: Shard,
 }
 
 impl<'a> ExperimentDir<'a> {
@@ -369,48 +365,25 @@ impl<'a> ExperimentDir<'a> {
     pub fn claim(out: OutDir, prepared: &'a Prepared, shard: Shard) -> Result<Self> {
         check_results_memory(&prepared.config, holder_of(shard))?;
         let manifest = Manifest::of(prepared, shard)?;
-        claim(&out, &manifest)?;
+        let work = CanaryWork {
+            config: prepared.config.clone(),
+        };
         Ok(Self {
-            out,
+            store: Store::claim(out, manifest, work)?,
             prepared,
-            manifest,
-            shard,
         })
     }
 
     /// The locked out-dir.
     pub fn out_dir(&self) -> &OutDir {
-        &self.out
+        self.store.out_dir()
     }
 
     /// Which of this shard's chunks are done and which to train. Damaged
     /// chunk files are renamed to `*.damaged` (kept for inspection) so that
     /// they are retrained.
     pub fn plan(&self) -> Result<Plan> {
-        let config = &self.prepared.config;
-        let mut plan = Plan {
-            done: Vec::new(),
-            todo: Vec::new(),
-            damaged: Vec::new(),
-        };
-        for c in (0..config.chunks()).filter(|&c| self.shard.owns(c)) {
-            match read_chunk(self.out.root(), c, config)? {
-                ChunkState::Intact(_) => plan.done.push(c),
-                ChunkState::Missing => plan.todo.push(c),
-                ChunkState::Damaged(why) => {
-                    let path = self.out.path(chunk_file(c));
-                    let aside = path.with_extension("csv.damaged");
-                    std::fs::rename(&path, &aside).map_err(|source| ExperimentError::Io {
-                        path: path.clone(),
-                        action: "setting a damaged chunk aside",
-                        source,
-                    })?;
-                    plan.damaged.push((c, why));
-                    plan.todo.push(c);
-                }
-            }
-        }
-        Ok(plan)
+        self.store.plan()
     }
 
     /// Train chunk `c` and write its scores; returns the runs trained.
@@ -418,19 +391,14 @@ impl<'a> ExperimentDir<'a> {
         let scores = self.prepared.run_chunk(c, observer)?;
         let rows = rows_of(&scores);
         let kinds = &self.prepared.config.audit.scores;
-        self.out
-            .write_checked(chunk_file(c), rows_to_csv(kinds, &rows).as_bytes())?;
+        self.store
+            .write_unit(c, rows_to_csv(kinds, &rows).as_bytes())?;
         Ok(scores.bits.len() as u64)
     }
 
     /// If every chunk is in the out-dir, write the results.
     pub fn finalize(&self) -> Result<Finalized> {
-        finalize(
-            &self.out,
-            &self.prepared.config,
-            self.manifest.claim(),
-            &self.manifest.data,
-        )
+        finalize(&self.store)
     }
 }
 
@@ -443,30 +411,16 @@ pub fn holder_of(shard: Shard) -> ResultsHolder {
     }
 }
 
-/// Read every chunk of `out` and, when all are there, write `scores.csv`,
+/// Read every chunk of `store` and, when all are there, write `scores.csv`,
 /// `audit.json`, `summary.md` and the plots.
-fn finalize(
-    out: &OutDir,
-    config: &ExperimentConfig,
-    claim: Claim<'_>,
-    data: &DataInfo,
-) -> Result<Finalized> {
+fn finalize(store: &Store<Manifest, CanaryWork>) -> Result<Finalized> {
+    let (out, manifest) = (store.out_dir(), store.manifest());
+    let config = &manifest.experiment;
     let mut rows = Vec::new();
-    let mut missing = Vec::new();
-    for c in 0..config.chunks() {
-        match read_chunk(out.root(), c, config)? {
-            ChunkState::Intact(r) => rows.extend(r),
-            ChunkState::Missing => missing.push(c),
-            ChunkState::Damaged(why) => {
-                return Err(ExperimentError::Inconsistent {
-                    path: out.path(chunk_file(c)),
-                    reason: format!(
-                        "damaged: {why}; run the experiment on this out-dir again to retrain this chunk"
-                    ),
-                })
-            }
-        }
-    }
+    let missing = store.read_all(|_, r| {
+        rows.extend(r);
+        Ok(())
+    })?;
     if !missing.is_empty() {
         return Ok(Finalized::Incomplete(missing));
     }
@@ -501,7 +455,7 @@ fn finalize(
         "scores.csv",
         rows_to_csv(&config.audit.scores, &rows).as_bytes(),
     )?;
-    let report = analyse(config, claim, data, &rows)?;
+    let report = analyse(config, manifest.claim(), &manifest.data, &rows)?;
     out.write_json("audit.json", &report)?;
     out.write("summary.md", summary_markdown(&report).as_bytes())?;
     write_plots(out, config, &report, &rows)?;
@@ -509,105 +463,25 @@ fn finalize(
 }
 
 /// What [`merge`] did.
-#[derive(Debug)]
-pub struct Merged {
-    /// Chunk files copied into the out-dir.
-    pub copied: usize,
-    /// The report.
-    pub report: Box<AuditReport>,
-}
+pub type Merged = crate::store::Merged<AuditReport>;
 
 /// Copy the verified chunks of shard out-dirs into `out_dir` and finalize it.
 /// Every shard must be of the same experiment and format; a shard given
 /// twice is refused as a duplicate; chunks still missing are named with the
 /// shards that own them.
 pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged> {
-    if shards.is_empty() {
-        return Err(crate::error::invalid(
-            "shards",
-            "none",
-            "at least one shard out-dir",
-        ));
-    }
-    let out = OutDir::open(out_dir, command)?;
-    let mut manifests: Vec<(PathBuf, Manifest)> = Vec::new();
-    for s in shards {
-        let m = Manifest::read(s)?;
-        admit_shard(
-            &manifests,
-            s,
-            &m,
-            |m| (&m.fingerprint, m.shard),
-            "experiment",
-        )?;
-        check_inclusion_of(s, &m.experiment)?;
-        manifests.push((s.clone(), m));
-    }
-    let manifest = Manifest {
-        shard: Shard::ALL,
-        ..manifests[0].1.clone()
-    };
-    check_results_memory(&manifest.experiment, ResultsHolder::OutDir)?;
-    claim(&out, &manifest)?;
-    let config = &manifest.experiment;
-    let mut copied = 0;
-    for (dir, _) in &manifests {
-        for c in 0..config.chunks() {
-            let rows = match read_chunk(dir, c, config)? {
-                ChunkState::Missing => continue,
-                ChunkState::Damaged(why) => {
-                    return Err(ExperimentError::Inconsistent {
-                        path: dir.join(chunk_file(c)),
-                        reason: format!(
-                            "damaged: {why}; run that shard again to retrain it, then merge"
-                        ),
-                    })
-                }
-                ChunkState::Intact(rows) => rows,
-            };
-            match read_chunk(out.root(), c, config)? {
-                ChunkState::Intact(existing) if existing != rows => {
-                    return Err(ExperimentError::Inconsistent {
-                        path: dir.join(chunk_file(c)),
-                        reason: format!(
-                            "chunk {c} differs from the one in {}: the shards were not trained from the same experiment",
-                            out_dir.display()
-                        ),
-                    })
-                }
-                ChunkState::Intact(_) => {}
-                ChunkState::Missing | ChunkState::Damaged(_) => {
-                    out.write_checked(chunk_file(c), rows_to_csv(&config.audit.scores, &rows).as_bytes())?;
-                    copied += 1;
-                }
-            }
-        }
-    }
-    match finalize(&out, config, manifest.claim(), &manifest.data)? {
-        Finalized::Complete(report) => Ok(Merged { copied, report }),
-        Finalized::Incomplete(missing) => {
-            let counts: BTreeMap<u64, ()> =
-                manifests.iter().map(|(_, m)| (m.shard.count, ())).collect();
-            let owners: Vec<String> = counts
-                .keys()
-                .flat_map(|&n| {
-                    let mut idx: Vec<u64> = missing.iter().map(|c| c % n).collect();
-                    idx.sort_unstable();
-                    idx.dedup();
-                    idx.into_iter().map(move |i| format!("{i}/{n}"))
-                })
-                .collect();
-            Err(ExperimentError::Inconsistent {
-                path: out_dir.to_path_buf(),
-                reason: format!(
-                    "merged {copied} chunk(s), but {} chunk(s) are missing: {missing:?}, owned by shard(s) {}; run them and \
-                     merge again",
-                    missing.len(),
-                    owners.join(", ")
-                ),
+    crate::store::merge(
+        out_dir,
+        shards,
+        command,
+        |manifest: &Manifest| {
+            check_results_memory(&manifest.experiment, ResultsHolder::OutDir)?;
+            Ok(CanaryWork {
+                config: manifest.experiment.clone(),
             })
-        }
-    }
+        },
+        finalize,
+    )
 }
 
 /// `dir/inclusion.csv` must equal the experiment's bits.
@@ -653,44 +527,4 @@ pub fn run_in_memory(
         &DataInfo::of(prepared.train.source()),
         &rows,
     )
-}
-
-/// Refuse shard `s` (manifest `m`) for a merge that already holds
-/// `manifests`: another experiment (`what` names it, e.g. "experiment"), or a
-/// shard given twice ("duplicate", never "missing").
-pub(crate) fn admit_shard<M>(
-    manifests: &[(PathBuf, M)],
-    s: &Path,
-    m: &M,
-    id: impl Fn(&M) -> (&str, Shard),
-    what: &str,
-) -> Result<()> {
-    let (fingerprint, shard) = id(m);
-    if let Some((first, m0)) = manifests.first() {
-        let (f0, _) = id(m0);
-        if fingerprint != f0 {
-            return Err(ExperimentError::Inconsistent {
-                path: s.join(CONFIG_FILE),
-                reason: format!(
-                    "a different {what} than {} (fingerprint {fingerprint} vs {f0})",
-                    first.display(),
-                ),
-            });
-        }
-    }
-    let canonical = s.canonicalize().unwrap_or_else(|_| s.to_path_buf());
-    if let Some((other, _)) = manifests.iter().find(|(p, o)| {
-        p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
-            || (id(o).1 == shard && shard != Shard::ALL)
-    }) {
-        return Err(ExperimentError::Inconsistent {
-            path: s.join(CONFIG_FILE),
-            reason: format!(
-                "duplicate: shard {shard} is given twice ({} and {}); give each shard's out-dir once",
-                other.display(),
-                s.display()
-            ),
-        });
-    }
-    Ok(())
 }

@@ -12,8 +12,11 @@ use dpaudit_experiment::bgm_audit::{
 };
 use dpaudit_experiment::bgm_engine::{BgmEngine, CpuBgmEngine, TensorBgmEngine};
 use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
+use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::{OutDir, Shard};
 
+/// `dpaudit bgm`: `dpaudit run` for `kind = "bgm"` files, which may leave
+/// out the `kind` line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The experiment: a TOML file with a `[[settings]]` list.
@@ -29,6 +32,14 @@ pub struct Args {
     /// completions); combine the out-dirs with `dpaudit merge`.
     #[arg(long)]
     pub shard: Option<String>,
+    /// How and where the runs are simulated.
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+/// The flags of a BGM simulation.
+#[derive(Debug, Default, clap::Args)]
+pub struct SimArgs {
     /// Print the JSON report instead of the markdown table.
     #[arg(long)]
     pub json: bool,
@@ -36,10 +47,10 @@ pub struct Args {
     /// libtorch's intra-op threads for the tensor engine on the CPU.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Where the simulation runs: `cpu` or `cuda` (CUDA device 0; implies
-    /// `--engine tensor`).
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
+    /// Where the simulation runs: `cpu` (the default) or `cuda` (CUDA
+    /// device 0; implies `--engine tensor`).
+    #[arg(long)]
+    pub device: Option<String>,
     /// Simulation engine: `rust` (pure-Rust CPU simulator) or `tensor`
     /// (libtorch, vectorised in chunks of runs). Default: `rust` on the CPU,
     /// `tensor` on CUDA.
@@ -49,6 +60,25 @@ pub struct Args {
     /// default from a per-device element budget). The scores depend on it.
     #[arg(long)]
     pub chunk_runs: Option<usize>,
+}
+
+impl SimArgs {
+    /// The simulation flags given (besides `--json`), to refuse them where
+    /// nothing is simulated.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        for (flag, set) in [
+            ("--threads", self.threads != 0),
+            ("--device", self.device.is_some()),
+            ("--engine", self.engine.is_some()),
+            ("--chunk-runs", self.chunk_runs.is_some()),
+        ] {
+            if set {
+                given.push(flag);
+            }
+        }
+        given
+    }
 }
 
 /// The `--engine` values.
@@ -120,15 +150,9 @@ fn print_report(report: &BgmReport, json: bool, out_dir: &Path) -> anyhow::Resul
     Ok(())
 }
 
+/// `dpaudit bgm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let experiment = BgmExperiment::load(&args.config)?;
-    // Validate every setting before simulating any, and before the out-dir exists.
-    let settings = prepare_all(&args.config, &experiment)?;
-    let engine = engine_from_flags(&args.device, args.engine, args.chunk_runs, args.threads)?;
-    let shard = match &args.shard {
-        Some(s) => Shard::parse(s, |k| std::env::var(k).ok())?,
-        None => Shard::ALL,
-    };
+    let file = ExperimentFile::read_as(&args.config, ExperimentKind::Bgm)?;
     let out_dir = args.out_dir.clone().unwrap_or_else(|| {
         let stem = args
             .config
@@ -136,12 +160,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_or_else(|| "bgm".into(), |s| s.to_string_lossy().into_owned());
         PathBuf::from("runs").join(stem)
     });
+    run_file(&file, &out_dir, args.shard.as_deref(), &args.sim)
+}
+
+/// A `kind = "bgm"` experiment file into `out_dir`.
+pub fn run_file(
+    file: &ExperimentFile,
+    out_dir: &Path,
+    shard: Option<&str>,
+    sim: &SimArgs,
+) -> anyhow::Result<()> {
+    let experiment = BgmExperiment::from_toml(&file.path, &file.text)?;
+    // Validate every setting before simulating any, and before the out-dir exists.
+    let settings = prepare_all(&file.path, &experiment)?;
+    let engine = engine_from_flags(
+        sim.device.as_deref().unwrap_or("cpu"),
+        sim.engine,
+        sim.chunk_runs,
+        sim.threads,
+    )?;
+    let shard = match shard {
+        Some(s) => Shard::parse(s, |k| std::env::var(k).ok())?,
+        None => Shard::ALL,
+    };
     // Locked, and known to be writable, before anything is simulated.
-    let out = OutDir::open(&out_dir, &command_line())?;
+    let out = OutDir::open(out_dir, &command_line())?;
     if let Some(stale) = out.took_over() {
         eprintln!("note: took over {stale}");
     }
-    let label = args.config.display().to_string();
+    let label = file.path.display().to_string();
     let dir = BgmDir::claim(out, &label, &experiment, &settings, engine.as_ref(), shard)?;
     let plan = dir.plan()?;
     for (c, why) in &plan.damaged {
@@ -180,7 +227,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     throughput_line(s, &report)
                 );
             }
-            print_report(&report, args.json, &out_dir)
+            print_report(&report, sim.json, out_dir)
         }
         BgmFinalized::Incomplete(missing) => {
             println!(

@@ -8,6 +8,7 @@ pub mod data;
 pub mod demo;
 pub mod doctor;
 pub mod estimate;
+pub mod merge;
 pub mod panoramia;
 pub mod run;
 pub mod selftest;

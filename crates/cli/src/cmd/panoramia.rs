@@ -5,12 +5,15 @@
 //! kept. The pipeline is library code (`dpaudit_panoramia::run`); this
 //! module only parses arguments and shows progress.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_panoramia::{run as run_pipeline, PanoramiaConfig, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// `dpaudit panoramia`: `dpaudit run` for `kind = "panoramia"` files, which
+/// may leave out the `kind` line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The audit's TOML config (see `experiments/panoramia/`).
@@ -54,8 +57,9 @@ impl Progress for Lines {
     }
 }
 
+/// `dpaudit panoramia`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = PanoramiaConfig::load(&args.config)?;
+    let file = ExperimentFile::read_as(&args.config, ExperimentKind::Panoramia)?;
     let out = args.out_dir.clone().unwrap_or_else(|| {
         let stem = args
             .config
@@ -63,15 +67,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_or_else(|| "panoramia".into(), |s| s.to_string_lossy().into_owned());
         PathBuf::from("runs/panoramia").join(stem)
     });
+    run_file(&file, &out, args.json)
+}
+
+/// A `kind = "panoramia"` experiment file into the out-dir `out`.
+pub fn run_file(file: &ExperimentFile, out: &Path, json: bool) -> anyhow::Result<()> {
+    let label = file.path.display().to_string();
+    let config = PanoramiaConfig::from_toml(&file.text, &label)?;
     let start = std::time::Instant::now();
-    let report = run_pipeline(
-        &config,
-        &args.config.display().to_string(),
-        &out,
-        &mut Lines { bar: None },
-    )
-    .with_context(|| format!("PANORAMIA audit of {}", args.config.display()))?;
-    if args.json {
+    let report = run_pipeline(&config, &label, out, &mut Lines { bar: None })
+        .with_context(|| format!("PANORAMIA audit of {label}"))?;
+    if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }

@@ -1,16 +1,22 @@
-//! `dpaudit run FILE.toml --out-dir DIR`: a canary audit end to end, plus
-//! `dpaudit merge` (shards) and `dpaudit compare` (several audits side by
-//! side). The experiment, its out-dir and its statistics are library code
-//! (`dpaudit_experiment`); this module parses, draws progress and prints.
+//! `dpaudit run FILE.toml --out-dir DIR`: an experiment end to end, by the
+//! file's `kind` ([`dpaudit_experiment::kind`]): a canary audit (here), a BGM
+//! audit ([`super::bgm`]) or PANORAMIA ([`super::panoramia`]); plus `dpaudit
+//! compare` (several audits side by side). The experiment, its out-dir and
+//! its statistics are library code (`dpaudit_experiment`); this module
+//! parses, draws progress and prints.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
 use dpaudit_experiment::audit_report::AuditReport;
+use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
+use dpaudit_experiment::bgm_engine::CpuBgmEngine;
+use dpaudit_experiment::bgm_runner::plan_units;
 use dpaudit_experiment::chunk::Prepared;
+use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::runner::{check_results_memory, holder_of};
 use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
@@ -23,7 +29,9 @@ use dpaudit_experiment::outdir::write_atomic;
 /// Arguments of `dpaudit run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment file (see `experiments/README.md`).
+    /// The experiment file; its `kind` line says what it is: `canary` (e.g.
+    /// `experiments/hidden-state/`), `bgm` (`experiments/shuffling/`) or
+    /// `panoramia` (`experiments/panoramia/`); see `experiments/README.md`.
     pub config: PathBuf,
     /// Where results go; an existing out-dir of the same experiment is resumed.
     #[arg(long)]
@@ -36,6 +44,9 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// `kind = "bgm"` and `"panoramia"` only.
+    #[command(flatten, next_help_heading = "BGM and PANORAMIA")]
+    pub sim: super::bgm::SimArgs,
 }
 
 struct Bar {
@@ -105,9 +116,89 @@ fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
 
-/// `dpaudit run`.
+/// `dpaudit run`: the runner of the file's kind.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = ExperimentConfig::load(&args.config)
+    let file = ExperimentFile::read(&args.config)?;
+    let given = args.sim.given();
+    match file.kind {
+        ExperimentKind::Canary => {
+            anyhow::ensure!(
+                given.is_empty() && !args.sim.json,
+                "{}: {} appl{} to `kind = \"bgm\"` (and --json to `\"panoramia\"`) experiments; a canary \
+                 audit trains on `train.device` of its file",
+                args.config.display(),
+                if given.is_empty() { "--json".to_string() } else { given.join(", ") },
+                if given.len() > 1 { "y" } else { "ies" },
+            );
+            run_canary(&file, &args)
+        }
+        ExperimentKind::Bgm => {
+            super::bgm::run_file(&file, &args.out_dir, args.shard.as_deref(), &args.sim)
+        }
+        ExperimentKind::Panoramia => {
+            anyhow::ensure!(
+                args.shard.is_none() && given.is_empty(),
+                "{}: `kind = \"panoramia\"` takes neither --shard (its stages resume in one out-dir) nor {}",
+                args.config.display(),
+                ["--threads", "--device", "--engine", "--chunk-runs"].join(", ")
+            );
+            super::panoramia::run_file(&file, &args.out_dir, args.sim.json)
+        }
+    }
+}
+
+/// `dpaudit merge` of shard out-dirs of `kind`.
+pub fn merge_kind(kind: ExperimentKind, out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
+    match kind {
+        ExperimentKind::Canary => run_merge(out_dir, shards),
+        ExperimentKind::Bgm => super::bgm::run_merge(out_dir, shards, false),
+        ExperimentKind::Panoramia => anyhow::bail!(
+            "{}: a PANORAMIA out-dir; PANORAMIA audits run in one process (their stages resume), there are no \
+             shards to merge",
+            shards.first().map_or_else(String::new, |d| d.display().to_string())
+        ),
+    }
+}
+
+/// For `dpaudit slurm`: the subcommand an array task runs, the experiment's
+/// units (shards can own) and what they are, in words.
+pub fn shard_units(file: &ExperimentFile) -> anyhow::Result<(&'static str, u64, String)> {
+    Ok(match file.kind {
+        ExperimentKind::Bgm => {
+            let experiment = BgmExperiment::from_toml(&file.path, &file.text)?;
+            let settings = prepare_all(&file.path, &experiment)?;
+            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
+            (
+                "bgm",
+                units,
+                format!("{units} chunks of simulated runs (the Rust engine's)"),
+            )
+        }
+        ExperimentKind::Canary => {
+            let config =
+                ExperimentConfig::from_toml(&file.text, &file.path.display().to_string())
+                    .with_context(|| format!("loading {}", file.path.display()))?;
+            (
+                "run",
+                config.chunks(),
+                format!(
+                    "{} chunks of train.replicas = {} runs",
+                    config.chunks(),
+                    config.chunk_size()
+                ),
+            )
+        }
+        ExperimentKind::Panoramia => anyhow::bail!(
+            "{}: `kind = \"panoramia\"`: a PANORAMIA audit runs in one process (its stages resume), not as a job \
+             array; run it with `dpaudit run`",
+            file.path.display()
+        ),
+    })
+}
+
+/// A `kind = "canary"` experiment file.
+fn run_canary(file: &ExperimentFile, args: &Args) -> anyhow::Result<()> {
+    let config = ExperimentConfig::from_toml(&file.text, &file.path.display().to_string())
         .with_context(|| format!("loading {}", args.config.display()))?;
     let shard = match &args.shard {
         Some(s) => Shard::parse(s, |k| std::env::var(k).ok())?,
@@ -190,25 +281,14 @@ pub fn run_in_memory(
     Ok(report)
 }
 
-/// Arguments of `dpaudit merge`.
-#[derive(Debug, clap::Args)]
-pub struct MergeArgs {
-    /// The out-dir to complete (created if missing).
-    #[arg(long)]
-    pub out_dir: PathBuf,
-    /// Shard out-dirs of the same experiment.
-    #[arg(required = true)]
-    pub shards: Vec<PathBuf>,
-}
-
-/// `dpaudit merge`: copy the verified chunks of shard out-dirs into one and
-/// finish it.
-pub fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
-    let merged = dpaudit_experiment::merge(&args.out_dir, &args.shards, &command_line())?;
+/// `dpaudit merge` of canary out-dirs: copy the verified chunks of shard
+/// out-dirs into one and finish it.
+pub fn run_merge(out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
+    let merged = dpaudit_experiment::merge(out_dir, shards, &command_line())?;
     println!(
         "merged {} chunk(s) into {}",
         merged.copied,
-        args.out_dir.display()
+        out_dir.display()
     );
     print_report(&merged.report);
     Ok(())

@@ -1,5 +1,6 @@
 //! `dpaudit slurm EXPERIMENT --out-dir D --tasks N [--submit]`: an audit
-//! (`dpaudit run`, or `dpaudit bgm` for a file of `[[settings]]`) as a
+//! (`dpaudit run` of a `kind = "canary"` file, `dpaudit bgm` of a
+//! `kind = "bgm"` one) as a
 //! Slurm job array (one task per shard) plus a merge-and-finalize job that
 //! runs once every task succeeded. The scripts are written into `D/slurm/`;
 //! `--submit` hands them to `sbatch`.
@@ -7,16 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
-use dpaudit_experiment::bgm_engine::CpuBgmEngine;
-use dpaudit_experiment::bgm_runner::plan_units;
 use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::kind::ExperimentFile;
 
 /// Arguments of `dpaudit slurm`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment file (as for `dpaudit run`, or a BGM file as for `dpaudit bgm --config`).
+    /// The experiment file, as for `dpaudit run` (`kind = "canary"` or `"bgm"`).
     pub experiment: PathBuf,
     /// The out-dir of the finished audit; shards go to `<out-dir>/shards/`.
     #[arg(long)]
@@ -53,31 +51,8 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// `dpaudit slurm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // A BGM experiment (`[[settings]]`, for `dpaudit bgm`) or a training one.
-    let (command, units, what) = match BgmExperiment::load(&args.experiment) {
-        Ok(experiment) => {
-            let settings = prepare_all(&args.experiment, &experiment)?;
-            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
-            (
-                "bgm",
-                units,
-                format!("{units} chunks of simulated runs (the Rust engine's)"),
-            )
-        }
-        Err(_) => {
-            let config = ExperimentConfig::load(&args.experiment)
-                .with_context(|| format!("loading {}", args.experiment.display()))?;
-            (
-                "run",
-                config.chunks(),
-                format!(
-                    "{} chunks of train.replicas = {} runs",
-                    config.chunks(),
-                    config.chunk_size()
-                ),
-            )
-        }
-    };
+    let file = ExperimentFile::read(&args.experiment)?;
+    let (command, units, what) = super::run::shard_units(&file)?;
     anyhow::ensure!(
         args.tasks >= 1 && args.tasks <= units,
         "--tasks {}: expected 1 to {units} (the experiment has {what}; a task computes whole chunks)",
