@@ -101,6 +101,13 @@ pub fn summary(r: &AuditReport) -> String {
         }
     }
     let _ = writeln!(s, "- randomness: {}\n", r.mode_meaning);
+    table(&mut s, r);
+    s
+}
+
+/// One row per target, then where the plots are.
+fn table(s: &mut String, r: &AuditReport) {
+    use std::fmt::Write as _;
     let _ = writeln!(
         s,
         "| target | accountant ε (δ) | σ | train acc | test acc | c_lb | {{c+ε}}_lb | ε̃ (not a bound) | O(1) ε lower bound, RM;RN (δ = 0) |"
@@ -127,5 +134,4 @@ pub fn summary(r: &AuditReport) -> String {
         s,
         "\nPlots: `plots/pr-<target>.svg` (precision–recall of b and the MIA, with the points giving c_lb and {{c+ε}}_lb), `plots/samples.png` (generated), `plots/real.png` (D_G)."
     );
-    s
 }
