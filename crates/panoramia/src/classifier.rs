@@ -290,3 +290,46 @@ pub fn fit(
         best_validation_accuracy: best_acc,
     })
 }
+
+/// Train a real-vs-generated classifier without side information (the
+/// quality check, the filter): `train` and `validation` are `[real,
+/// generated]` pairs of equal sizes, real labelled `true`; parameters drawn
+/// from `init`, minibatches ordered by `batches`.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_real_vs_generated(
+    train: [&Records; 2],
+    validation: [&Records; 2],
+    shape: [i64; 3],
+    fit_cfg: &crate::config::FitConfig,
+    (init, batches): (SeedKey, SeedKey),
+    device: Device,
+    name: &str,
+    on_epoch: &mut dyn FnMut(u64, f64),
+) -> Result<(MembershipNet, FitReport)> {
+    let (n_train, n_val) = (train[0].len(), validation[0].len());
+    let train = train[0].concat(train[1]);
+    let val = validation[0].concat(validation[1]);
+    let labels = |k: usize| -> Vec<bool> { (0..2 * k).map(|i| i < k).collect() };
+    let (ytr, yval) = (labels(n_train), labels(n_val));
+    let mut init = HostInit::new(init, device);
+    let mut net = MembershipNet::new(&mut init, shape, false)?;
+    let report = fit(
+        &mut net,
+        &Labelled {
+            data: &train,
+            labels: &ytr,
+            side: None,
+        },
+        &Labelled {
+            data: &val,
+            labels: &yval,
+            side: None,
+        },
+        fit_cfg,
+        batches,
+        device,
+        name,
+        on_epoch,
+    )?;
+    Ok((net, report))
+}

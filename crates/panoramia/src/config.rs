@@ -173,7 +173,54 @@ pub enum LabelSource {
     Labeler,
 }
 
+/// What the generative models (VAE, DCGAN) share: their size, training
+/// budget and optional trained checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratorModel<'a> {
+    /// Latent dimension.
+    pub latent: i64,
+    /// Channels of the width-defining layer.
+    pub width: i64,
+    /// Epochs, minibatch size and Adam's learning rate.
+    pub fit: FitConfig,
+    /// A trained generator to use instead of training one.
+    pub checkpoint: Option<&'a Path>,
+}
+
 impl GeneratorConfig {
+    /// The shared fields of a generative model (None: `real_holdout`).
+    pub fn model(&self) -> Option<GeneratorModel<'_>> {
+        match self {
+            Self::Vae {
+                latent,
+                width,
+                epochs,
+                batch_size,
+                learning_rate,
+                checkpoint,
+            }
+            | Self::Dcgan {
+                latent,
+                width,
+                epochs,
+                batch_size,
+                learning_rate,
+                checkpoint,
+                ..
+            } => Some(GeneratorModel {
+                latent: *latent,
+                width: *width,
+                fit: FitConfig {
+                    epochs: *epochs,
+                    batch_size: *batch_size,
+                    learning_rate: *learning_rate,
+                },
+                checkpoint: checkpoint.as_deref(),
+            }),
+            Self::RealHoldout => None,
+        }
+    }
+
     /// Whether generated records keep the generator's own labels.
     pub fn labels_from_generator(&self) -> bool {
         matches!(
@@ -385,40 +432,18 @@ impl PanoramiaConfig {
                  it with generated records)",
             );
         }
-        match &self.generator {
-            GeneratorConfig::Vae {
-                latent,
-                width,
-                epochs,
-                batch_size,
-                learning_rate,
-                ..
-            } => {
-                if !(1..=4096).contains(latent) {
-                    return err("generator.latent", latent, "an integer in 1..=4096");
+        match self.generator.model() {
+            Some(g) => {
+                if !(1..=4096).contains(&g.latent) {
+                    return err("generator.latent", &g.latent, "an integer in 1..=4096");
                 }
-                if !(1..=1024).contains(width) {
-                    return err("generator.width", width, "an integer in 1..=1024");
+                if !(1..=1024).contains(&g.width) {
+                    return err("generator.width", &g.width, "an integer in 1..=1024");
                 }
-                check_fit(file, "generator", *epochs, *batch_size, *learning_rate)?;
+                let f = &g.fit;
+                check_fit(file, "generator", f.epochs, f.batch_size, f.learning_rate)?;
             }
-            GeneratorConfig::Dcgan {
-                latent,
-                width,
-                epochs,
-                batch_size,
-                learning_rate,
-                ..
-            } => {
-                if !(1..=4096).contains(latent) {
-                    return err("generator.latent", latent, "an integer in 1..=4096");
-                }
-                if !(1..=1024).contains(width) {
-                    return err("generator.width", width, "an integer in 1..=1024");
-                }
-                check_fit(file, "generator", *epochs, *batch_size, *learning_rate)?;
-            }
-            GeneratorConfig::RealHoldout => {
+            None => {
                 if self.filter.is_some() {
                     return err(
                         "filter",

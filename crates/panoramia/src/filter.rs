@@ -36,7 +36,7 @@ use dpaudit_data::seed::SeedKey;
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
-use crate::classifier::{self, FitReport, Labelled, MembershipNet};
+use crate::classifier::{self, FitReport, MembershipNet};
 use crate::config::{FilterConfig, FitConfig};
 use crate::dcgan::Dcgan;
 use crate::error::{config_err, out_err, Result};
@@ -274,35 +274,21 @@ pub fn obtain(stage: &Stage<'_>, progress: &mut dyn Progress) -> Result<Filter> 
     let gen = stage
         .generator
         .draw(n, stage.pool_key, FILTER_PURPOSE, stage.device)?;
-    let train = stage.real.range(0, n_train).concat(&gen.range(0, n_train));
-    let val = stage
-        .real
-        .range(n_train, n_val)
-        .concat(&gen.range(n_train, n_val));
-    let labels = |k: usize| -> Vec<bool> { (0..2 * k).map(|i| i < k).collect() };
-    let (ytr, yval) = (labels(n_train), labels(n_val));
-    let mut init = HostInit::new(stage.init, stage.device);
-    let mut net = MembershipNet::new(&mut init, shape, false)?;
     let fit_cfg = FitConfig {
         epochs: cfg.epochs,
         batch_size: cfg.batch_size,
         learning_rate: cfg.learning_rate,
     };
     let epochs = cfg.epochs;
-    let fit = classifier::fit(
-        &mut net,
-        &Labelled {
-            data: &train,
-            labels: &ytr,
-            side: None,
-        },
-        &Labelled {
-            data: &val,
-            labels: &yval,
-            side: None,
-        },
+    let (net, fit) = classifier::fit_real_vs_generated(
+        [&stage.real.range(0, n_train), &gen.range(0, n_train)],
+        [
+            &stage.real.range(n_train, n_val),
+            &gen.range(n_train, n_val),
+        ],
+        shape,
         &fit_cfg,
-        stage.batches,
+        (stage.init, stage.batches),
         stage.device,
         "filter",
         &mut |e, a| progress.epoch("filter", e, epochs, "validation accuracy", a),

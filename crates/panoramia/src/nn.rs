@@ -9,6 +9,18 @@
 //! features, `in_channels·k·k` for a convolution and `out_channels·k·k` for a
 //! transposed one, whose weight is `[in, out, k, k]`). Nothing is drawn from
 //! libtorch's global generator.
+//!
+//! Why these are ours rather than tch's `nn` or `dpaudit-train`'s layers
+//! (issue 31, measured): tch's `nn::linear`/`nn::conv2d` draw their initial
+//! values from libtorch's global generator (the run's ChaCha streams cannot
+//! feed them, so every saved model would change), their `Module::forward` is
+//! tch's panicking API, and `nn::Adam` (libtorch's) gives different bits:
+//! from the same start and gradients, 23 of 640 parameters of a 64→10 layer
+//! differ after one step (up to 7.5e-9), 69 after five. `dpaudit-train`'s
+//! `Linear`/`Conv2d` hold replica-stacked `[M, …]` weights behind a
+//! per-sample-gradient tape (a batched matmul, other tensor shapes in the
+//! safetensors files). The pipeline's outputs must stay byte-identical, so
+//! the layers and Adam stay here.
 
 use std::path::Path;
 
@@ -78,6 +90,22 @@ impl Linear {
     }
 }
 
+/// A (transposed) convolution's weight of `shape` and bias of `output`
+/// entries, both `U(±1/√(fan_channels·k·k))` with `k = shape[3]`.
+fn conv_parameters(
+    init: &mut HostInit,
+    shape: [i64; 4],
+    fan_channels: i64,
+    output: i64,
+) -> Result<(Tensor, Tensor)> {
+    let kernel = shape[3];
+    let bound = 1.0 / ((fan_channels * kernel * kernel) as f64).sqrt();
+    Ok((
+        init.uniform(&shape, bound)?,
+        init.uniform(&[output], bound)?,
+    ))
+}
+
 /// A square 2-D convolution.
 #[derive(Debug)]
 pub struct Conv2d {
@@ -99,10 +127,10 @@ impl Conv2d {
         stride: i64,
         padding: i64,
     ) -> Result<Self> {
-        let bound = 1.0 / ((input * kernel * kernel) as f64).sqrt();
+        let (weight, bias) = conv_parameters(init, [output, input, kernel, kernel], input, output)?;
         Ok(Self {
-            weight: init.uniform(&[output, input, kernel, kernel], bound)?,
-            bias: init.uniform(&[output], bound)?,
+            weight,
+            bias,
             stride,
             padding,
         })
@@ -142,10 +170,11 @@ impl ConvTranspose2d {
         stride: i64,
         padding: i64,
     ) -> Result<Self> {
-        let bound = 1.0 / ((output * kernel * kernel) as f64).sqrt();
+        let (weight, bias) =
+            conv_parameters(init, [input, output, kernel, kernel], output, output)?;
         Ok(Self {
-            weight: init.uniform(&[input, output, kernel, kernel], bound)?,
-            bias: init.uniform(&[output], bound)?,
+            weight,
+            bias,
             stride,
             padding,
         })
@@ -318,6 +347,8 @@ pub fn read_meta(path: &Path) -> Result<(Vec<u8>, String)> {
 
 /// Copy the tensors of `bytes` (a safetensors file read by [`read_meta`])
 /// into `params`; every name must be present with the same shape.
+// TODO(issue 31): use dpaudit_train's reader (its checkpoint reader of F32
+// tensors is not public yet; this is the same loop).
 pub fn load_into(path: &Path, bytes: &[u8], params: &[(String, Tensor)]) -> Result<()> {
     let bad = |reason: String| PanoramiaError::Checkpoint {
         path: path.display().to_string(),

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::Count;
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_data::synthetic::{generate, SyntheticSpec};
@@ -14,23 +15,8 @@ use dpaudit_panoramia::dcgan::{self, Dcgan, Settings, Stage};
 use dpaudit_panoramia::filter::{self, Generator};
 use dpaudit_panoramia::nn::HostInit;
 use dpaudit_panoramia::records::Records;
-use dpaudit_panoramia::{run, PanoramiaConfig, PanoramiaError, Progress};
+use dpaudit_panoramia::{run, PanoramiaConfig, PanoramiaError};
 use tch::Device;
-
-#[derive(Default)]
-struct Count {
-    epochs: usize,
-    stages: Vec<String>,
-}
-
-impl Progress for Count {
-    fn stage(&mut self, stage: &str, message: &str) {
-        self.stages.push(format!("{stage}: {message}"));
-    }
-    fn epoch(&mut self, _: &str, _: u64, _: u64, _: &str, _: f64) {
-        self.epochs += 1;
-    }
-}
 
 /// 10 records per class of the Fashion-MNIST-shaped synthetic stand-in.
 fn tiny() -> Records {
@@ -305,53 +291,37 @@ fn bad_dcgan_and_filter_fields_are_refused_naming_the_field() {
         );
     };
     let good = dcgan_section("");
-    check(
-        &good.replace("latent = 8", "latent = 0"),
-        "",
-        "generator.latent",
-    );
-    check(
-        &good.replace("width = 8", "width = 0"),
-        "",
-        "generator.width",
-    );
-    check(
-        &good.replace("epochs = 2", "epochs = 0"),
-        "",
-        "generator.epochs",
-    );
-    check(
-        &good.replace("batch_size = 32", "batch_size = 0"),
-        "",
-        "generator.batch_size",
-    );
-    check(
-        &good.replace("learning_rate = 2e-4", "learning_rate = -1.0"),
-        "",
-        "generator.learning_rate",
-    );
+    for (from, to, field) in [
+        ("latent = 8", "latent = 0", "generator.latent"),
+        ("width = 8", "width = 0", "generator.width"),
+        ("epochs = 2", "epochs = 0", "generator.epochs"),
+        ("batch_size = 32", "batch_size = 0", "generator.batch_size"),
+        (
+            "learning_rate = 2e-4",
+            "learning_rate = -1.0",
+            "generator.learning_rate",
+        ),
+    ] {
+        check(&good.replace(from, to), "", field);
+    }
     check(&dcgan_section("colour = 1\n"), "", "colour");
-    check(
-        &good,
-        &FILTER.replace("threshold = 1.0", "threshold = 1.5"),
-        "filter.threshold",
-    );
-    check(
-        &good,
-        &FILTER.replace("max_candidates = 10", "max_candidates = 0"),
-        "filter.max_candidates",
-    );
-    check(
-        &good,
-        &FILTER.replace("epochs = 1", "epochs = 0"),
-        "filter.epochs",
-    );
+    for (from, to, field) in [
+        ("threshold = 1.0", "threshold = 1.5", "filter.threshold"),
+        (
+            "max_candidates = 10",
+            "max_candidates = 0",
+            "filter.max_candidates",
+        ),
+        ("epochs = 1", "epochs = 0", "filter.epochs"),
+        (
+            "keep_class_frequencies = true\n",
+            "",
+            "keep_class_frequencies",
+        ),
+    ] {
+        check(&good, &FILTER.replace(from, to), field);
+    }
     check(&good, &(FILTER.to_string() + "colour = 1\n"), "colour");
-    check(
-        &good,
-        &FILTER.replace("keep_class_frequencies = true\n", ""),
-        "keep_class_frequencies",
-    );
     check("kind = \"real_holdout\"", FILTER, "filter");
     // The good ones parse.
     let text = common::head(&good, "same-data", 400) + FILTER + &t;

@@ -4,22 +4,8 @@ mod common;
 
 use std::path::Path;
 
-use dpaudit_panoramia::{run, PanoramiaConfig, PanoramiaError, Progress};
-
-#[derive(Default)]
-struct Count {
-    epochs: usize,
-    stages: Vec<String>,
-}
-
-impl Progress for Count {
-    fn stage(&mut self, stage: &str, message: &str) {
-        self.stages.push(format!("{stage}: {message}"));
-    }
-    fn epoch(&mut self, _: &str, _: u64, _: u64, _: &str, _: f64) {
-        self.epochs += 1;
-    }
-}
+use common::Count;
+use dpaudit_panoramia::{run, PanoramiaConfig, PanoramiaError};
 
 fn config(text: &str) -> PanoramiaConfig {
     PanoramiaConfig::from_toml(text, "test.toml").unwrap()

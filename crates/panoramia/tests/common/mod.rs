@@ -7,6 +7,25 @@ use std::path::Path;
 
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::synthetic::{generate, SyntheticSpec};
+use dpaudit_panoramia::Progress;
+
+/// Counts epochs and records stage messages.
+#[derive(Default)]
+pub struct Count {
+    /// Epochs ended, of every model.
+    pub epochs: usize,
+    /// `stage: message` of every stage.
+    pub stages: Vec<String>,
+}
+
+impl Progress for Count {
+    fn stage(&mut self, stage: &str, message: &str) {
+        self.stages.push(format!("{stage}: {message}"));
+    }
+    fn epoch(&mut self, _: &str, _: u64, _: u64, _: &str, _: f64) {
+        self.epochs += 1;
+    }
+}
 
 fn idx(magic: u32, dims: &[u32], data: &[u8]) -> Vec<u8> {
     let mut out = magic.to_be_bytes().to_vec();

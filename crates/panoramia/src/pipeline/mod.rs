@@ -1,0 +1,184 @@
+//! PANORAMIA end to end (Kazmi et al. 2024, Algorithm 1), resumable.
+//!
+//! Phase 1: split the target's training records `D_f` into `D_G` (the
+//! generator's), `D_in^tr`, `D_in^val` and `D_in^te` (`m` audit members);
+//! train the generator on `D_G`; generate `D_out^tr`, `D_out^val`,
+//! `D_out^te` and the helper's training set; label generated images with a
+//! labeler trained on `D_G`; train the helper `h` on generated data only.
+//! Phase 2: train the baseline `b` on `(x, loss_h(x))` and, per target, the
+//! MIA on `(x, loss_f(x))` — same architecture, data, budget and seed — to
+//! tell `D_in^tr` from `D_out^tr`; then the audit game: a fair coin per
+//! index picks `D_in^te[i]` or `D_out^te[i]`, and both classifiers score the
+//! result. `c_lb`, `{c+ε}_lb` and ε̃ follow from the scores
+//! ([`dpaudit_audit::panoramia`]). Beside it, per target, the one-run audit
+//! of Steinke et al. (2023) on real members against real non-members (the
+//! paper's "O(1) RM;RN"), and the accountant's ε.
+//!
+//! Every random draw comes from the pipeline's seed ([`Randomness::replayable`];
+//! outputs say so): splits from `split`, parameters from `init`, minibatch
+//! orders from `sampler`, generator latents from `generator`, audit coins
+//! from `membership`. Each stage writes its artifact atomically into the
+//! out-dir and is skipped when a valid one is present; `config.json` holds
+//! the config's fingerprint and a different config is refused.
+//!
+//! [`run`] is the sequence of stages, one module each:
+//! `targets` (resolve, check, train or load `f`), `data` (split `D_f`,
+//! the generated or held-out pools), `generator` (train or load `G`, the
+//! filter, the sample grids), `helper` (labeler and helper `h`),
+//! `quality` (real vs generated), `game` (the audit set and the
+//! classifiers' training sets), `baseline` (`b`), `per_target` (the MIA,
+//! the measurement, the one-run audit), `report` (`audit.json`, plots) and
+//! `summary` (`summary.md`); `store` holds the out-dir's JSON files.
+
+mod baseline;
+mod data;
+mod game;
+mod generator;
+mod helper;
+mod per_target;
+mod quality;
+mod report;
+mod store;
+mod summary;
+mod targets;
+
+use std::path::Path;
+
+use dpaudit_data::seed::Randomness;
+use dpaudit_train::trainer::{self, Observer};
+use tch::Device;
+
+use crate::config::PanoramiaConfig;
+use crate::error::Result;
+use crate::vae;
+
+pub use quality::Quality;
+pub use report::{AuditReport, TargetResult};
+pub use summary::summary;
+
+/// The format tag of the out-dir's JSON files.
+pub const FORMAT: &str = "dpaudit-panoramia/1";
+
+/// Progress of a run; the CLI prints it, tests ignore it.
+pub trait Progress {
+    /// A stage starts (or is skipped: `message` says so).
+    fn stage(&mut self, _stage: &str, _message: &str) {}
+    /// An epoch of one of the pipeline's models ended.
+    fn epoch(&mut self, _model: &str, _epoch: u64, _epochs: u64, _metric: &str, _value: f64) {}
+    /// A target's DP-SGD training starts.
+    fn target_start(&mut self, _name: &str, _steps: u64) {}
+    /// A DP-SGD step of a target ended.
+    fn target_step(&mut self) {}
+}
+
+/// Ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Progress for Quiet {}
+
+struct StepRelay<'a>(&'a mut dyn Progress, String);
+impl Observer for StepRelay<'_> {
+    fn on_start(&mut self, total: u64) {
+        self.0.target_start(&self.1, total);
+    }
+    fn on_step(&mut self, _r: &dpaudit_train::StepReport) {
+        self.0.target_step();
+    }
+}
+
+/// Sub-keys of the pipeline's streams (children of each named stream).
+mod keys {
+    pub const SPLIT_DF: u64 = 0;
+    pub const SPLIT_HOLDOUT: u64 = 1;
+    pub const SPLIT_REAL_NONMEMBERS: u64 = 2;
+    pub const GENERATOR: u64 = 0;
+    pub const QUALITY: u64 = 1;
+    pub const LABELER: u64 = 2;
+    pub const HELPER: u64 = 3;
+    /// The baseline and every MIA share initialisation and batch order.
+    pub const CLASSIFIER: u64 = 4;
+    pub const FILTER: u64 = 5;
+    pub const GAME: u64 = 0;
+    pub const GAME_O1: u64 = 1;
+    /// Generator purposes (Philox tags).
+    pub const POOL_HELPER: u32 = 0;
+    pub const POOL_TRAIN: u32 = 1;
+    pub const POOL_VALIDATION: u32 = 2;
+    pub const POOL_AUDIT: u32 = 3;
+    pub const POOL_QUALITY: u32 = 4;
+    pub const POOL_GRID: u32 = 5;
+}
+
+/// What every stage reads: the config, its file (named in errors), the
+/// out-dir, the config's fingerprint, the randomness and the device.
+struct Run<'a> {
+    config: &'a PanoramiaConfig,
+    file: &'a str,
+    out: &'a Path,
+    fp: &'a str,
+    rnd: &'a Randomness,
+    device: Device,
+}
+
+/// Run the pipeline for `config` (read from `file`, named in errors) with
+/// its state in `out`.
+pub fn run(
+    config: &PanoramiaConfig,
+    file: &str,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> Result<AuditReport> {
+    config.validate(file)?;
+    let fp = config.fingerprint();
+    // The lock is held until the pipeline returns: a second process on this
+    // out-dir is refused with the holder's pid and host, and an unwritable
+    // out-dir is refused before anything is computed.
+    let _lock =
+        dpaudit_experiment::outdir::OutDir::open(out, &format!("dpaudit panoramia {file}"))?;
+    store::guard_out_dir(config, out, &fp)?;
+    let device = trainer::resolve_device(config.device, "device")?;
+    let rnd = Randomness::replayable(config.seed);
+    let run = Run {
+        config,
+        file,
+        out,
+        fp: &fp,
+        rnd: &rnd,
+        device,
+    };
+
+    // Targets and data.
+    let mut targets = targets::resolve(&run, progress)?;
+    let data = data::split(&run, &targets, progress)?;
+    targets::check_members(&targets, &data)?;
+    let shape = vae::image_shape(&data.d_f.shape, "data")?;
+
+    // Phase 1: generator, generated pools, labels, helper, quality.
+    let gen = generator::obtain(&run, &data, progress)?;
+    let mut filter = generator::filter(&run, &data, gen.as_ref(), progress)?;
+    let (mut pools, generator_text) = data::pools(&run, &data, gen.as_ref(), filter.as_mut())?;
+    generator::sample_grids(&run, &data, gen.as_ref(), &pools, filter.is_some())?;
+    let labels = helper::label_pools(&run, &data, gen.is_some(), &mut pools, progress)?;
+    let h = helper::helper(&run, &data, &pools, progress)?;
+    let quality = quality::stage(&run, &data, &pools, shape, progress)?;
+
+    // Phase 2: the audit game, the baseline, per target the MIA and bounds.
+    let game = game::Game::new(&run, &data, &pools);
+    let baseline = baseline::stage(&run, &game, h.as_ref(), shape, progress)?;
+    let o1 = game::O1Game::new(&run, &data);
+    let results = per_target::all(&run, &game, &o1, &baseline, &mut targets, shape, progress)?;
+
+    // Report.
+    let parts = report::Parts {
+        data: &data,
+        generator: generator_text,
+        quality,
+        filter: filter.map(|f| f.report().clone()),
+        labels,
+        baseline_fit: baseline.fit.clone(),
+        targets: results,
+    };
+    let report = report::assemble(&run, &game, parts);
+    report::write(&run, &report, &baseline.scores, &game.coins)?;
+    Ok(report)
+}

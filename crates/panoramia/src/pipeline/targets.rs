@@ -1,0 +1,214 @@
+//! Stage "targets": resolve each `[[target]]` (calibrate its noise
+//! multiplier, or load its checkpoint), check that every target saw the
+//! audit's members, and obtain each target model `f` (given, resumed from
+//! the out-dir, or trained with DP-SGD).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
+use dpaudit_data::dataset::{Dataset, Normalization};
+use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::seed::Randomness;
+use dpaudit_train::checkpoint::{self, CheckpointMeta};
+use dpaudit_train::config::TrainConfig;
+use dpaudit_train::models::Model;
+use dpaudit_train::trainer;
+use tch::Device;
+
+use super::data::Data;
+use super::{Progress, Run, StepRelay};
+use crate::config::TargetConfig;
+use crate::error::{config_err, PanoramiaError, Result};
+use crate::records::Records;
+
+/// A target with its training config and (once loaded) model.
+pub(super) struct Resolved {
+    pub cfg: TargetConfig,
+    pub train: TrainConfig,
+    pub checkpoint: Option<PathBuf>,
+    pub loaded: Option<checkpoint::Loaded>,
+    pub requested_epsilon: Option<f64>,
+}
+
+/// Raw (un-normalised) train and test splits of a training config, and the
+/// normalisation the model saw.
+pub(super) fn raw_data(cfg: &TrainConfig) -> Result<(Dataset, Dataset, Option<Normalization>)> {
+    let mut raw = cfg.clone();
+    raw.data.normalize = false;
+    let (train, test) = trainer::prepare_data(&raw)?;
+    let norm = if cfg.data.normalize {
+        Some(Normalization::fit(&train)?)
+    } else {
+        None
+    };
+    Ok((train, test, norm))
+}
+
+fn steps_of(cfg: &TrainConfig, sampler: &Sampler) -> u64 {
+    match (cfg.steps, cfg.epochs) {
+        (Some(s), _) => s,
+        (None, Some(e)) => e * sampler.steps_per_epoch() as u64,
+        (None, None) => 0,
+    }
+}
+
+/// Every target, checkpoints loaded and noise multipliers calibrated.
+pub(super) fn resolve(run: &Run<'_>, progress: &mut dyn Progress) -> Result<Vec<Resolved>> {
+    progress.stage(
+        "targets",
+        "resolving targets (calibrating noise multipliers, loading checkpoints)",
+    );
+    let file = run.file;
+    let mut out = Vec::new();
+    for (i, t) in run.config.targets.iter().enumerate() {
+        if let Some(path) = &t.checkpoint {
+            out.push(load(t, path, i, file, run.device)?);
+            continue;
+        }
+        let Some(train) = &t.train else { continue };
+        let mut train = train.clone();
+        if let Some(eps) = t.epsilon {
+            train.dp.noise_multiplier = calibrate(&train, eps, i, file)?;
+        }
+        out.push(Resolved {
+            cfg: t.clone(),
+            train,
+            checkpoint: None,
+            loaded: None,
+            requested_epsilon: t.epsilon,
+        });
+    }
+    Ok(out)
+}
+
+/// A target given as a checkpoint (`target[i].checkpoint`).
+fn load(t: &TargetConfig, path: &Path, i: usize, file: &str, device: Device) -> Result<Resolved> {
+    let loaded = checkpoint::load(path, device)?;
+    if let Some(want) = &t.model {
+        if &loaded.meta.config.model != want {
+            return Err(PanoramiaError::Checkpoint {
+                path: path.display().to_string(),
+                reason: format!(
+                    "holds a {:?}: expected a {:?} ({file}: `target[{i}].model`)",
+                    loaded.meta.config.model, want
+                ),
+            });
+        }
+    }
+    Ok(Resolved {
+        cfg: t.clone(),
+        train: loaded.meta.config.clone(),
+        checkpoint: Some(path.to_path_buf()),
+        loaded: Some(loaded),
+        requested_epsilon: None,
+    })
+}
+
+/// The noise multiplier that reaches `eps` (`target[i].epsilon`).
+fn calibrate(train: &TrainConfig, eps: f64, i: usize, file: &str) -> Result<f64> {
+    let (d, _) = trainer::prepare_data(train)?;
+    let sampler = train.sampler.build(d.len())?;
+    let q = match &sampler {
+        Sampler::Poisson(s) => s.sample_rate(),
+        other => other.batch_size().unwrap_or(1) as f64 / d.len().max(1) as f64,
+    };
+    let cal = calibrate_noise_multiplier(
+        q,
+        steps_of(train, &sampler),
+        train.delta,
+        eps,
+        Accountant::Pld,
+        1e-3,
+    )
+    .map_err(|e| {
+        config_err(
+            file,
+            format!("target[{i}].epsilon"),
+            eps,
+            format!("an ε the accountant can reach: {e}"),
+        )
+    })?;
+    Ok(cal.noise_multiplier)
+}
+
+fn keyset(r: &Records) -> HashSet<u64> {
+    (0..r.len()).map(|i| r.record_hash(i)).collect()
+}
+
+/// Every target after the first trained on records of `D_f`'s shape that
+/// include every member (`D_in^tr`, `D_in^val`, `D_in^te`).
+pub(super) fn check_members(targets: &[Resolved], data: &Data) -> Result<()> {
+    let members = data.in_tr.concat(&data.in_val).concat(&data.in_te);
+    for t in targets.iter().skip(1) {
+        let (train, _, _) = raw_data(&t.train)?;
+        let theirs = Records::from_dataset(&train);
+        if theirs.shape != data.d_f.shape {
+            return Err(PanoramiaError::Checkpoint {
+                path: t
+                    .checkpoint
+                    .as_ref()
+                    .map_or_else(|| format!("target `{}`", t.cfg.name), |p| p.display().to_string()),
+                reason: format!(
+                    "trained on records of shape {:?}: expected {:?}, the shape of target[0]'s data",
+                    theirs.shape, data.d_f.shape
+                ),
+            });
+        }
+        let set = keyset(&theirs);
+        let missing = (0..members.len())
+            .filter(|&i| !set.contains(&members.record_hash(i)))
+            .count();
+        if missing > 0 {
+            return Err(PanoramiaError::NotMembers {
+                target: t.cfg.name.clone(),
+                missing,
+                members: members.len(),
+                detail: format!(
+                    "it was trained on {} records of {:?} (train_size {:?}, seed {}), the members come from target[0]'s training set",
+                    theirs.len(),
+                    t.train.data.dataset,
+                    t.train.data.train_size,
+                    t.train.seed
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The target's model: the loaded checkpoint, the one in the out-dir
+/// (`targets/<name>.safetensors`, same training config), or trained here.
+pub(super) fn model(
+    run: &Run<'_>,
+    t: &mut Resolved,
+    progress: &mut dyn Progress,
+) -> Result<(Box<dyn Model>, CheckpointMeta)> {
+    if let Some(l) = t.loaded.take() {
+        return Ok((l.model, l.meta));
+    }
+    let name = t.cfg.name.clone();
+    let path = run.out.join("targets").join(format!("{name}.safetensors"));
+    let resumed = checkpoint::load(&path, run.device)
+        .ok()
+        .filter(|l| l.meta.config == t.train);
+    if let Some(l) = resumed {
+        progress.stage(
+            &format!("target {name}"),
+            "model found in the out-dir, not retrained",
+        );
+        return Ok((l.model, l.meta));
+    }
+    progress.stage(
+        &format!("target {name}"),
+        &format!(
+            "training {:?} with DP-SGD (noise multiplier {:.4}, replayable)",
+            t.train.model, t.train.dp.noise_multiplier
+        ),
+    );
+    let mut relay = StepRelay(progress, name);
+    let outcome = trainer::train(&t.train, &Randomness::replayable(t.train.seed), &mut relay)?;
+    let meta = outcome.checkpoint_meta(&t.train);
+    checkpoint::save(outcome.model.as_ref(), &path, &meta)?;
+    Ok((outcome.model, meta))
+}
