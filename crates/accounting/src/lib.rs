@@ -180,17 +180,24 @@ pub fn epsilon_with_options(
             out.rdp_order = (!components.is_empty()).then_some(order);
         }
         Accountant::Gdp | Accountant::GdpClt => {
-            let mu = if accountant == Accountant::Gdp {
-                gdp::exact_mu(&components)?
-            } else {
-                out.approximate = components.iter().any(Component::is_subsampled);
-                gdp::clt_mu(&components)
-            };
+            let (mu, approximate) = gdp_mu(accountant, &components)?;
+            out.approximate = approximate;
             out.epsilon = gdp::epsilon_for_delta(mu, delta)?;
             out.mu = Some(mu);
         }
     }
     Ok(out)
+}
+
+/// μ of a GDP accountant's bound, and whether it is approximate: `GdpClt` on subsampled
+/// components is the central-limit approximation, `Gdp` the exact μ (or an error).
+fn gdp_mu(accountant: Accountant, components: &[Component]) -> Result<(f64, bool)> {
+    if accountant == Accountant::Gdp {
+        Ok((gdp::exact_mu(components)?, false))
+    } else {
+        let approximate = components.iter().any(Component::is_subsampled);
+        Ok((gdp::clt_mu(components), approximate))
+    }
 }
 
 /// δ(ε) of `event` under `accountant` (PLD with default options).
@@ -227,12 +234,8 @@ pub fn delta(
             };
         }
         Accountant::Gdp | Accountant::GdpClt => {
-            let mu = if accountant == Accountant::Gdp {
-                gdp::exact_mu(&components)?
-            } else {
-                out.approximate = components.iter().any(Component::is_subsampled);
-                gdp::clt_mu(&components)
-            };
+            let (mu, approximate) = gdp_mu(accountant, &components)?;
+            out.approximate = approximate;
             out.delta = gdp::delta_for_epsilon(mu, epsilon);
         }
     }

@@ -11,6 +11,7 @@
 
 use crate::event::Component;
 use crate::normal::log_half_erfc;
+use dpaudit_gaussian::log_add_exp;
 
 /// The orders used by default: fractional 1.1 … 10.9, integers 11 … 64, then a sparse tail.
 pub fn default_orders() -> Vec<f64> {
@@ -42,7 +43,7 @@ impl LogSum {
         } else {
             &mut self.neg
         };
-        *slot = lae(*slot, log_abs);
+        *slot = log_add_exp(*slot, log_abs);
     }
     /// ln(pos − neg); the series here are positive in total.
     fn value(&self) -> f64 {
@@ -51,17 +52,6 @@ impl LogSum {
         }
         self.pos + (-(self.neg - self.pos).exp()).ln_1p()
     }
-}
-
-fn lae(a: f64, b: f64) -> f64 {
-    if a == f64::NEG_INFINITY {
-        return b;
-    }
-    if b == f64::NEG_INFINITY {
-        return a;
-    }
-    let m = a.max(b);
-    m + ((a - m).exp() + (b - m).exp()).ln()
 }
 
 fn ln_gamma(x: f64) -> f64 {
@@ -107,7 +97,7 @@ fn log_a_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
             log_c + j * lq + fi * l1q + (j * j - j) / (2.0 * s2) + log_half_erfc((z0 - j) / sqrt2s);
         a0.add(sign, t0);
         a1.add(sign, t1);
-        let total = lae(a0.pos, a1.pos);
+        let total = log_add_exp(a0.pos, a1.pos);
         if fi > alpha && t0.max(t1) < total - 36.0 {
             break;
         }
@@ -128,7 +118,7 @@ fn log_a_frac(q: f64, sigma: f64, alpha: f64) -> f64 {
         log_c += factor.abs().ln() - (fi + 1.0).ln();
         i += 1;
     }
-    lae(a0.value(), a1.value()).max(0.0)
+    log_add_exp(a0.value(), a1.value()).max(0.0)
 }
 
 /// ε_RDP(α) of one Poisson-subsampled Gaussian step (q = 1: the Gaussian, α/(2σ²)).

@@ -19,7 +19,7 @@
 //!   scores do not depend on the number of threads or the chunk order.
 
 use crate::error::{check_positive, AttacksError, Result};
-use crate::likelihood::{LikelihoodRatio, ObservationMatrix, RowScorer};
+use crate::likelihood::{LikelihoodRatio, LogRatioCoefficients, ObservationMatrix};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution, StandardNormal};
@@ -145,7 +145,7 @@ pub struct BgmSimulator {
     records: usize,
     specials: usize,
     filler: f64,
-    scorer: RowScorer,
+    scorer: LogRatioCoefficients,
 }
 
 impl BgmSimulator {
@@ -200,7 +200,7 @@ impl BgmSimulator {
                 format!("1 ..= steps = {}", config.steps),
             ));
         }
-        let scorer = RowScorer::new(config.score, config.noise_multiplier)?;
+        let scorer = LogRatioCoefficients::new(config.score, config.noise_multiplier)?;
         let (specials, filler) = match config.dataset {
             BgmDataset::ShuffleWorstCase => (1, -1.0),
             BgmDataset::PoissonWorstCase => (1, 0.0),

@@ -271,49 +271,16 @@ impl LogRatioCoefficients {
     }
 }
 
-/// A validated scorer for one epoch row, from [`LogRatioCoefficients`].
-///
-/// Both maxima of `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)` sit at
-/// `o_max = max_t o_t`, so with `y_t = exp(a′(o_t − o_max))`:
-/// `log row = (a − a′)·o_max + c − c′ + ln Σ_t exp(a(o_t − o_max)) − ln Σ_t y_t`.
-/// Each sum is ≥ 1 (its largest term is 1), so no term overflows and no
-/// logarithm sees 0. For Λ^PI and Λ^WC a = 2a′, so the numerator's terms are
-/// y_t²: one `exp` per entry.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RowScorer {
-    lr: LikelihoodRatio,
-    a: f64,
-    c: f64,
-    a_den: f64,
-    c_den: f64,
-    log_q: f64,
-    log_1mq: f64,
-}
-
-impl RowScorer {
-    pub(crate) fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
-        let LogRatioCoefficients {
-            lr,
-            a,
-            c,
-            a_den,
-            c_den,
-            log_q,
-            log_1mq,
-        } = LogRatioCoefficients::new(lr, noise_multiplier)?;
-        Ok(Self {
-            lr,
-            a,
-            c,
-            a_den,
-            c_den,
-            log_q,
-            log_1mq,
-        })
-    }
-
+impl LogRatioCoefficients {
     /// log of one epoch's factor of Λ over the row `o` (already truncated to
-    /// the scored columns; non-empty).
+    /// the scored columns; non-empty): the scorer of the CPU simulator.
+    ///
+    /// Both maxima of `LSE_t(a·o_t + c) − LSE_t(a′·o_t + c′)` sit at
+    /// `o_max = max_t o_t`, so with `y_t = exp(a′(o_t − o_max))`:
+    /// `log row = (a − a′)·o_max + c − c′ + ln Σ_t exp(a(o_t − o_max)) − ln Σ_t y_t`.
+    /// Each sum is ≥ 1 (its largest term is 1), so no term overflows and no
+    /// logarithm sees 0. For Λ^PI and Λ^WC a = 2a′, so the numerator's terms are
+    /// y_t²: one `exp` per entry.
     #[inline]
     pub(crate) fn log_row(&self, o: &[f64]) -> f64 {
         if let LikelihoodRatio::Poisson { .. } = self.lr {
@@ -381,7 +348,7 @@ pub fn log_likelihood_ratio(
     noise_multiplier: f64,
     columns: usize,
 ) -> Result<f64> {
-    let scorer = RowScorer::new(lr, noise_multiplier)?;
+    let scorer = LogRatioCoefficients::new(lr, noise_multiplier)?;
     if columns == 0 || columns > observations.steps {
         return Err(invalid(
             "columns",
@@ -519,7 +486,8 @@ mod tests {
         // (Annamalai et al. 2024 §4, Algorithm 4 mixture). The row mixes huge terms (e_t > 30), a run of
         // moderate ones whose product passes 1e250, and negligible ones.
         let (sigma, q) = (0.5, 0.1);
-        let scorer = RowScorer::new(LikelihoodRatio::Poisson { sample_rate: q }, sigma).unwrap();
+        let scorer =
+            LogRatioCoefficients::new(LikelihoodRatio::Poisson { sample_rate: q }, sigma).unwrap();
         let mut row = vec![10.0, -50.0, 0.3];
         row.extend(std::iter::repeat_n(3.0, 120));
         let s = 1.0 / (sigma * sigma);

@@ -30,6 +30,17 @@ fn config(
     }
 }
 
+/// The shuffle sampler on the shuffle worst-case dataset (Annamalai et al. 2024 §5.3).
+fn shuffle_worst_case(steps: usize, b: usize, sigma: f64) -> BgmConfig {
+    config(
+        steps,
+        b,
+        BgmSampler::Shuffle,
+        BgmDataset::ShuffleWorstCase,
+        sigma,
+    )
+}
+
 /// Draws `runs` raw rows (E = 1) with near-zero noise, rounded to integers.
 fn noiseless_rows(c: BgmConfig, h: Hypothesis, runs: usize) -> Vec<Vec<i64>> {
     let sim = BgmSimulator::new(c).unwrap();
@@ -60,17 +71,7 @@ fn shuffle_worst_case_rows_have_one_special_entry() {
         (Hypothesis::WithTarget, -1),
         (Hypothesis::WithoutTarget, -2),
     ] {
-        let rows = noiseless_rows(
-            config(
-                5,
-                b,
-                BgmSampler::Shuffle,
-                BgmDataset::ShuffleWorstCase,
-                1e-5,
-            ),
-            h,
-            2000,
-        );
+        let rows = noiseless_rows(shuffle_worst_case(5, b, 1e-5), h, 2000);
         let mut hits = [0usize; 5];
         for row in &rows {
             let specials: Vec<usize> = (0..5).filter(|&t| row[t] != -(b as i64)).collect();
@@ -235,14 +236,7 @@ fn max_statistic_follows_chua_et_al_closed_form() {
     // Annamalai et al. 2024 §6.1 (Chua et al. lower bound): centred BGM rows u = o + B are
     // MoG(μ) with μ = 2 (D) or 1 (D′), and P(max_t u_t ≤ C) = Φ((C−μ)/σ)·Φ(C/σ)^{T−1}.
     let (t, b, sigma) = (20, 3, 1.0);
-    let sim = BgmSimulator::new(config(
-        t,
-        b,
-        BgmSampler::Shuffle,
-        BgmDataset::ShuffleWorstCase,
-        sigma,
-    ))
-    .unwrap();
+    let sim = BgmSimulator::new(shuffle_worst_case(t, b, sigma)).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     let runs = 20_000;
     for (h, mu) in [
@@ -303,13 +297,7 @@ fn worst_case_ratio_is_the_exact_likelihood_ratio_of_the_shuffle_bgm() {
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             epochs: 2,
-            ..config(
-                10,
-                5,
-                BgmSampler::Shuffle,
-                BgmDataset::ShuffleWorstCase,
-                1.5,
-            )
+            ..shuffle_worst_case(10, 5, 1.5)
         },
         100_000,
     );
@@ -376,13 +364,7 @@ fn partially_informed_ratio_is_exact_for_the_unit_batch_worst_case() {
     exact_lr_has_unit_mean_under_the_alternative(
         BgmConfig {
             score: LikelihoodRatio::PartiallyInformed,
-            ..config(
-                10,
-                1,
-                BgmSampler::Shuffle,
-                BgmDataset::ShuffleWorstCase,
-                1.5,
-            )
+            ..shuffle_worst_case(10, 1, 1.5)
         },
         100_000,
     );
@@ -393,13 +375,7 @@ fn scores_separate_in_the_member_direction_at_sigma_1_t_100() {
     // σ = 1, T = 100 (Annamalai et al. 2024 Fig. 3 setting): E_P[log Λ] = KL(P‖Q) > 0 and
     // E_Q[log Λ] = −KL(Q‖P) < 0 (Gibbs' inequality), so scores with the target
     // are higher on average.
-    let c = config(
-        100,
-        1,
-        BgmSampler::Shuffle,
-        BgmDataset::ShuffleWorstCase,
-        1.0,
-    );
+    let c = shuffle_worst_case(100, 1, 1.0);
     let s = BgmSimulator::new(c).unwrap().simulate(20_000, 2);
     let (m1, se1) = mean_se(&s.with_target);
     let (m0, se0) = mean_se(&s.without_target);

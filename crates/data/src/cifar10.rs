@@ -117,14 +117,7 @@ pub fn load_dir(dir: &Path) -> Result<Splits> {
     };
     let kind = DatasetKind::Cifar10;
     let make = |(features, labels): (Vec<f32>, Vec<i64>)| {
-        Dataset::new(
-            kind,
-            features,
-            labels,
-            kind.record_shape(),
-            kind.class_names(),
-            source.clone(),
-        )
+        Dataset::of_kind(kind, features, labels, source.clone())
     };
     Ok(Splits {
         train: make(train)?,

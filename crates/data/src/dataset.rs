@@ -213,6 +213,24 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// Builds a dataset of a built-in `kind`, with the kind's record shape
+    /// and class names; checked as [`Dataset::new`].
+    pub fn of_kind(
+        kind: DatasetKind,
+        features: Vec<f32>,
+        labels: Vec<i64>,
+        source: Source,
+    ) -> Result<Self> {
+        Self::new(
+            kind,
+            features,
+            labels,
+            kind.record_shape(),
+            kind.class_names(),
+            source,
+        )
+    }
+
     /// Builds a dataset, checking that `features` holds `labels.len()` records
     /// of `shape`, and that every label is in `0..class_names.len()`.
     pub fn new(
@@ -631,33 +649,13 @@ mod tests {
         let names = vec!["a".to_string()];
         let src = Source::Synthetic { seed: 0 };
         let k = DatasetKind::Fmnist;
-        assert!(Dataset::new(
-            k,
-            vec![0.0; 3],
-            vec![0],
-            vec![2],
-            names.clone(),
-            src.clone()
-        )
-        .is_err());
-        assert!(Dataset::new(
-            k,
-            vec![0.0; 2],
-            vec![1],
-            vec![2],
-            names.clone(),
-            src.clone()
-        )
-        .is_err());
-        assert!(Dataset::new(
-            k,
-            vec![0.0; 2],
-            vec![-1],
-            vec![2],
-            names.clone(),
-            src.clone()
-        )
-        .is_err());
+        // (values, label): 3 values are not one record of shape [2]; labels 1 and −1 lie
+        // outside 0..1.
+        for (len, label) in [(3, 0), (2, 1), (2, -1)] {
+            let src = src.clone();
+            let bad = Dataset::new(k, vec![0.0; len], vec![label], vec![2], names.clone(), src);
+            assert!(bad.is_err());
+        }
         assert!(Dataset::new(k, vec![], vec![], vec![], names.clone(), src.clone()).is_err());
         assert!(Dataset::new(k, vec![], vec![], vec![2], vec![], src.clone()).is_err());
         assert!(Dataset::new(k, vec![0.0; 2], vec![0], vec![2], names, src).is_ok());

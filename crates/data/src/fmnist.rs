@@ -77,15 +77,7 @@ pub fn parse_split(
     }
     let features = pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
     let labels = labels_u8.iter().map(|&l| i64::from(l)).collect();
-    let kind = DatasetKind::Fmnist;
-    Dataset::new(
-        kind,
-        features,
-        labels,
-        kind.record_shape(),
-        kind.class_names(),
-        source,
-    )
+    Dataset::of_kind(DatasetKind::Fmnist, features, labels, source)
 }
 
 /// Whether `dir` holds at least one of the dataset's files (gzipped or raw).

@@ -204,23 +204,8 @@ pub fn load_dir(dir: &Path, base: LabelBase) -> Result<Splits> {
         files: vec![file],
     };
     let kind = DatasetKind::Purchase100;
-    let names = kind.class_names();
-    let train = Dataset::new(
-        kind,
-        records.features,
-        records.labels,
-        kind.record_shape(),
-        names.clone(),
-        source.clone(),
-    )?;
-    let test = Dataset::new(
-        kind,
-        Vec::new(),
-        Vec::new(),
-        kind.record_shape(),
-        names,
-        source,
-    )?;
+    let train = Dataset::of_kind(kind, records.features, records.labels, source.clone())?;
+    let test = Dataset::of_kind(kind, Vec::new(), Vec::new(), source)?;
     Ok(Splits { train, test })
 }
 

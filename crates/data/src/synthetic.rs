@@ -111,14 +111,7 @@ pub fn generate(kind: DatasetKind, spec: &SyntheticSpec) -> Result<Splits> {
         for &l in &labels {
             model.sample(l as usize, &mut rng, &mut features);
         }
-        Dataset::new(
-            kind,
-            features,
-            labels,
-            kind.record_shape(),
-            kind.class_names(),
-            source.clone(),
-        )
+        Dataset::of_kind(kind, features, labels, source.clone())
     };
     Ok(Splits {
         train: make(spec.train_per_class, 1)?,

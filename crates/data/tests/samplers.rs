@@ -937,6 +937,12 @@ fn configs_parse_from_toml() {
         assert_eq!(parsed, expected, "{text}");
         let round_trip: SamplerConfig = toml::from_str(&toml::to_string(&parsed).unwrap()).unwrap();
         assert_eq!(round_trip, expected);
+        // `Sampler::kind` names the sampler as the config's `kind` does.
+        let kind = expected.build(128_000).unwrap().kind();
+        assert!(
+            text.starts_with(&format!("kind = \"{kind}\"\n")),
+            "{kind}: {text}"
+        );
     }
 }
 

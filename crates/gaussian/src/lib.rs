@@ -10,7 +10,14 @@
 //! Corollary 2.13; restated as Corollary 1 of Cebere, Bellet & Papernot
 //! 2024). `docs/accounting.md` writes out how the two crates use it.
 //!
+//! It also holds the workspace's log-space arithmetic ([`log_add_exp`],
+//! module [`log_space`]), so that the pure crates share one definition.
+//!
 //! This crate has no dependencies: the pure crates above it build anywhere.
+
+pub mod log_space;
+
+pub use log_space::log_add_exp;
 
 #[cfg(test)]
 use std::f64::consts::PI;

@@ -452,6 +452,43 @@ pub(crate) trait FixedSizeSampler {
     }
 }
 
+/// The samplers that permute the records block by block and cut that one
+/// order into consecutive batches: shuffle (one block of all `n` records)
+/// and partial shuffle (blocks of `buffer_size`). The blocks are permuted in
+/// stored order, each by Fisher–Yates, all with the one generator of
+/// `seed.stream(Sampler).child(replica).child(epoch)`.
+pub(crate) trait BlockShuffle {
+    /// The validated batch size and remainder rule, and the block length.
+    fn blocks(&self) -> (&FixedSize, usize);
+
+    /// The order of epoch `epoch` before cutting into batches.
+    fn block_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
+        let (size, block) = self.blocks();
+        let mut rng = key.replica_epoch(replica, epoch).rng();
+        let mut order: Vec<usize> = (0..size.num_records()).collect();
+        for chunk in order.chunks_mut(block) {
+            random::shuffle(&mut rng, chunk);
+        }
+        order
+    }
+}
+
+impl<S: BlockShuffle> FixedSizeSampler for S {
+    fn size(&self) -> &FixedSize {
+        self.blocks().0
+    }
+
+    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
+        self.size().cut(&self.block_order(key, replica, epoch))
+    }
+
+    const CUTS_ONE_ORDER: bool = true;
+
+    fn cut_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Option<Vec<usize>> {
+        Some(self.block_order(key, replica, epoch))
+    }
+}
+
 impl<S: FixedSizeSampler> BatchSampler for S {
     fn num_records(&self) -> usize {
         self.size().num_records()

@@ -15,8 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::random::shuffle;
-use super::{invalid, DataError, FixedSize, FixedSizeSampler, LastBatch};
+use super::{invalid, BlockShuffle, DataError, FixedSize, LastBatch};
 use crate::seed::SeedKey;
 
 /// Config of [`PartialShuffleSampler`].
@@ -81,28 +80,13 @@ impl PartialShuffleSampler {
 
     /// The order of epoch `epoch` before cutting into batches.
     pub fn order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
-        let mut rng = key.replica_epoch(replica, epoch).rng();
-        let mut order: Vec<usize> = (0..self.size.num_records()).collect();
-        for block in order.chunks_mut(self.buffer_size) {
-            shuffle(&mut rng, block);
-        }
-        order
+        self.block_order(key, replica, epoch)
     }
 }
 
-impl FixedSizeSampler for PartialShuffleSampler {
-    fn size(&self) -> &FixedSize {
-        &self.size
-    }
-
-    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
-        self.size.cut(&self.order(key, replica, epoch))
-    }
-
-    const CUTS_ONE_ORDER: bool = true;
-
-    fn cut_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Option<Vec<usize>> {
-        Some(self.order(key, replica, epoch))
+impl BlockShuffle for PartialShuffleSampler {
+    fn blocks(&self) -> (&FixedSize, usize) {
+        (&self.size, self.buffer_size)
     }
 }
 

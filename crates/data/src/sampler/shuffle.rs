@@ -4,8 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::random::shuffle;
-use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
+use super::{BlockShuffle, DataError, FixedSize, LastBatch};
 use crate::seed::SeedKey;
 
 /// Config of [`ShuffleSampler`].
@@ -44,26 +43,14 @@ impl ShuffleSampler {
 
     /// The permutation of epoch `epoch` before cutting into batches.
     pub fn order(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<usize> {
-        let mut rng = key.replica_epoch(replica, epoch).rng();
-        let mut order: Vec<usize> = (0..self.size.num_records()).collect();
-        shuffle(&mut rng, &mut order);
-        order
+        self.block_order(key, replica, epoch)
     }
 }
 
-impl FixedSizeSampler for ShuffleSampler {
-    fn size(&self) -> &FixedSize {
-        &self.size
-    }
-
-    fn batches(&self, key: SeedKey, replica: u64, epoch: u64) -> Vec<Vec<usize>> {
-        self.size.cut(&self.order(key, replica, epoch))
-    }
-
-    const CUTS_ONE_ORDER: bool = true;
-
-    fn cut_order(&self, key: SeedKey, replica: u64, epoch: u64) -> Option<Vec<usize>> {
-        Some(self.order(key, replica, epoch))
+/// Shuffling is the partial shuffle with one block of all `n` records.
+impl BlockShuffle for ShuffleSampler {
+    fn blocks(&self) -> (&FixedSize, usize) {
+        (&self.size, self.size.num_records())
     }
 }
 
