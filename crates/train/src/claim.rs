@@ -79,51 +79,59 @@ pub fn mechanism(participation: Participation<'_>, sigma: f64, steps: u64) -> Cl
                 valid_for_sampler: true,
             }
         }
-        Participation::Sampled {
-            sampler: Sampler::Poisson(s),
-            ..
-        } => Claim {
-            event: MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
-            assumption: format!(
-                "Poisson sampling, q = {}, {steps} steps, σ = {sigma}",
-                s.sample_rate()
-            ),
-            valid_for_sampler: true,
-        },
-        Participation::Sampled {
-            sampler: sampler @ Sampler::FixedSequence(_),
-            key,
-        } => {
-            let mut count = vec![0u64; sampler.num_records()];
-            for step in sampler.steps(key, 0).take(steps as usize) {
-                for i in step.batch {
-                    if let Some(c) = count.get_mut(i) {
-                        *c += 1;
-                    }
-                }
-            }
-            let p = count.into_iter().max().unwrap_or(0).max(1);
-            Claim {
-                event: MechanismEvent::fixed_batches(sigma, p),
+        // Every sampler's accounting is written down here: a new sampler does
+        // not compile until it has one (no catch-all arm).
+        Participation::Sampled { sampler, key } => match sampler {
+            Sampler::Poisson(s) => Claim {
+                event: MechanismEvent::dpsgd(s.sample_rate(), sigma, steps),
                 assumption: format!(
-                    "fixed public batches: the most frequent record is in {p} of {steps} steps, composition of \
-                     {p} Gaussian mechanisms, σ = {sigma}, no subsampling"
+                    "Poisson sampling, q = {}, {steps} steps, σ = {sigma}",
+                    s.sample_rate()
                 ),
                 valid_for_sampler: true,
+            },
+            Sampler::FixedSequence(_) => fixed_public_batches(sampler, key, sigma, steps),
+            Sampler::Shuffle(_) | Sampler::PartialShuffle(_) | Sampler::BatchThenShuffle(_) => {
+                shuffled_as_poisson(sampler, sigma, steps)
+            }
+        },
+    }
+}
+
+/// A fixed public batch sequence: the most frequent record's steps,
+/// composed without subsampling.
+fn fixed_public_batches(sampler: &Sampler, key: SeedKey, sigma: f64, steps: u64) -> Claim {
+    let mut count = vec![0u64; sampler.num_records()];
+    for step in sampler.steps(key, 0).take(steps as usize) {
+        for i in step.batch {
+            if let Some(c) = count.get_mut(i) {
+                *c += 1;
             }
         }
-        Participation::Sampled { sampler, .. } => {
-            let q = sampler.batch_size().unwrap_or(1) as f64 / sampler.num_records().max(1) as f64;
-            Claim {
-                event: MechanismEvent::dpsgd(q, sigma, steps),
-                assumption: format!(
-                    "{} sampler accounted as Poisson with q = B/n = {q:.6}, {steps} steps, σ = {sigma} (common \
-                     practice; NOT a valid bound for shuffled batches)",
-                    sampler.kind()
-                ),
-                valid_for_sampler: false,
-            }
-        }
+    }
+    let p = count.into_iter().max().unwrap_or(0).max(1);
+    Claim {
+        event: MechanismEvent::fixed_batches(sigma, p),
+        assumption: format!(
+            "fixed public batches: the most frequent record is in {p} of {steps} steps, composition of \
+             {p} Gaussian mechanisms, σ = {sigma}, no subsampling"
+        ),
+        valid_for_sampler: true,
+    }
+}
+
+/// A shuffle-type sampler accounted as Poisson with `q = B/n`: the common
+/// practice, flagged as not a valid bound.
+fn shuffled_as_poisson(sampler: &Sampler, sigma: f64, steps: u64) -> Claim {
+    let q = sampler.batch_size().unwrap_or(1) as f64 / sampler.num_records().max(1) as f64;
+    Claim {
+        event: MechanismEvent::dpsgd(q, sigma, steps),
+        assumption: format!(
+            "{} sampler accounted as Poisson with q = B/n = {q:.6}, {steps} steps, σ = {sigma} (common \
+             practice; NOT a valid bound for shuffled batches)",
+            sampler.kind()
+        ),
+        valid_for_sampler: false,
     }
 }
 
