@@ -16,7 +16,7 @@ pub struct ClipCoefficients {
     /// Coefficients of the computed per-sample gradients.
     pub computed: Tensor,
     /// Coefficients of the overriding gradients, `[K]`, in the rank-major
-    /// order of [`GradientRows`] (batch order when no replica has two
+    /// order of [`GradientRows`](super::GradientRows) (batch order when no replica has two
     /// overrides); `None` without overrides.
     pub overrides: Option<Tensor>,
 }
@@ -29,7 +29,7 @@ pub struct ClipCoefficients {
 /// the product about 2⁻²⁴ below `C`. (A product that rounds to `C` is within
 /// 2⁻⁵³ of it.) A norm of exactly `C` keeps `c = 1`, so a canary of norm `C`
 /// passes unchanged. `c = 1` where `‖g‖ = 0` (`C/0 = +∞`); NaN where `sq` is
-/// NaN, which [`DpSgd::step`] reports.
+/// NaN, which [`DpSgd::step`](super::DpSgd::step) reports.
 ///
 /// The norm is itself a float32 sum and carries a relative rounding error of
 /// order 10⁻⁶ against the exact norm of the gradient; the sensitivity of the

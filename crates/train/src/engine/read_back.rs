@@ -49,7 +49,7 @@ impl StepReport {
 /// a step's report and checks back from the device: each read-back waits
 /// for the device to finish everything queued, so a GPU loop that read every
 /// step would idle while the host queues the next one. Figures and checks
-/// accumulate on the device in between (see [`DpSgd::step`]).
+/// accumulate on the device in between (see [`DpSgd::step`](super::DpSgd::step)).
 pub const LOOP_READ_BACK_EVERY: u64 = 16;
 
 /// The steps since the last read-back, as the device holds them.
