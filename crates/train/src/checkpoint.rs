@@ -18,11 +18,11 @@ use safetensors::tensor::{Dtype, SafeTensors, View};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
+use crate::architecture::build_model;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError};
 use crate::init::Init;
 use crate::models::Model;
-use crate::trainer::build_model;
 
 /// The `format` value of this version of the metadata.
 pub const FORMAT: &str = "dpaudit-checkpoint/1";
@@ -243,27 +243,50 @@ pub fn load(path: &Path, device: Device) -> Result<Loaded> {
         meta.classes,
         &mut init,
     )?;
-    let params = model.named_parameters();
+    let architecture = format!("the architecture in its metadata ({:?})", meta.config.model);
+    read_safetensors_into(path, &st, &model.named_parameters(), 1, &architecture)?;
+    Ok(Loaded { model, meta })
+}
+
+/// Copy the tensors of a safetensors file into `params`, matched by their
+/// names: the workspace's one safetensors reader (checkpoints here, and any
+/// crate that stores parameters as safetensors, e.g. PANORAMIA's networks).
+///
+/// `st` must hold exactly the names of `params` (no more), each as little-endian
+/// `F32` with the shape of its parameter without the parameter's first `skip`
+/// axes (1 for a model with one replica, whose parameters are
+/// `[1, <PyTorch shape>]`; 0 for plain tensors). Each is copied, without
+/// gradient, to its parameter's device. `architecture` says what the
+/// parameters are, in the messages ("… tensors: {architecture} has …",
+/// "no tensor …, which {architecture} has"); `path` names the file.
+/// Errors: [`TrainError::Checkpoint`] for a file that does not fit,
+/// [`TrainError::Torch`] for a copy libtorch refuses.
+pub fn read_safetensors_into(
+    path: &Path,
+    st: &SafeTensors<'_>,
+    params: &[(String, Tensor)],
+    skip: usize,
+    architecture: &str,
+) -> Result<()> {
     let stored = st.names().len();
     if stored != params.len() {
         return Err(checkpoint_err(
             path,
-            format!(
-                "{stored} tensors: the architecture in its metadata ({:?}) has {}",
-                meta.config.model,
-                params.len()
-            ),
+            format!("{stored} tensors: {architecture} has {}", params.len()),
         ));
     }
     tch::no_grad(|| -> Result<()> {
-        for (name, p) in &params {
+        for (name, p) in params {
             let view = st.tensor(name).map_err(|_| {
                 checkpoint_err(
                     path,
-                    format!("no tensor `{name}`, which {:?} has", meta.config.model),
+                    format!("no tensor `{name}`, which {architecture} has"),
                 )
             })?;
-            let want: Vec<usize> = p.size()[1..].iter().map(|&d| d as usize).collect();
+            let want: Vec<usize> = p.size()[skip.min(p.dim())..]
+                .iter()
+                .map(|&d| d as usize)
+                .collect();
             if view.dtype() != Dtype::F32 || view.shape() != want.as_slice() {
                 return Err(checkpoint_err(
                     path,
@@ -281,13 +304,12 @@ pub fn load(path: &Path, device: Device) -> Result<Loaded> {
                 .collect();
             let src = Tensor::f_from_slice(&values)
                 .and_then(|t| t.f_reshape(p.size()))
-                .and_then(|t| t.f_to_device(device))
+                .and_then(|t| t.f_to_device(p.device()))
                 .map_err(TrainError::torch("loading a checkpoint tensor"))?;
             p.shallow_clone()
                 .f_copy_(&src)
                 .map_err(TrainError::torch("loading a checkpoint tensor"))?;
         }
         Ok(())
-    })?;
-    Ok(Loaded { model, meta })
+    })
 }

@@ -16,6 +16,7 @@
 
 #![deny(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
+pub mod architecture;
 pub mod bench;
 pub mod checkpoint;
 pub mod claim;

@@ -117,7 +117,9 @@ impl NoiseGenerator {
     pub fn default_for(mode: Mode, device: Device) -> Self {
         match (mode, device) {
             (Mode::Replayable, Device::Cuda(_)) => NoiseGenerator::DevicePhilox,
-            _ => NoiseGenerator::HostChaCha20,
+            // Secure noise is always drawn on the host (no catch-all over
+            // the modes: a new mode must say where its noise comes from).
+            (Mode::Replayable, _) | (Mode::Secure, _) => NoiseGenerator::HostChaCha20,
         }
     }
 

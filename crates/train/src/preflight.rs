@@ -27,10 +27,10 @@ use dpaudit_data::seed::RunSeed;
 use dpaudit_data::seed::Stream;
 use tch::Device;
 
+use crate::architecture::build_model;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError};
 use crate::init::Init;
-use crate::trainer::build_model;
 
 /// Bytes of one float32.
 const F32: u64 = 4;

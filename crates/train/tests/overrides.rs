@@ -47,41 +47,33 @@ fn with(x: &Tensor, y: &Tensor, overrides: Vec<SlotOverride>) -> Batch {
     }
 }
 
+/// The clipped sum of the batch `(x, y)` with one slot `(slot, replica)`
+/// overridden by `kind`.
+fn overridden(
+    model: &Mlp,
+    (x, y): (&Tensor, &Tensor),
+    (slot, replica): (usize, usize),
+    kind: Override,
+) -> ClippedSum {
+    let overrides = vec![SlotOverride {
+        slot,
+        replica,
+        kind,
+    }];
+    clipped_sum(model, &with(x, y, overrides)).unwrap()
+}
+
 #[test]
 fn gradient_override_adds_the_clipped_vector_exactly() {
     let (model, x, y) = setup();
     let p = model.num_parameters();
     // Reference: slot 1 of replica 1 excluded.
-    let excluded = clipped_sum(
-        &model,
-        &with(
-            &x,
-            &y,
-            vec![SlotOverride {
-                slot: 1,
-                replica: 1,
-                kind: Override::Exclude,
-            }],
-        ),
-    )
-    .unwrap();
+    let excluded = overridden(&model, (&x, &y), (1, 1), Override::Exclude);
     // A Dirac canary C·e_d (Cebere et al. 2024 App. C, Algorithm 2): norm exactly C, passes unchanged.
     let d = 7;
     let dirac = Tensor::zeros([p], (Kind::Float, Device::Cpu));
     let _ = dirac.get(d).fill_(C);
-    let s = clipped_sum(
-        &model,
-        &with(
-            &x,
-            &y,
-            vec![SlotOverride {
-                slot: 1,
-                replica: 1,
-                kind: Override::Gradient(dirac.copy()),
-            }],
-        ),
-    )
-    .unwrap();
+    let s = overridden(&model, (&x, &y), (1, 1), Override::Gradient(dirac.copy()));
     let diff = flat(&s, 1) - flat(&excluded, 1);
     assert!((diff - &dirac).abs().max().double_value(&[]) < 1e-6);
     // Replica 0 is untouched by an override of replica 1.
@@ -95,19 +87,7 @@ fn gradient_override_adds_the_clipped_vector_exactly() {
     // A vector of norm 5C is clipped to norm C: contributes v/5.
     let v = dpaudit_train::testing::normal_tensor(&[p], 41).unwrap();
     let v = &v * (5.0 * C / v.norm().double_value(&[]));
-    let s = clipped_sum(
-        &model,
-        &with(
-            &x,
-            &y,
-            vec![SlotOverride {
-                slot: 1,
-                replica: 1,
-                kind: Override::Gradient(v.copy()),
-            }],
-        ),
-    )
-    .unwrap();
+    let s = overridden(&model, (&x, &y), (1, 1), Override::Gradient(v.copy()));
     let diff = flat(&s, 1) - flat(&excluded, 1);
     assert!((diff - &v / 5.0).abs().max().double_value(&[]) < 1e-6);
 }
@@ -115,32 +95,8 @@ fn gradient_override_adds_the_clipped_vector_exactly() {
 #[test]
 fn zero_and_exclude_contribute_nothing() {
     let (model, x, y) = setup();
-    let zero = clipped_sum(
-        &model,
-        &with(
-            &x,
-            &y,
-            vec![SlotOverride {
-                slot: 0,
-                replica: 0,
-                kind: Override::Zero,
-            }],
-        ),
-    )
-    .unwrap();
-    let excl = clipped_sum(
-        &model,
-        &with(
-            &x,
-            &y,
-            vec![SlotOverride {
-                slot: 0,
-                replica: 0,
-                kind: Override::Exclude,
-            }],
-        ),
-    )
-    .unwrap();
+    let zero = overridden(&model, (&x, &y), (0, 0), Override::Zero);
+    let excl = overridden(&model, (&x, &y), (0, 0), Override::Exclude);
     let rest = Batch::new(x.narrow(0, 1, 2), y.narrow(0, 1, 2));
     let without = clipped_sum(&model, &rest).unwrap();
     for ((a, b), c) in zero.0.iter().zip(&excl.0).zip(&without.0) {

@@ -39,6 +39,7 @@
 //! as one slot-major table, the layout the training loops upload.
 
 pub mod batch_then_shuffle;
+pub mod claim;
 pub mod fixed;
 pub mod partial_shuffle;
 pub mod placement;

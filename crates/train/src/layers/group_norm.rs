@@ -5,7 +5,8 @@
 
 use tch::Tensor;
 
-use super::{PerSampleGrad, Recorded, Tape};
+use super::per_sample::{replicas_of, PerSampleGrad};
+use super::tape::{LayerId, Recorded, Tape};
 use crate::error::{torch, Result};
 use crate::init::Init;
 
@@ -62,7 +63,7 @@ impl GroupNorm {
     }
 
     fn m(&self) -> i64 {
-        super::replicas_of(&self.weight)
+        replicas_of(&self.weight)
     }
 }
 
@@ -76,7 +77,7 @@ impl PerSampleGrad for GroupNorm {
         let c = self.config.num_channels;
         let shape = x.size();
         if shape.len() < 3 {
-            return Err(crate::TrainError::Shape {
+            return Err(crate::error::TrainError::Shape {
                 what: "GroupNorm input".into(),
                 got: shape,
                 expected: "[B, M, C, ...]".into(),
@@ -98,7 +99,7 @@ impl PerSampleGrad for GroupNorm {
                 .f_add(&self.bias.f_reshape([1, m * c, 1])?)?;
             Ok((xhat, y))
         })?;
-        tape.record(super::LayerId::of(self), &xhat, &y)?;
+        tape.record(LayerId::of(self), &xhat, &y)?;
         torch("the forward pass of a GroupNorm layer", || {
             y.f_reshape(shape.as_slice())
         })

@@ -2,7 +2,8 @@
 
 use tch::Tensor;
 
-use super::{PerSampleGrad, Recorded, Tape};
+use super::per_sample::PerSampleGrad;
+use super::tape::{LayerId, Recorded, Tape};
 use crate::error::{torch, Result};
 use crate::init::Init;
 
@@ -88,7 +89,7 @@ impl PerSampleGrad for Linear {
             }?
             .f_transpose(0, 1)
         })?;
-        tape.record(super::LayerId::of(self), x, &y)?;
+        tape.record(LayerId::of(self), x, &y)?;
         Ok(y)
     }
 

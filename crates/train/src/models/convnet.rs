@@ -8,73 +8,27 @@
 
 use tch::Tensor;
 
+use super::lenet_family::{LeNetFamily, LeNetVariant};
 use crate::error::Result;
-use crate::init::Init;
-use crate::layers::{ops, Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
-use crate::models::Model;
+use crate::layers::{ops, Conv2dConfig};
 
 /// The ConvNet; PyTorch names `conv1`, `conv2`, `fc1`, `fc2`, `fc3`.
+pub type ConvNet = LeNetFamily<ConvNetVariant>;
+
+/// What makes a [`LeNetFamily`] the ConvNet: `[3, 32, 32]` inputs, first convolution
+/// 3 → 6, 5×5; ReLU; max pooling.
 #[derive(Debug)]
-pub struct ConvNet {
-    /// 3 → 6, 5×5.
-    pub conv1: Conv2d,
-    /// 6 → 16, 5×5.
-    pub conv2: Conv2d,
-    /// 400 → 120.
-    pub fc1: Linear,
-    /// 120 → 84.
-    pub fc2: Linear,
-    /// 84 → classes.
-    pub fc3: Linear,
-}
+pub struct ConvNetVariant;
 
-impl ConvNet {
-    /// For `[3, 32, 32]` inputs and `classes` outputs.
-    pub fn new(init: &mut Init, classes: i64) -> Result<Self> {
-        let fc = |init: &mut Init, i, o| {
-            Linear::new(
-                init,
-                LinearConfig {
-                    in_features: i,
-                    out_features: o,
-                    bias: true,
-                },
-            )
-        };
-        Ok(Self {
-            conv1: Conv2d::new(init, Conv2dConfig::new(3, 6, 5))?,
-            conv2: Conv2d::new(init, Conv2dConfig::new(6, 16, 5))?,
-            fc1: fc(init, 400, 120)?,
-            fc2: fc(init, 120, 84)?,
-            fc3: fc(init, 84, classes)?,
-        })
+impl LeNetVariant for ConvNetVariant {
+    const SAMPLE_SHAPE: [i64; 3] = [3, 32, 32];
+    fn conv1() -> Conv2dConfig {
+        Conv2dConfig::new(3, 6, 5)
     }
-}
-
-impl Model for ConvNet {
-    fn replicas(&self) -> i64 {
-        self.conv1.weight.size()[0]
+    fn activation(x: &Tensor) -> Result<Tensor> {
+        ops::relu(x)
     }
-    fn sample_shape(&self) -> Vec<i64> {
-        vec![3, 32, 32]
-    }
-    fn num_classes(&self) -> i64 {
-        self.fc3.config.out_features
-    }
-    fn forward(&self, x: &Tensor, tape: &mut Tape) -> Result<Tensor> {
-        let h = ops::max_pool2d(&ops::relu(&self.conv1.forward(x, tape)?)?, 2, 2)?;
-        let h = ops::max_pool2d(&ops::relu(&self.conv2.forward(&h, tape)?)?, 2, 2)?;
-        let h = ops::relu(&self.fc1.forward(&ops::flatten(&h)?, tape)?)?;
-        let h = ops::relu(&self.fc2.forward(&h, tape)?)?;
-        self.fc3.forward(&h, tape)
-    }
-    fn layers(&self) -> Vec<(String, &dyn PerSampleGrad)> {
-        vec![
-            ("conv1".into(), &self.conv1 as &dyn PerSampleGrad),
-            ("conv2".into(), &self.conv2),
-            ("fc1".into(), &self.fc1),
-            ("fc2".into(), &self.fc2),
-            ("fc3".into(), &self.fc3),
-        ]
+    fn pooling(x: &Tensor, k: i64, stride: i64) -> Result<Tensor> {
+        ops::max_pool2d(x, k, stride)
     }
 }

@@ -7,10 +7,10 @@
 
 use tch::Tensor;
 
+use super::model::Model;
 use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Linear, LinearConfig, PerSampleGrad, Tape};
-use crate::models::Model;
 
 /// `Linear → ReLU → … → Linear`; PyTorch names `fc1`, `fc2`, ….
 #[derive(Debug)]

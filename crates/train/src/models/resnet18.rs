@@ -11,13 +11,13 @@
 
 use tch::Tensor;
 
+use super::model::Model;
 use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{
     ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
     Tape,
 };
-use crate::models::Model;
 
 fn gn(init: &mut Init, groups: i64, c: i64) -> Result<GroupNorm> {
     GroupNorm::new(init, GroupNormConfig::capped(groups, c))

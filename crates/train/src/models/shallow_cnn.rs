@@ -9,10 +9,10 @@
 
 use tch::Tensor;
 
+use super::model::Model;
 use crate::error::Result;
 use crate::init::Init;
 use crate::layers::{ops, Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
-use crate::models::Model;
 
 /// The shallow CNN; PyTorch names `conv1`…`conv6`, `fc1`, `fc2`.
 #[derive(Debug)]
