@@ -68,7 +68,7 @@ use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{gdp_epsilon, inverse_cdf};
 use crate::metrics::{metrics_sorted, Metrics};
 use crate::observations::{Method, Observations, Selection};
-use crate::policy::{median_rank_index, split_seeds};
+use crate::policy::{median_rank_index, multi_split_seeds};
 use crate::rank_test::Curve;
 use rank::{bonferroni_best, split_evidence};
 use sweep::{pointwise_evidence, sweep, Sorted};
@@ -192,14 +192,7 @@ fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> 
         )),
         Selection::MultiSplit { seed, splits } => {
             let half_level = 1.0 - (1.0 - cfg.confidence) / 2.0;
-            if splits == 0 {
-                return Err(AuditError::InvalidParameter {
-                    name: "splits",
-                    value: "0".into(),
-                    expected: "at least one random halving for `multi-split`",
-                });
-            }
-            let seeds = split_seeds(seed, splits);
+            let seeds = multi_split_seeds(seed, splits)?;
             let all = seeds
                 .iter()
                 .map(|&s| split_evidence(obs, s, half_level, stat))
