@@ -5,7 +5,8 @@
 //!
 //! Writes `tradeoff-*.svg`, `roc-*.svg` (threshold audits under each
 //! selection policy), `one-run-*.svg` (both one-run methods) and `hist-*.svg`
-//! (normal, log-normal, −loss-like and heavy-tailed scores).
+//! (normal, log-normal, −loss-like and heavy-tailed scores) and `bars.svg`
+//! (ε lower bounds against an accountant's upper bound).
 
 use std::path::PathBuf;
 
@@ -13,7 +14,7 @@ use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
-use dpaudit_audit::plots::histogram_auto;
+use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -114,5 +115,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             h.to_svg(&format!("{name} scores"), "score"),
         )?;
     }
+    let bar = |label: &str, lower: f64, valid: bool| EpsilonBar {
+        label: label.into(),
+        lower,
+        valid,
+    };
+    let bars = [
+        bar("eps-delta, bonferroni", 1.2, true),
+        bar("gdp, split", 2.5, true),
+        bar("eps-delta, same-data", 3.1, false),
+        bar("one-run, no data", f64::NAN, true),
+    ];
+    write(
+        "bars.svg",
+        epsilon_bars_svg("ε lower vs upper", &bars, Some(2.8)),
+    )?;
     Ok(())
 }

@@ -42,6 +42,25 @@ pub fn validity_warning(bound: &EpsilonLowerBound, extra: Option<&str>) -> Optio
     }
 }
 
+/// The refusal of a plot of `bound` whose evidence is of the wrong kind.
+fn wrong_evidence(bound: &EpsilonLowerBound, expected: &'static str) -> AuditError {
+    AuditError::InvalidParameter {
+        name: "bound",
+        value: bound.method.name().into(),
+        expected,
+    }
+}
+
+/// The title line of a plot of `bound`.
+fn plot_title(bound: &EpsilonLowerBound) -> String {
+    format!(
+        "{} audit ({} selection, confidence {})",
+        bound.method.name(),
+        bound.selection.name(),
+        bound.confidence
+    )
+}
+
 fn invalid_suffix(warning: &Option<String>) -> &'static str {
     if warning.is_some() {
         " — NOT valid"
@@ -61,11 +80,10 @@ pub fn tradeoff_plot(
     extra_warning: Option<&str>,
 ) -> Result<TradeoffPlot> {
     let Evidence::Threshold(ev) = &bound.evidence else {
-        return Err(AuditError::InvalidParameter {
-            name: "bound",
-            value: bound.method.name().into(),
-            expected: "a threshold bound (eps-delta or gdp) for a trade-off plot",
-        });
+        return Err(wrong_evidence(
+            bound,
+            "a threshold bound (eps-delta or gdp) for a trade-off plot",
+        ));
     };
     let data = bounding_data(obs, bound);
     let points = error_points(&data, ev.display_tail(), 200)?;
@@ -115,12 +133,7 @@ pub fn tradeoff_plot(
         }
     };
     Ok(TradeoffPlot {
-        title: format!(
-            "{} audit ({} selection, confidence {})",
-            bound.method.name(),
-            bound.selection.name(),
-            bound.confidence
-        ),
+        title: plot_title(bound),
         subtitle: format!(
             "{}: {} members, {} non-members; {how}",
             describe_bounded_on(bound),
@@ -160,11 +173,7 @@ pub fn one_run_plot(
     extra_warning: Option<&str>,
 ) -> Result<OneRunPlot> {
     let Evidence::OneRun(ev) = &bound.evidence else {
-        return Err(AuditError::InvalidParameter {
-            name: "bound",
-            value: bound.method.name().into(),
-            expected: "a one-run bound for a one-run plot",
-        });
+        return Err(wrong_evidence(bound, "a one-run bound for a one-run plot"));
     };
     let data = bounding_data(obs, bound);
     let ranked = Ranked::new(&data);
@@ -220,12 +229,7 @@ pub fn one_run_plot(
     };
     let warning = validity_warning(bound, extra_warning);
     Ok(OneRunPlot {
-        title: format!(
-            "{} audit ({} selection, confidence {})",
-            bound.method.name(),
-            bound.selection.name(),
-            bound.confidence
-        ),
+        title: plot_title(bound),
         subtitle: format!(
             "{}: m = {m} canaries; guesses k+ : k− = {} : {}",
             describe_bounded_on(bound),

@@ -85,6 +85,28 @@ fn converged(lo: f64, hi: f64) -> bool {
     hi - lo <= 4.0 * f64::EPSILON * hi.max(f64::MIN_POSITIVE)
 }
 
+/// Bisects `[lo, hi]` (at most 400 halvings, geometric while the bracket
+/// spans more than a factor 8) towards the point where `below_limit` turns
+/// false: `below_limit(mid)` moves the low end up, else the high end down.
+/// Returns the final bracket.
+fn bisect(mut lo: f64, mut hi: f64, below_limit: impl Fn(f64) -> bool) -> (f64, f64) {
+    for _ in 0..400 {
+        if converged(lo, hi) {
+            break;
+        }
+        let mid = midpoint(lo, hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if below_limit(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, hi)
+}
+
 /// Upper limit for validated inputs; `ln_tail = ln a`.
 pub(crate) fn upper_unchecked(k: u64, n: u64, ln_tail: f64) -> f64 {
     if k >= n {
@@ -97,27 +119,16 @@ pub(crate) fn upper_unchecked(k: u64, n: u64, ln_tail: f64) -> f64 {
     }
     // P[Bin(n, p) ≤ k] decreases in p. At p = k/n it is ≥ ½ (the median of
     // Bin(n, k/n) is k), so k/n is a valid low end when a < ½.
-    let mut lo = if ln_tail < -std::f64::consts::LN_2 {
+    let lo = if ln_tail < -std::f64::consts::LN_2 {
         k as f64 / nf
     } else {
         0.0
     };
-    let mut hi = 1.0;
-    for _ in 0..400 {
-        if converged(lo, hi) {
-            break;
-        }
-        let mid = midpoint(lo, hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if ln_binomial_cdf(k, n, mid, 1.0 - mid) > ln_tail {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
+    // The outer (upper) end of the final bracket.
+    bisect(lo, 1.0, |mid| {
+        ln_binomial_cdf(k, n, mid, 1.0 - mid) > ln_tail
+    })
+    .1
 }
 
 /// Lower limit for validated inputs; `ln_tail = ln a`.
@@ -130,27 +141,16 @@ pub(crate) fn lower_unchecked(k: u64, n: u64, ln_tail: f64) -> f64 {
         // Closed form: p^n = a.
         return (ln_tail / nf).exp();
     }
-    let mut lo = 0.0;
-    let mut hi = if ln_tail < -std::f64::consts::LN_2 {
+    let hi = if ln_tail < -std::f64::consts::LN_2 {
         k as f64 / nf
     } else {
         1.0
     };
-    for _ in 0..400 {
-        if converged(lo, hi) {
-            break;
-        }
-        let mid = midpoint(lo, hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if ln_binomial_sf(k, n, mid, 1.0 - mid) < ln_tail {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    // The outer (lower) end of the final bracket.
+    bisect(0.0, hi, |mid| {
+        ln_binomial_sf(k, n, mid, 1.0 - mid) < ln_tail
+    })
+    .0
 }
 
 #[cfg(test)]

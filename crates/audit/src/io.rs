@@ -546,18 +546,27 @@ fn read_npy(path: &Path) -> Result<Observations<'static>> {
     rows.finish()
 }
 
-/// Encodes scores as the NPY layout this module reads (for tests and tools).
-pub fn to_npy(obs: &Observations) -> Vec<u8> {
-    let mut header = format!(
-        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 2), }}",
-        obs.len()
-    );
+/// The start of an NPY version 1.0 file whose header is the Python dict
+/// literal `dict`: magic, version, header length, and `dict` padded with
+/// spaces and a newline to a multiple of 64 bytes, as NumPy writes it. The
+/// data follows (for tests and tools).
+pub fn npy_v1_preamble(dict: &str) -> Vec<u8> {
+    let mut header = dict.to_string();
     let total = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - total % 64) % 64));
     header.push('\n');
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
+    out
+}
+
+/// Encodes scores as the NPY layout this module reads (for tests and tools).
+pub fn to_npy(obs: &Observations) -> Vec<u8> {
+    let mut out = npy_v1_preamble(&format!(
+        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 2), }}",
+        obs.len()
+    ));
     for (&s, &m) in obs.scores().iter().zip(obs.members()) {
         out.extend_from_slice(&s.to_le_bytes());
         out.extend_from_slice(&(if m { 1.0_f64 } else { 0.0 }).to_le_bytes());

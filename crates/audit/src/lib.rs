@@ -29,7 +29,8 @@
 //! [`gaussian`] (the `dpaudit-gaussian` crate: Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
 //! [`curves`] (trade-off curves, ROC, one-run plots as SVG), [`plots`]
 //! (score histograms and ε lower-vs-upper bar plots, SVG), [`bound_plots`] (the
-//! plots of a bound, from the data it was computed on).
+//! plots of a bound, from the data it was computed on), [`svg`] (the one SVG
+//! writer all of them, and other crates' figures, draw with).
 //!
 //! # Selection is explicit
 //! Every bound names its [`observations::Selection`]: `bonferroni` (all data, a
@@ -72,5 +73,6 @@ pub mod region;
 pub mod report;
 mod sort;
 pub mod special;
+pub mod svg;
 
 pub use error::{AuditError, Result};

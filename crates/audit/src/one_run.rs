@@ -51,7 +51,7 @@ use crate::design::{check_inclusion, InclusionDesign};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::metrics::{metrics, Metrics};
 use crate::observations::{Method, Observations, Selection};
-use crate::policy::{median_rank_index, split_seeds};
+use crate::policy::{median_rank_index, multi_split_seeds};
 use serde::Serialize;
 
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
@@ -518,14 +518,7 @@ pub(crate) fn select_guesses(
             Ok(outcome(value, ev, BoundedOn::EvaluationHalf { seed }))
         }
         Selection::MultiSplit { seed, splits } => {
-            if splits == 0 {
-                return Err(AuditError::InvalidParameter {
-                    name: "splits",
-                    value: "0".into(),
-                    expected: "at least one random halving for `multi-split`",
-                });
-            }
-            let seeds = split_seeds(seed, splits);
+            let seeds = multi_split_seeds(seed, splits)?;
             let all = seeds
                 .iter()
                 .map(|&s| split_guesses(obs, s, level / 2.0, bound, design, family))

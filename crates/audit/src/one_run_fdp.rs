@@ -198,44 +198,12 @@ fn check_level(level: f64) -> Result<()> {
     }
 }
 
-/// The recursion of the module docs for the member `theta` of `family`:
-/// `A_0 + B_0` minus `r/m` (times `1 + 1e-12`, so that rounding never
-/// rejects). Positive means rejected. With `stop_when_rejected`, returns as
-/// soon as the sign is known to be positive (both sequences only grow).
-#[allow(clippy::too_many_arguments)]
-fn excess(
-    family: TradeoffFamily,
-    theta: f64,
-    delta: f64,
-    m: u64,
-    r: u64,
-    v: u64,
-    level: f64,
-    stop_when_rejected: bool,
-) -> f64 {
-    let (mf, rf) = (m as f64, r as f64);
-    let limit = rf / mf * (1.0 + 1e-12);
-    if v == 0 {
-        return -limit;
-    }
-    let mut a = level * v as f64 / mf;
-    let mut b = level * (r - v) as f64 / mf;
-    for i in (0..v).rev() {
-        if stop_when_rejected && a + b > limit {
-            break;
-        }
-        let b_new = b.max(family.blow_up_inverse(theta, delta, a));
-        if b_new <= b {
-            break;
-        }
-        a = (a + i as f64 / (rf - i as f64) * (b_new - b)).min(1.0);
-        b = b_new;
-    }
-    a + b - limit
-}
-
 /// Whether `v` correct of `r` guesses on `m` canaries reject "f-DP" at
-/// `level`, for the member `theta` of `family` (validated inputs).
+/// `level`, for the member `theta` of `family` (validated inputs): the
+/// recursion of the module docs, `A_0 + B_0` minus `r/m` (times
+/// `1 + 1e-12`, so that rounding never rejects), positive when rejected.
+/// It returns as soon as the sign is known to be positive (both sequences
+/// only grow).
 pub(crate) fn rejects_unchecked(
     family: TradeoffFamily,
     theta: f64,
@@ -245,7 +213,26 @@ pub(crate) fn rejects_unchecked(
     v: u64,
     level: f64,
 ) -> bool {
-    excess(family, theta, delta, m, r, v, level, true) > 0.0
+    let (mf, rf) = (m as f64, r as f64);
+    let limit = rf / mf * (1.0 + 1e-12);
+    if v == 0 {
+        // `A_0 + B_0 − limit = −limit ≤ 0`: no correct guess rejects nothing.
+        return false;
+    }
+    let mut a = level * v as f64 / mf;
+    let mut b = level * (r - v) as f64 / mf;
+    for i in (0..v).rev() {
+        if a + b > limit {
+            break;
+        }
+        let b_new = b.max(family.blow_up_inverse(theta, delta, a));
+        if b_new <= b {
+            break;
+        }
+        a = (a + i as f64 / (rf - i as f64) * (b_new - b)).min(1.0);
+        b = b_new;
+    }
+    a + b - limit > 0.0
 }
 
 /// Whether the observation rejects "f-DP" for the member `theta` (μ or ε) of

@@ -19,6 +19,7 @@
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::error::{AuditError, Result};
 use crate::observations::{Method, Selection};
 
 /// Number of halvings of `multi-split` when the caller does not choose.
@@ -28,6 +29,19 @@ pub const DEFAULT_SPLITS: u32 = 10;
 pub fn split_seeds(seed: u64, splits: u32) -> Vec<u64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6d75_6c74_6953_706c);
     (0..splits).map(|_| rng.next_u64()).collect()
+}
+
+/// The seeds of a `multi-split` with seed `seed` and `splits` halvings,
+/// refusing `splits = 0`.
+pub(crate) fn multi_split_seeds(seed: u64, splits: u32) -> Result<Vec<u64>> {
+    if splits == 0 {
+        return Err(AuditError::InvalidParameter {
+            name: "splits",
+            value: "0".into(),
+            expected: "at least one random halving for `multi-split`",
+        });
+    }
+    Ok(split_seeds(seed, splits))
 }
 
 /// Index (in `bounds`) of the `⌈B/2⌉`-th largest bound, ties broken by the

@@ -112,10 +112,28 @@ fn ln_beta_prefactor(a: f64, b: f64, x: f64, y: f64) -> f64 {
     }
 }
 
+/// Smallest magnitude the modified Lentz method lets `c` and `d` take.
+const LENTZ_TINY: f64 = 1e-300;
+
+/// One step of the modified Lentz method (Numerical Recipes §5.2) with the
+/// partial numerator `aa`: the new `c` and the new `1/d`, each kept away
+/// from 0.
+fn lentz_step(aa: f64, c: f64, d: f64) -> (f64, f64) {
+    let mut d = 1.0 + aa * d;
+    if d.abs() < LENTZ_TINY {
+        d = LENTZ_TINY;
+    }
+    let mut c = 1.0 + aa / c;
+    if c.abs() < LENTZ_TINY {
+        c = LENTZ_TINY;
+    }
+    (c, 1.0 / d)
+}
+
 /// Continued fraction for `I_x(a, b) · a · B(a, b) / (x^a y^b)` (modified
 /// Lentz), convergent and fast for `x < (a + 1)/(a + b + 2)`.
 fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
+    const TINY: f64 = LENTZ_TINY;
     const EPS: f64 = 1e-16;
     let max_iter = 1000 + (20.0 * (a.max(b)).sqrt()) as usize;
     let qab = a + b;
@@ -132,26 +150,10 @@ fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
         let m = m as f64;
         let m2 = 2.0 * m;
         let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        (c, d) = lentz_step(aa, c, d);
         h *= d * c;
         let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        (c, d) = lentz_step(aa, c, d);
         let del = d * c;
         h *= del;
         if (del - 1.0).abs() < EPS {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use dpaudit_audit::io::{parse_csv, parse_npy, to_npy};
+use dpaudit_audit::io::{npy_v1_preamble, parse_csv, parse_npy, to_npy};
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::AuditError;
@@ -134,13 +134,7 @@ fn npy_round_trip_and_errors() {
 
 /// An NPY v1 file with the header `dict` (padded as NumPy does) and `data`.
 fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut header = dict.to_string();
-    let total = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - total % 64) % 64));
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let mut out = npy_v1_preamble(dict);
     out.extend_from_slice(data);
     out
 }

@@ -163,12 +163,44 @@ fn canaries(
     }
 }
 
+/// How many of `runs` one-run bounds, each on 200 fresh canaries scored by
+/// `score`, exceed `truth`; a draw whose inclusion design the check refuses
+/// counts as no bound.
+fn one_run_exceedances(
+    rng: &mut ChaCha8Rng,
+    cfg: &OneRunConfig,
+    runs: usize,
+    truth: f64,
+    score: impl Fn(&mut ChaCha8Rng, bool) -> f64,
+) -> usize {
+    (0..runs)
+        .filter(|_| {
+            let obs = canaries(rng, 200, &score);
+            one_run_lower_bound(&obs, cfg).map_or_else(
+                |e| match e {
+                    AuditError::InclusionDesign { .. } => false,
+                    e => panic!("{e}"),
+                },
+                |b| b.epsilon > truth,
+            )
+        })
+        .count()
+}
+
 #[test]
 fn one_run_coverage() {
     let mut rng = ChaCha8Rng::seed_from_u64(13);
     // Pure DP randomized response, δ = 0: Thm 3.1 is tight here.
     for eps0 in [0.5_f64, 1.0, 2.0] {
         let p = 1.0 / (1.0 + (-eps0).exp());
+        // Randomized response of the inclusion bit.
+        let rr = |r: &mut ChaCha8Rng, inc: bool| {
+            if (r.gen::<f64>() < p) == inc {
+                1.0
+            } else {
+                -1.0
+            }
+        };
         let cfg = OneRunConfig {
             confidence: 0.95,
             delta: 0.0,
@@ -176,24 +208,7 @@ fn one_run_coverage() {
             fixed_guesses: Some((50, 50)),
             guesses: GuessFamily::WithOneSided,
         };
-        let bad = (0..trials())
-            .filter(|_| {
-                let obs = canaries(&mut rng, 200, |r, inc| {
-                    if (r.gen::<f64>() < p) == inc {
-                        1.0
-                    } else {
-                        -1.0
-                    }
-                });
-                one_run_lower_bound(&obs, &cfg).map_or_else(
-                    |e| match e {
-                        AuditError::InclusionDesign { .. } => false,
-                        e => panic!("{e}"),
-                    },
-                    |b| b.epsilon > eps0,
-                )
-            })
-            .count();
+        let bad = one_run_exceedances(&mut rng, &cfg, trials(), eps0, rr);
         assert_coverage(bad, trials(), 0.05, &format!("one-run fixed, RR ε₀={eps0}"));
         let cfg = OneRunConfig {
             selection: Selection::Split { seed: 3 },
@@ -201,24 +216,7 @@ fn one_run_coverage() {
             guesses: GuessFamily::WithOneSided,
             ..cfg
         };
-        let bad = (0..trials() / 4)
-            .filter(|_| {
-                let obs = canaries(&mut rng, 200, |r, inc| {
-                    if (r.gen::<f64>() < p) == inc {
-                        1.0
-                    } else {
-                        -1.0
-                    }
-                });
-                one_run_lower_bound(&obs, &cfg).map_or_else(
-                    |e| match e {
-                        AuditError::InclusionDesign { .. } => false,
-                        e => panic!("{e}"),
-                    },
-                    |b| b.epsilon > eps0,
-                )
-            })
-            .count();
+        let bad = one_run_exceedances(&mut rng, &cfg, trials() / 4, eps0, rr);
         assert_coverage(
             bad,
             trials() / 4,
@@ -237,21 +235,10 @@ fn one_run_coverage() {
             fixed_guesses: Some((20, 20)),
             guesses: GuessFamily::WithOneSided,
         };
-        let bad = (0..trials())
-            .filter(|_| {
-                let obs = canaries(&mut rng, 200, |r, inc| {
-                    let z: f64 = r.sample(StandardNormal);
-                    (if inc { 1.0 } else { -1.0 }) + sigma * z
-                });
-                one_run_lower_bound(&obs, &cfg).map_or_else(
-                    |e| match e {
-                        AuditError::InclusionDesign { .. } => false,
-                        e => panic!("{e}"),
-                    },
-                    |b| b.epsilon > truth,
-                )
-            })
-            .count();
+        let bad = one_run_exceedances(&mut rng, &cfg, trials(), truth, |r, inc| {
+            let z: f64 = r.sample(StandardNormal);
+            (if inc { 1.0 } else { -1.0 }) + sigma * z
+        });
         assert_coverage(bad, trials(), 0.05, &format!("one-run, Gaussian μ={mu}"));
     }
 }

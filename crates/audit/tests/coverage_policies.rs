@@ -41,18 +41,30 @@ fn policies(seed: u64) -> [Selection; 2] {
     ]
 }
 
-#[test]
-fn eps_delta_policies_cover() {
-    let mut rng = rng(31);
-    for mech in mechanisms() {
-        let truth = epsilon(mech);
-        for (k, selection) in policies(8).into_iter().enumerate() {
+/// The settings each policy is checked at (confidence 0.95, δ = [`DELTA`]),
+/// with its trial count: more for `bonferroni`, the default.
+fn configs(seed: u64) -> impl Iterator<Item = (usize, RegionConfig)> {
+    policies(seed)
+        .into_iter()
+        .enumerate()
+        .map(|(k, selection)| {
             let n = trials(if k == 0 { 1000 } else { 200 });
             let cfg = RegionConfig {
                 confidence: 0.95,
                 delta: DELTA,
                 selection,
             };
+            (n, cfg)
+        })
+}
+
+#[test]
+fn eps_delta_policies_cover() {
+    let mut rng = rng(31);
+    for mech in mechanisms() {
+        let truth = epsilon(mech);
+        for (n, cfg) in configs(8) {
+            let selection = cfg.selection;
             let bad = (0..n)
                 .filter(|_| {
                     let obs = runs(&mut rng, mech, 100);
@@ -75,13 +87,8 @@ fn gdp_policies_cover() {
     for mech in mechanisms() {
         let mu_true = mech.mu();
         let eps_true = matches!(mech, Mechanism::Gaussian(_)).then(|| epsilon(mech));
-        for (k, selection) in policies(9).into_iter().enumerate() {
-            let n = trials(if k == 0 { 1000 } else { 200 });
-            let cfg = RegionConfig {
-                confidence: 0.95,
-                delta: DELTA,
-                selection,
-            };
+        for (n, cfg) in configs(9) {
+            let selection = cfg.selection;
             let bad = (0..n)
                 .filter(|_| {
                     let b = gdp_lower_bound(&runs(&mut rng, mech, 100), &cfg).unwrap();

@@ -117,3 +117,27 @@ fn duplicate_score_or_member_columns_are_refused_with_both_positions() {
     let msg = csv_error("\"score\",member,score\n1,1,2\n");
     assert!(msg.contains("columns 1 and 3"), "{msg}");
 }
+
+#[test]
+fn errors_in_quoted_crlf_files_after_a_bom_name_file_line_and_field() {
+    let bom_crlf = |rows: &[&str]| format!("\u{feff}{}\r\n", rows.join("\r\n"));
+    let msg = csv_error(&bom_crlf(&[
+        "\"score\",\"member\"",
+        "\"0.5\",\"1\"",
+        "\"0.25\",\"2\"",
+    ]));
+    assert!(
+        msg.contains("s.csv:3") && msg.contains("member value `2`"),
+        "{msg}"
+    );
+    let msg = csv_error(&bom_crlf(&["\"score\",\"member\"", "\"x\",\"1\""]));
+    assert!(
+        msg.contains("s.csv:2:") && msg.contains("column `score`: `x`"),
+        "{msg}"
+    );
+    let msg = csv_error(&bom_crlf(&["\"score\",\"member\"", "\"NaN\",\"1\""]));
+    assert!(
+        msg.contains("s.csv:2") && msg.contains("score NaN"),
+        "{msg}"
+    );
+}
