@@ -2,9 +2,8 @@
 //! MIA with the points that give `c_lb` and `{c+ε}_lb` (SVG), a grid of
 //! generated images (PNG), and `summary.md`.
 
-use std::fmt::Write as _;
-
 use dpaudit_audit::panoramia::EpsilonTilde;
+use dpaudit_audit::svg::{self, Axis, Mark};
 
 use crate::error::{out_err, Result};
 
@@ -58,13 +57,6 @@ pub fn marked_point(tp: u64, r: u64, members: u64) -> Option<PrPoint> {
     })
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// One curve of a plot.
 #[derive(Debug)]
 pub struct PrSeries<'a> {
@@ -85,98 +77,50 @@ pub fn pr_svg(title: &str, series: &[PrSeries<'_>], min_recall: f64) -> String {
     let (w, h) = (640.0, 420.0);
     let (l, r, t, b) = (70.0, 20.0, 40.0, 60.0);
     let lo = min_recall.clamp(1e-6, 0.5).log10();
-    let x = |recall: f64| l + (recall.max(10f64.powf(lo)).log10() - lo) / (0.0 - lo) * (w - l - r);
-    let y = |p: f64| t + (1.0 - p) * (h - t - b);
+    let x = Axis::log(10f64.powf(lo), 1.0, l, w - r);
+    let y = Axis::linear(0.0, 1.0, h - b, t);
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    svg::open(&mut s, w, h, title);
+    let precision_ticks: Vec<(f64, String)> = (0..=10)
+        .map(|k| {
+            let p = f64::from(k) / 10.0;
+            (p, format!("{p:.1}"))
+        })
+        .collect();
+    svg::frame(
+        &mut s,
+        &x,
+        &y,
+        &svg::decade_ticks(lo.ceil() as i32, 0),
+        &precision_ticks,
     );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        w / 2.0,
-        escape(title)
-    );
-    // Axes and grid.
-    for k in 0..=10 {
-        let p = f64::from(k) / 10.0;
-        let yy = y(p);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{l}" y1="{yy:.1}" x2="{}" y2="{yy:.1}" stroke="#eee"/><text x="{}" y="{:.1}" text-anchor="end">{p:.1}</text>"##,
-            w - r,
-            l - 6.0,
-            yy + 4.0
-        );
-    }
-    let mut d = lo.ceil() as i32;
-    while d <= 0 {
-        let xx = x(10f64.powi(d));
-        let _ = writeln!(
-            s,
-            r##"<line x1="{xx:.1}" y1="{t}" x2="{xx:.1}" y2="{}" stroke="#eee"/><text x="{xx:.1}" y="{}" text-anchor="middle">1e{d}</text>"##,
-            h - b,
-            h - b + 16.0
-        );
-        d += 1;
-    }
-    let _ = writeln!(
-        s,
-        r#"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="black"/>"#,
-        w - l - r,
-        h - t - b
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">recall (log scale)</text><text x="18" y="{}" text-anchor="middle" transform="rotate(-90 18 {})">precision</text>"#,
-        (l + w - r) / 2.0,
-        h - 20.0,
-        (t + h - b) / 2.0,
-        (t + h - b) / 2.0
-    );
+    svg::axis_titles(&mut s, h, &x, &y, "recall (log scale)", "precision");
     for (i, se) in series.iter().enumerate() {
-        let pts: Vec<String> = se
-            .points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.recall), y(p.precision)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+        svg::polyline(
+            &mut s,
             se.color,
-            pts.join(" ")
-        );
-        let ly = t + 14.0 + 16.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
-            l + 10.0,
-            l + 30.0,
-            se.color,
-            l + 36.0,
-            ly + 4.0,
-            escape(&se.label)
+            se.points
+                .iter()
+                .map(|p| (x.px(p.recall), y.px(p.precision))),
         );
         if let Some((p, label)) = &se.mark {
-            let (px, py) = (x(p.recall), y(p.precision));
+            let (px, py) = (x.px(p.recall), y.px(p.precision));
+            svg::dot(&mut s, px, py, 5.0, se.color);
             // Labels of points in the right third go to their left.
             let (tx, anchor) = if px > l + 2.0 * (w - l - r) / 3.0 {
                 (px - 8.0, "end")
             } else {
                 (px + 8.0, "start")
             };
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="{}" stroke="black"/><text x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-                se.color,
-                py + 16.0 + 14.0 * i as f64,
-                escape(label)
-            );
+            svg::text(&mut s, tx, py + 16.0 + 14.0 * i as f64, anchor, label);
         }
     }
-    s.push_str("</svg>\n");
+    let legend: Vec<(Mark<'_>, String)> = series
+        .iter()
+        .map(|se| (Mark::Line(se.color), se.label.clone()))
+        .collect();
+    svg::legend(&mut s, w - r - 8.0, t + 8.0, &legend);
+    svg::close(&mut s);
     s
 }
 
@@ -249,6 +193,47 @@ mod tests {
                     precision: 0.5
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn pr_svg_draws_each_series_its_legend_and_its_marked_point() {
+        let points = [
+            PrPoint {
+                recall: 0.01,
+                precision: 1.0,
+            },
+            PrPoint {
+                recall: 0.5,
+                precision: 0.75,
+            },
+            PrPoint {
+                recall: 1.0,
+                precision: 0.5,
+            },
+        ];
+        let series = [PrSeries {
+            label: "MIA <f>".into(),
+            color: "#1f77b4",
+            points: &points,
+            mark: Some((points[0], "c_lb = 1.2".into())),
+        }];
+        let svg = pr_svg("a & b", &series, 1e-3);
+        assert!(
+            svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 1);
+        // Decades 1e-3 … 1 on the recall axis, 11 precision ticks.
+        assert_eq!(svg.matches("text-anchor=\"end\">").count(), 11);
+        assert!(
+            svg.contains("MIA &lt;f&gt;") && svg.contains("a &amp; b"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("c_lb = 1.2") && svg.contains("class=\"legend\""),
+            "{svg}"
         );
     }
 
