@@ -1128,7 +1128,7 @@ pub fn run(
     };
     let measure_cfg = MeasureConfig {
         confidence: config.confidence,
-        selection: config.selection.to_selection(config.seed),
+        selection: config.threshold_selection(),
     };
     let baseline_obs = Observations::new(baseline.scores.clone(), s.clone())?;
 
@@ -1240,7 +1240,7 @@ pub fn run(
             &OneRunConfig {
                 confidence: config.confidence,
                 delta: 0.0,
-                selection: config.selection.to_selection(config.seed),
+                selection: config.threshold_selection(),
                 fixed_guesses: None,
                 guesses: GuessFamily::WithOneSided,
             },
