@@ -15,6 +15,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The statistical method of a bound, as asked for and as recorded.
+/// Serialised by its [`Method::name`]; read from either spelling
+/// ([`Method::from_str`]), so a new variant needs no serde attribute.
 ///
 /// `one-run-fdp-gaussian` is the f-DP one-run audit with the Gaussian
 /// trade-off family asked for by name (experiment files); the bound it
@@ -23,11 +25,10 @@ use serde::{Deserialize, Serialize};
 /// line the family is `--family`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Method {
     /// Clopper–Pearson (ε,δ) region (Annamalai et al. 2024, Eq. (1) and
     /// Algorithm 5), rank test.
-    #[serde(alias = "eps_delta")]
     #[cfg_attr(
         feature = "clap",
         value(
@@ -42,7 +43,6 @@ pub enum Method {
     )]
     Gdp,
     /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
-    #[serde(alias = "one_run")]
     #[cfg_attr(
         feature = "clap",
         value(help = "One-run audit from canary scores (Steinke, Nasr & Jagielski 2023, Thm 3.1)")
@@ -50,7 +50,6 @@ pub enum Method {
     OneRun,
     /// f-DP one-run audit (Mahloujifar, Melis & Chaudhuri 2024), the
     /// trade-off family given separately ((ε, δ) by default).
-    #[serde(alias = "one_run_fdp")]
     #[cfg_attr(
         feature = "clap",
         value(
@@ -61,7 +60,6 @@ pub enum Method {
     /// The f-DP one-run audit with the Gaussian trade-off family: μ⁻ bounds
     /// any μ-GDP claim, and the ε derived from it assumes the mechanism's
     /// trade-off curve is Gaussian (as the name says).
-    #[serde(alias = "one_run_fdp_gaussian")]
     #[cfg_attr(feature = "clap", value(skip))]
     OneRunFdpGaussian,
     /// PANORAMIA measurement (Kazmi et al. 2024): not a lower bound.
@@ -228,11 +226,20 @@ impl FromStr for Method {
     }
 }
 
+impl TryFrom<String> for Method {
+    type Error = String;
+
+    /// Files read either spelling, as [`Method::from_str`].
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
 /// The selection policy asked for, before it is resolved against a method,
 /// a number of observations and a seed ([`SelectionChoice::resolve`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum SelectionChoice {
     /// The default for the method and the number of observations (valid):
     /// [`Method::default_selection`].
@@ -259,7 +266,6 @@ pub enum SelectionChoice {
     )]
     Split,
     /// Several random halvings at half the level; the median-rank bound (valid).
-    #[serde(alias = "multi_split")]
     #[cfg_attr(
         feature = "clap",
         value(
@@ -268,7 +274,6 @@ pub enum SelectionChoice {
     )]
     MultiSplit,
     /// Choose and bound on the same data, as the papers do (NOT valid).
-    #[serde(alias = "same_data")]
     #[cfg_attr(
         feature = "clap",
         value(
@@ -345,6 +350,15 @@ impl FromStr for SelectionChoice {
                     "selection `{s}` is unknown; expected auto, bonferroni, split, multi-split, same-data or fixed"
                 )
             })
+    }
+}
+
+impl TryFrom<String> for SelectionChoice {
+    type Error = String;
+
+    /// Files read either spelling, as [`SelectionChoice::from_str`].
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
     }
 }
 
