@@ -147,9 +147,8 @@ impl LikelihoodRatio {
     /// Worst-Case BGM.
     pub fn threat_model(&self) -> crate::ThreatModel {
         match self {
-            LikelihoodRatio::Natural | LikelihoodRatio::PartiallyInformed => {
-                crate::ThreatModel::AllIterates
-            }
+            LikelihoodRatio::Natural => crate::ThreatModel::Natural,
+            LikelihoodRatio::PartiallyInformed => crate::ThreatModel::PartiallyInformed,
             LikelihoodRatio::WorstCase { .. }
             | LikelihoodRatio::BatchThenShuffle { .. }
             | LikelihoodRatio::Poisson { .. } => crate::ThreatModel::WorstCase,

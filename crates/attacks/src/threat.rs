@@ -9,15 +9,21 @@ use serde::{Deserialize, Serialize};
 
 /// What the adversary sees of a training run.
 ///
-/// Ordered from the weakest to the strongest adversary.
+/// Ordered from the weakest to the strongest adversary. [`ThreatModel::name`]
+/// is the identifier (serde, snake case); [`ThreatModel::describe`] is the
+/// phrase written into `audit.json` and the summaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThreatModel {
     /// Query access to the final model only: losses (or logits) of chosen
-    /// inputs under θ_T, and optionally under the public initialisation θ₀.
-    /// Scores: [`crate::scores::loss_score`], [`crate::scores::loss_difference_score`].
+    /// inputs under θ_T.
+    /// Score: [`crate::scores::loss_score`].
     /// Steinke, Nasr & Jagielski 2023 §4 "Black-box"; Cebere et al. 2024 §5.1 (A_L).
     BlackBox,
+    /// Query access to the final model and to the public initialisation θ₀:
+    /// losses of chosen inputs under both.
+    /// Score: [`crate::scores::loss_difference_score`].
+    BlackBoxWithInit,
     /// The final parameters θ_T and the public initialisation θ₀, nothing in
     /// between (the hidden-state model, Cebere et al. 2024 §2.2).
     /// Scores: [`crate::scores::dirac_score`], [`crate::scores::inner_product_score`],
@@ -27,6 +33,14 @@ pub enum ThreatModel {
     /// white-box one-run audit, Steinke, Nasr & Jagielski 2023 §4).
     /// Score: [`crate::scores::IterateScore`], fed step by step.
     AllIterates,
+    /// Every step's update, the other records' gradients as training made
+    /// them (the Natural threat model of Annamalai et al. 2024 §5.1).
+    /// Score: [`crate::LikelihoodRatio::Natural`].
+    Natural,
+    /// Every step's update, with the adversary's `−ĝ` in every batch without
+    /// the target (the Partially-Informed threat model of Annamalai et al.
+    /// 2024 §5.1). Score: [`crate::LikelihoodRatio::PartiallyInformed`].
+    PartiallyInformed,
     /// Every privatised aggregate, with the adversary also choosing every
     /// record's gradient: the Batched Gaussian Mechanism of Annamalai et al. 2024 §4, Algorithm 4
     /// (Algorithm 4), simulated without a network by [`crate::bgm_simulator`].
@@ -34,16 +48,68 @@ pub enum ThreatModel {
 }
 
 impl ThreatModel {
+    /// Every threat model, from the weakest to the strongest.
+    pub const ALL: [ThreatModel; 7] = [
+        ThreatModel::BlackBox,
+        ThreatModel::BlackBoxWithInit,
+        ThreatModel::HiddenState,
+        ThreatModel::AllIterates,
+        ThreatModel::Natural,
+        ThreatModel::PartiallyInformed,
+        ThreatModel::WorstCase,
+    ];
+
+    /// The identifier, as serialised (`hidden_state`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreatModel::BlackBox => "black_box",
+            ThreatModel::BlackBoxWithInit => "black_box_with_init",
+            ThreatModel::HiddenState => "hidden_state",
+            ThreatModel::AllIterates => "all_iterates",
+            ThreatModel::Natural => "natural",
+            ThreatModel::PartiallyInformed => "partially_informed",
+            ThreatModel::WorstCase => "worst_case",
+        }
+    }
+
+    /// The threat model in words, as `audit.json` names it next to a bound.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ThreatModel::BlackBox => "black box (loss of the final model)",
+            ThreatModel::BlackBoxWithInit => "black box with θ₀ (loss difference)",
+            ThreatModel::HiddenState => "hidden state (final model θ_T and θ₀)",
+            ThreatModel::AllIterates => "white box (all intermediate iterates)",
+            ThreatModel::Natural => "every step, Natural (Annamalai et al. 2024)",
+            ThreatModel::PartiallyInformed => {
+                "every step, Partially-Informed (Annamalai et al. 2024)"
+            }
+            ThreatModel::WorstCase => "worst case (every aggregate, every gradient chosen)",
+        }
+    }
+
     /// One sentence on what a score under this model may read.
     pub fn observes(self) -> &'static str {
         match self {
-            ThreatModel::BlackBox => "losses of chosen inputs under the final model (and under θ₀)",
+            ThreatModel::BlackBox => "losses of chosen inputs under the final model",
+            ThreatModel::BlackBoxWithInit => {
+                "losses of chosen inputs under the final model and under θ₀"
+            }
             ThreatModel::HiddenState => "the final parameters θ_T and the initial parameters θ₀",
             ThreatModel::AllIterates => "every intermediate parameter vector θ₀ … θ_T",
+            ThreatModel::Natural => "every step's update, the other gradients as trained",
+            ThreatModel::PartiallyInformed => {
+                "every step's update, with −ĝ in every batch without the target"
+            }
             ThreatModel::WorstCase => {
                 "every noisy aggregate, with every record's gradient chosen by the adversary"
             }
         }
+    }
+}
+
+impl std::fmt::Display for ThreatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
     }
 }
 
@@ -73,5 +139,11 @@ mod tests {
         );
         let back: ThreatModel = serde_json::from_str("\"all_iterates\"").unwrap();
         assert_eq!(back, ThreatModel::AllIterates);
+        for m in ThreatModel::ALL {
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                format!("\"{}\"", m.name())
+            );
+        }
     }
 }

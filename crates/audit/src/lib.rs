@@ -57,7 +57,9 @@ pub mod clopper_pearson;
 pub mod curves;
 pub mod design;
 pub mod error;
+pub mod estimate;
 pub mod io;
+pub mod method;
 pub mod metrics;
 /// The standard normal and the μ-GDP curve (`dpaudit-gaussian`, shared with the accountant).
 pub use dpaudit_gaussian as gaussian;

@@ -1,17 +1,18 @@
-//! Validated inputs (scores with membership labels) and the threshold
-//! selection policy.
+//! Validated inputs: scores with membership labels, and their random split.
 //!
 //! Convention everywhere: a **higher score means "more likely a member"**
 //! (the canary/target was included). Pass `−loss` for loss-based attacks.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 
 use crate::error::{AuditError, Result};
+
+/// The methods and the selection policies live in [`crate::method`]; their
+/// old paths stay valid.
+pub use crate::method::{Method, Selection, SelectionChoice};
 
 /// Scores of observations, each labelled member (1: the target/canary was
 /// included) or non-member (0), in input order. Owned
@@ -170,118 +171,6 @@ pub(crate) fn split_bits(n: usize, seed: u64) -> Vec<bool> {
         out.extend((0..take).map(|j| (word >> j) & 1 == 1));
     }
     out
-}
-
-/// How the threshold (or the guess counts) is chosen. Named in every output.
-///
-/// Which policies are valid, and why, is written out in
-/// `docs/audit-statistics.md`; [`crate::policy::default_selection`] picks
-/// one from the method and the number of observations alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "policy", rename_all = "kebab-case")]
-pub enum Selection {
-    /// Choose on a random half (see [`Observations::split`]), bound on the
-    /// other half. Valid at the stated confidence.
-    Split {
-        /// Seed of the split; fix it before looking at the scores.
-        seed: u64,
-    },
-    /// `splits` independent random halvings, each bounded as [`Selection::Split`]
-    /// at level `(1 − confidence)/2`; the reported bound is the
-    /// `⌈splits/2⌉`-th largest of them. Valid for any dependence between the
-    /// splits (Meinshausen, Meier & Bühlmann 2009, p-value aggregation with
-    /// γ = ½: at least half of the splits must reject).
-    MultiSplit {
-        /// Seed from which the splits' seeds are derived.
-        seed: u64,
-        /// Number of random halvings.
-        splits: u32,
-    },
-    /// Choose and bound on the same data, as the papers do (Annamalai et
-    /// al. 2024 §3.2; Cebere et al. 2024 App. A; Steinke et al. 2023 §5).
-    /// The maximum over candidates is **not** a valid bound at the stated
-    /// confidence.
-    SameData,
-    /// Choose on all the data, with a union bound over a family declared in
-    /// advance. Threshold audits: every error-rate bound holds simultaneously
-    /// over all thresholds, via a grid of count levels fixed by the class
-    /// sizes (see [`crate::region`]). One-run audits: every (k+, k−) candidate
-    /// of the fixed grid is tested at level `(1 − confidence)/K`. Valid.
-    Bonferroni,
-    /// No search: the guess counts were fixed before looking at the data
-    /// (one-run only). Valid.
-    Fixed,
-}
-
-impl Selection {
-    /// Short name: `split`, `multi-split`, `same-data`, `bonferroni` or `fixed`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Selection::Split { .. } => "split",
-            Selection::MultiSplit { .. } => "multi-split",
-            Selection::SameData => "same-data",
-            Selection::Bonferroni => "bonferroni",
-            Selection::Fixed => "fixed",
-        }
-    }
-
-    /// Whether the reported bound holds at the stated confidence.
-    pub fn is_valid(&self) -> bool {
-        !matches!(self, Selection::SameData)
-    }
-}
-
-impl fmt::Display for Selection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Selection::Split { seed } => {
-                write!(f, "split (seed {seed}: chosen on one random half, bounded on the other)")
-            }
-            Selection::MultiSplit { seed, splits } => write!(
-                f,
-                "multi-split (seed {seed}: {splits} random halvings, each at half the level; the median-rank bound)"
-            ),
-            Selection::SameData => write!(
-                f,
-                "same-data (chosen and bounded on the same scores: NOT valid at the stated confidence)"
-            ),
-            Selection::Bonferroni => write!(
-                f,
-                "bonferroni (all scores; a union bound over a family fixed in advance)"
-            ),
-            Selection::Fixed => write!(f, "fixed (guess counts fixed in advance, no search)"),
-        }
-    }
-}
-
-/// The statistical method that produced a bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Clopper–Pearson (ε,δ) region (Annamalai et al. 2024, Eq. (1) and
-    /// Algorithm 5).
-    EpsDelta,
-    /// GDP audit (Cebere et al. 2024, App. A, Lemma 1 and Corollary 1).
-    Gdp,
-    /// One-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
-    OneRun,
-    /// f-DP one-run audit (Mahloujifar, Melis & Chaudhuri 2024).
-    OneRunFdp,
-    /// PANORAMIA measurement (Kazmi et al. 2024).
-    Panoramia,
-}
-
-impl Method {
-    /// The CLI name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Method::EpsDelta => "eps-delta",
-            Method::Gdp => "gdp",
-            Method::OneRun => "one-run",
-            Method::OneRunFdp => "one-run-fdp",
-            Method::Panoramia => "panoramia",
-        }
-    }
 }
 
 #[cfg(test)]

@@ -52,9 +52,7 @@ pub(crate) fn median_rank_index(bounds: &[f64]) -> usize {
     order[bounds.len().div_ceil(2) - 1]
 }
 
-/// Canaries from which `split` replaces `bonferroni` as the default of the
-/// Steinke et al. one-run audit.
-pub const ONE_RUN_SPLIT_FROM: usize = 5000;
+pub use crate::method::ONE_RUN_SPLIT_FROM;
 
 /// The default selection policy for `method` with `n` observations (scores
 /// for the threshold methods, canaries for the one-run methods). It depends
@@ -75,11 +73,7 @@ pub const ONE_RUN_SPLIT_FROM: usize = 5000;
 ///   35 cells);
 /// - `panoramia`: `split`.
 pub fn default_selection(method: Method, n: usize, seed: u64) -> Selection {
-    match method {
-        Method::EpsDelta | Method::Gdp | Method::OneRunFdp => Selection::Bonferroni,
-        Method::OneRun if n < ONE_RUN_SPLIT_FROM => Selection::Bonferroni,
-        Method::OneRun | Method::Panoramia => Selection::Split { seed },
-    }
+    method.default_selection(n, seed)
 }
 
 #[cfg(test)]

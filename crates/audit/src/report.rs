@@ -14,57 +14,7 @@ use crate::panoramia::PanoramiaMeasurement;
 /// What a method's bound assumes, in words (printed and in the JSON);
 /// `family` is the f-DP one-run audit's trade-off family.
 pub fn assumptions_of(method: Method, family: Option<TradeoffFamily>) -> Vec<&'static str> {
-    const RUNS: &str = "each score comes from an independent run: the member scores are i.i.d., \
-                        the non-member scores are i.i.d., and the two classes are independent";
-    const CANARIES: &str = "the rows are the canaries of one run, each included independently \
-                            with probability 1/2 (member = included; a count implausible under \
-                            that design is refused); row order does not matter (a guess set that \
-                            cuts through tied scores counts them against the auditor)";
-    const GUESSES: &str =
-        "the guesses are a function of the scores only, never of the inclusion bits";
-    const HIGHER: &str = "a higher score means \"member\"";
-    match (method, family) {
-        (Method::EpsDelta, _) => vec![
-            RUNS,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim",
-        ],
-        (Method::Gdp, _) => vec![
-            RUNS,
-            HIGHER,
-            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP",
-            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
-             curve is Gaussian-shaped (e.g. Gaussian noise without subsampling or shuffling); for \
-             subsampled or shuffled mechanisms it can exceed the true ε (Cebere et al. 2024, Remark 3)",
-            "δ > 0",
-        ],
-        (Method::OneRun, _) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim; with δ > 0 it \
-             weakens as the number of canaries grows (the 2mδ term of Steinke et al. 2023, Thm 3.1)",
-        ],
-        (Method::OneRunFdp, Some(TradeoffFamily::EpsDelta)) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim \
-             (family eps-delta)",
-        ],
-        (Method::OneRunFdp, _) => vec![
-            CANARIES,
-            GUESSES,
-            HIGHER,
-            "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP (family gaussian)",
-            "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
-             curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
-            "δ > 0",
-        ],
-        (Method::Panoramia, _) => vec![
-            "epsilon_tilde is a measurement relative to a baseline classifier, not a lower bound on ε",
-        ],
-    }
+    method.assumptions(!matches!(family, Some(TradeoffFamily::EpsDelta)))
 }
 
 /// What `bound` assumes, in words: [`assumptions_of`] its method and, for

@@ -20,11 +20,11 @@ mod common;
 
 use common::{assert_coverage, rng, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::EpsilonLowerBound;
+use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::GuessFamily;
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
-use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use dpaudit_audit::Result;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -44,43 +44,15 @@ const METHODS: [Method; 4] = [
 
 /// The bound of `method` with its default selection, or the refusal.
 fn default_bound(method: Method, obs: &Observations, seed: u64) -> Result<EpsilonLowerBound> {
-    let selection = default_selection(method, obs.len(), seed);
-    match method {
-        Method::EpsDelta | Method::Gdp => {
-            let cfg = RegionConfig {
-                confidence: 1.0 - BETA,
-                delta: DELTA,
-                selection,
-            };
-            if method == Method::Gdp {
-                gdp_lower_bound(obs, &cfg)
-            } else {
-                eps_delta_lower_bound(obs, &cfg)
-            }
-        }
-        Method::OneRun => one_run_lower_bound(
-            obs,
-            &OneRunConfig {
-                confidence: 1.0 - BETA,
-                delta: DELTA,
-                selection,
-                fixed_guesses: None,
-                guesses: GuessFamily::Symmetric,
-            },
-        ),
-        Method::OneRunFdp => one_run_fdp_lower_bound(
-            obs,
-            &OneRunFdpConfig {
-                confidence: 1.0 - BETA,
-                delta: DELTA,
-                family: TradeoffFamily::EpsDelta,
-                selection,
-                fixed_guesses: None,
-                guesses: GuessFamily::Symmetric,
-            },
-        ),
-        Method::Panoramia => unreachable!("PANORAMIA is a measurement, not a bound"),
-    }
+    let settings = BoundSettings {
+        confidence: 1.0 - BETA,
+        delta: DELTA,
+        selection: default_selection(method, obs.len(), seed),
+        family: TradeoffFamily::EpsDelta,
+        guesses: GuessFamily::Symmetric,
+        fixed_guesses: None,
+    };
+    lower_bound(method, obs, &settings)
 }
 
 /// Whether the default of `method` reports a positive bound (a refusal of

@@ -4,22 +4,25 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::canaries::ScoreKind;
-use crate::settings::{ClaimedBound, ExperimentConfig, MethodChoice, SelectionChoice};
+use crate::settings::{ClaimedBound, ExperimentConfig};
 use dpaudit_audit::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
 };
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::Metrics;
-use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::observations::Observations;
+use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
-use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
-use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
+
+use dpaudit_attacks::ThreatModel;
 
 use crate::book::ScoreRow;
 use crate::error::{ExperimentError, Result};
@@ -33,8 +36,9 @@ pub struct LowerBoundEntry {
     pub method: String,
     /// The score (threat model's statistic).
     pub score: String,
-    /// The threat model, in words.
-    pub threat_model: String,
+    /// The threat model, in words ([`ThreatModel::describe`]).
+    #[serde(with = "threat_words")]
+    pub threat_model: ThreatModel,
     /// The ε lower bound.
     pub epsilon: f64,
     /// Its confidence.
@@ -101,6 +105,76 @@ pub struct AuditReport {
     pub randomness_meaning: String,
 }
 
+/// `audit.json` names a threat model in words.
+mod threat_words {
+    use dpaudit_attacks::ThreatModel;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &ThreatModel, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.describe())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ThreatModel, D::Error> {
+        let words = String::deserialize(d)?;
+        ThreatModel::ALL
+            .into_iter()
+            .find(|m| m.describe() == words)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown threat model `{words}`")))
+    }
+}
+
+/// What readers of a finished audit rely on (`dpaudit compare`): the fields
+/// of [`AuditReport`] with the same names and types, read back from
+/// `audit.json`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AuditSummary {
+    /// Experiment name.
+    pub name: String,
+    /// Canary kind, insertion and schedule in words.
+    pub canary: String,
+    /// The accountant's ε for one canary.
+    pub epsilon_upper: f64,
+    /// δ of every bound.
+    pub delta: f64,
+    /// The lower bounds.
+    pub lower_bounds: Vec<BoundSummary>,
+}
+
+/// One entry of [`AuditSummary::lower_bounds`] (a [`LowerBoundEntry`] read back).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct BoundSummary {
+    /// The method, as labelled ([`EpsilonLowerBound::label`]).
+    pub method: Method,
+    /// The score.
+    pub score: ScoreKind,
+    /// The threat model.
+    #[serde(with = "threat_words")]
+    pub threat_model: ThreatModel,
+    /// The ε lower bound.
+    pub epsilon: f64,
+    /// Its confidence.
+    pub confidence: f64,
+    /// Selection policy name.
+    pub selection: SelectionChoice,
+    /// False for `same_data`: not a valid bound at `confidence`.
+    pub valid_at_confidence: bool,
+}
+
+impl AuditSummary {
+    /// Reads `path` (an experiment's `audit.json`).
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Io {
+            path: path.to_path_buf(),
+            action: "reading",
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
+            path: path.to_path_buf(),
+            reason: format!("not the audit.json of a `dpaudit run` experiment: {e}"),
+        })
+    }
+}
+
 /// The selection policy of `method` on `n` observations (runs, or the
 /// canaries of a run).
 pub fn selection_for(config: &ExperimentConfig, method: Method, n: usize) -> Selection {
@@ -108,16 +182,10 @@ pub fn selection_for(config: &ExperimentConfig, method: Method, n: usize) -> Sel
         .stream(Stream::Split)
         .child(0xA0D1)
         .to_u64();
-    match config.audit.selection {
-        SelectionChoice::Auto => default_selection(method, n, seed),
-        SelectionChoice::Split => Selection::Split { seed },
-        SelectionChoice::MultiSplit => Selection::MultiSplit {
-            seed,
-            splits: DEFAULT_SPLITS,
-        },
-        SelectionChoice::SameData => Selection::SameData,
-        SelectionChoice::Bonferroni => Selection::Bonferroni,
-    }
+    config
+        .audit
+        .selection
+        .resolve(method, n, seed, DEFAULT_SPLITS)
 }
 
 fn entry(
@@ -130,7 +198,7 @@ fn entry(
     LowerBoundEntry {
         method: bound.label().to_string(),
         score: kind.name().to_string(),
-        threat_model: kind.threat_model().to_string(),
+        threat_model: kind.threat_model(),
         epsilon: bound.epsilon,
         confidence: bound.confidence,
         selection: bound.selection.name().to_string(),
@@ -224,26 +292,19 @@ pub fn analyse(
     let mut lower_bounds = Vec::new();
     let mut notes = Vec::new();
     for (k, &kind) in config.audit.scores.iter().enumerate() {
-        for method in &config.audit.methods {
-            match method {
-                MethodChoice::EpsDelta | MethodChoice::Gdp => {
+        for &method in &config.audit.methods {
+            let settings = |obs: &Observations| BoundSettings {
+                confidence: config.audit.confidence,
+                delta,
+                selection: selection_for(config, method, obs.len()),
+                family: TradeoffFamily::EpsDelta,
+                guesses: GuessFamily::WithOneSided,
+                fixed_guesses: None,
+            };
+            match method.observes() {
+                Observed::Runs => {
                     let obs = observations(rows, k)?;
-                    let m = if *method == MethodChoice::Gdp {
-                        Method::Gdp
-                    } else {
-                        Method::EpsDelta
-                    };
-                    let cfg = RegionConfig {
-                        confidence: config.audit.confidence,
-                        delta,
-                        selection: selection_for(config, m, obs.len()),
-                    };
-                    let bound = if *method == MethodChoice::EpsDelta {
-                        eps_delta_lower_bound(&obs, &cfg)
-                    } else {
-                        gdp_lower_bound(&obs, &cfg)
-                    };
-                    match bound {
+                    match lower_bound(method, &obs, &settings(&obs)) {
                         Ok(b) => {
                             // The GDP conversion assumes a Gaussian trade-off;
                             // the bound carries that condition and applies it.
@@ -258,57 +319,22 @@ pub fn analyse(
                         )),
                     }
                 }
-                MethodChoice::OneRun
-                | MethodChoice::OneRunFdp
-                | MethodChoice::OneRunFdpGaussian => {
+                Observed::CanariesOfOneRun => {
                     let mut by_run: BTreeMap<u64, Vec<ScoreRow>> = BTreeMap::new();
                     for r in rows {
                         by_run.entry(r.run).or_default().push(r.clone());
                     }
-                    let family = match method {
-                        MethodChoice::OneRunFdpGaussian => Some(TradeoffFamily::Gaussian),
-                        MethodChoice::OneRunFdp => Some(TradeoffFamily::EpsDelta),
-                        _ => None,
-                    };
-                    let fdp = family.is_some();
-                    let m = if fdp {
-                        Method::OneRunFdp
-                    } else {
-                        Method::OneRun
-                    };
-                    let bound_of = |obs: &Observations| {
-                        let selection = selection_for(config, m, obs.len());
-                        if let Some(family) = family {
-                            let cfg = OneRunFdpConfig {
-                                confidence: config.audit.confidence,
-                                delta,
-                                family,
-                                selection,
-                                fixed_guesses: None,
-                                guesses: GuessFamily::WithOneSided,
-                            };
-                            one_run_fdp_lower_bound(obs, &cfg)
-                        } else {
-                            let cfg = OneRunConfig {
-                                confidence: config.audit.confidence,
-                                delta,
-                                selection,
-                                fixed_guesses: None,
-                                guesses: GuessFamily::WithOneSided,
-                            };
-                            one_run_lower_bound(obs, &cfg)
-                        }
-                    };
                     let mut first = None;
                     let mut all = Vec::new();
                     let reported = by_run.keys().next().copied();
                     for (run, rs) in &by_run {
-                        let b = match bound_of(&observations(rs, k)?) {
+                        let obs = observations(rs, k)?;
+                        let b = match lower_bound(method, &obs, &settings(&obs)) {
                             Ok(b) => b,
                             Err(e) => {
                                 notes.push(format!(
                                     "{} bound of run {run}, score {} not computed: {e}",
-                                    m.name(),
+                                    method.recorded_as().name(),
                                     kind.name()
                                 ));
                                 continue;
@@ -325,6 +351,11 @@ pub fn analyse(
                         lower_bounds.push(entry(&b, kind, epsilon_upper, Some(run), per_run));
                     }
                 }
+                // Refused when the experiment file is read.
+                Observed::Measurement => notes.push(format!(
+                    "{} is a measurement, not a lower bound: not computed",
+                    method.name()
+                )),
             }
         }
     }
@@ -335,19 +366,20 @@ pub fn analyse(
                 .into(),
         );
     }
-    let one_run = [
-        MethodChoice::OneRun,
-        MethodChoice::OneRunFdp,
-        MethodChoice::OneRunFdpGaussian,
-    ];
-    if config.audit.methods.iter().any(|m| one_run.contains(m)) && config.runs > 1 {
+    if config
+        .audit
+        .methods
+        .iter()
+        .any(|m| m.observes() == Observed::CanariesOfOneRun)
+        && config.runs > 1
+    {
         notes.push(
             "one-run: the reported bound is run 0's (fixed before training); `per_run` lists every run's bound, \
              each valid on its own — their maximum is not"
                 .into(),
         );
     }
-    let gaussian_methods = [MethodChoice::Gdp, MethodChoice::OneRunFdpGaussian];
+    let gaussian_methods = [Method::Gdp, Method::OneRunFdpGaussian];
     if config
         .audit
         .methods

@@ -14,43 +14,24 @@ use dpaudit_train::error::{invalid, Result, TrainError};
 
 use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 
-/// A statistical method the experiment asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MethodChoice {
-    /// The (ε, δ) region over runs (one canary per run), rank test.
-    EpsDelta,
-    /// GDP audit over runs (one canary per run; Cebere et al. 2024, App. A).
-    Gdp,
-    /// One-run audit over the canaries of each run (Steinke, Nasr &
-    /// Jagielski 2023).
-    OneRun,
-    /// f-DP one-run audit over the canaries of each run (Mahloujifar, Melis
-    /// & Chaudhuri 2024), (ε, δ) trade-off family: an ε bound valid for any
-    /// mechanism.
-    OneRunFdp,
-    /// The f-DP one-run audit with the Gaussian trade-off family: μ⁻ bounds
-    /// any μ-GDP claim, and the ε derived from it assumes the mechanism's
-    /// trade-off curve is Gaussian (as the name says).
-    OneRunFdpGaussian,
-}
+use dpaudit_audit::method::{Method, Observed};
+/// The methods and selection policies are the audit crate's
+/// ([`dpaudit_audit::method`]); these are their old names here.
+pub use dpaudit_audit::method::{Method as MethodChoice, SelectionChoice};
 
-/// Threshold / guess selection policy, as in `dpaudit estimate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SelectionChoice {
-    /// The default for each method and number of observations (valid; the
-    /// default): `dpaudit_audit::policy::default_selection`.
-    #[default]
-    Auto,
-    /// Choose on a random half, bound on the other (valid).
-    Split,
-    /// Several random halvings at half the level; the median-rank bound (valid).
-    MultiSplit,
-    /// Choose and bound on the same scores, as the papers do (NOT valid).
-    SameData,
-    /// All scores, a union bound over a family fixed in advance (valid).
-    Bonferroni,
+/// Experiment files (and `config.json`) spell methods and policies in snake
+/// case (`eps_delta`, `same_data`); reading accepts either spelling.
+mod snake_case {
+    use dpaudit_audit::method::{Method, SelectionChoice};
+    use serde::Serializer;
+
+    pub fn methods<S: Serializer>(methods: &[Method], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(methods.iter().map(|m| m.file_name()))
+    }
+
+    pub fn selection<S: Serializer>(c: &SelectionChoice, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&c.file_name())
+    }
 }
 
 fn default_confidence() -> f64 {
@@ -64,12 +45,13 @@ pub struct AuditSettings {
     /// Scores (threat models) to compute; several = a comparison.
     pub scores: Vec<ScoreKind>,
     /// Lower-bound methods.
-    pub methods: Vec<MethodChoice>,
+    #[serde(serialize_with = "snake_case::methods")]
+    pub methods: Vec<Method>,
     /// Confidence of every bound.
     #[serde(default = "default_confidence")]
     pub confidence: f64,
-    /// Selection policy.
-    #[serde(default)]
+    /// Selection policy (`fixed` is refused: nothing fixes the guess counts).
+    #[serde(default, serialize_with = "snake_case::selection")]
     pub selection: SelectionChoice,
 }
 
@@ -160,8 +142,8 @@ impl ExperimentConfig {
             return Err(invalid("canary.count", 0, "at least 1"));
         }
         for method in &a.methods {
-            match method {
-                MethodChoice::EpsDelta | MethodChoice::Gdp if m != 1 => {
+            match method.observes() {
+                Observed::Runs if m != 1 => {
                     return Err(invalid(
                         "audit.methods",
                         format!("{method:?}"),
@@ -171,23 +153,29 @@ impl ExperimentConfig {
                         ),
                     ))
                 }
-                MethodChoice::OneRun
-                | MethodChoice::OneRunFdp
-                | MethodChoice::OneRunFdpGaussian
-                    if m < 2 =>
-                {
+                Observed::CanariesOfOneRun if m < 2 => {
                     return Err(invalid(
                         "audit.methods",
-                        match method {
-                            MethodChoice::OneRun => "one_run",
-                            MethodChoice::OneRunFdp => "one_run_fdp",
-                            _ => "one_run_fdp_gaussian",
-                        },
+                        method.file_name(),
                         "canary.count ≥ 2: a one-run audit guesses the bits of many canaries",
+                    ))
+                }
+                Observed::Measurement => {
+                    return Err(invalid(
+                        "audit.methods",
+                        method.file_name(),
+                        "a lower-bound method: PANORAMIA is a measurement with its own pipeline (`dpaudit panoramia`)",
                     ))
                 }
                 _ => {}
             }
+        }
+        if a.selection == SelectionChoice::Fixed {
+            return Err(invalid(
+                "audit.selection",
+                "fixed",
+                "auto, bonferroni, split, multi_split or same_data: an experiment fixes no guess counts",
+            ));
         }
         let lr_scores = a
             .scores
@@ -326,4 +314,29 @@ pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<Cla
         },
         valid_for_sampler: claim.valid_for_sampler,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_and_selection_keep_their_snake_case_spelling_in_files() {
+        let toml = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../experiments/seed002-whitebox-smoke.toml"
+        ))
+        .unwrap();
+        let mut config = ExperimentConfig::from_toml(&toml, "seed002").unwrap();
+        config.audit.methods = vec![Method::EpsDelta, Method::OneRunFdpGaussian];
+        config.audit.selection = SelectionChoice::MultiSplit;
+        let json = serde_json::to_value(&config).unwrap();
+        assert_eq!(
+            json["audit"]["methods"],
+            serde_json::json!(["eps_delta", "one_run_fdp_gaussian"])
+        );
+        assert_eq!(json["audit"]["selection"], "multi_split");
+        let back: ExperimentConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, config);
+    }
 }

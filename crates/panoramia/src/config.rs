@@ -72,29 +72,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{config_err, Result};
 
-/// How the threshold of each test is chosen on the audit set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SelectionChoice {
-    /// The best threshold on the audit set itself (Kazmi et al. 2024,
-    /// Algorithm 1 lines 4–7; not valid at the stated confidence).
-    SameData,
-    /// Every threshold at level `(β/2)/m` (valid).
-    Bonferroni,
-    /// Threshold chosen on a random half, bounded on the other (valid).
-    Split,
-}
+/// How the threshold of each test is chosen on the audit set: the audit
+/// crate's policy names. PANORAMIA accepts `same-data` (the best threshold
+/// on the audit set itself, Kazmi et al. 2024, Algorithm 1 lines 4–7; not
+/// valid at the stated confidence), `bonferroni` (every threshold at level
+/// `(β/2)/m`, valid) and `split` (chosen on a random half, bounded on the
+/// other, valid).
+pub use dpaudit_audit::method::SelectionChoice;
 
-impl SelectionChoice {
-    /// The audit crate's policy; `seed` keys the split.
-    pub fn to_selection(self, seed: u64) -> Selection {
-        match self {
-            Self::SameData => Selection::SameData,
-            Self::Bonferroni => Selection::Bonferroni,
-            Self::Split => Selection::Split { seed },
-        }
-    }
-}
+/// The policies a PANORAMIA config accepts.
+const SELECTIONS: [SelectionChoice; 3] = [
+    SelectionChoice::SameData,
+    SelectionChoice::Bonferroni,
+    SelectionChoice::Split,
+];
 
 /// Sizes of the parts the pipeline carves out of the data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,8 +350,12 @@ pub fn minimum_audit_size(confidence: f64, selection: SelectionChoice) -> usize 
         let (members, level) = match selection {
             SelectionChoice::SameData => (m / 2, per_test),
             SelectionChoice::Bonferroni => (m / 2, per_test / m as f64),
-            // Bounded on half of the audit set.
-            SelectionChoice::Split => (m / 4, per_test),
+            // Bounded on half of the audit set (the others are refused by
+            // `PanoramiaConfig::validate`).
+            SelectionChoice::Split
+            | SelectionChoice::Auto
+            | SelectionChoice::MultiSplit
+            | SelectionChoice::Fixed => (m / 4, per_test),
         };
         if members > 0 && dpaudit_audit::panoramia::ceiling(members as u64, level) > 0.0 {
             return m;
@@ -370,6 +365,16 @@ pub fn minimum_audit_size(confidence: f64, selection: SelectionChoice) -> usize 
 }
 
 impl PanoramiaConfig {
+    /// The audit crate's policy of both tests and the O(1) audit; the
+    /// pipeline's seed keys the split.
+    pub fn threshold_selection(&self) -> Selection {
+        match self.selection {
+            SelectionChoice::SameData => Selection::SameData,
+            SelectionChoice::Bonferroni => Selection::Bonferroni,
+            _ => Selection::Split { seed: self.seed },
+        }
+    }
+
     /// Parse and validate TOML; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
         let config: PanoramiaConfig = parse_toml(text, origin)?;
@@ -396,6 +401,13 @@ impl PanoramiaConfig {
                 "confidence",
                 &self.confidence,
                 "a number strictly between 0 and 1",
+            );
+        }
+        if !SELECTIONS.contains(&self.selection) {
+            return err(
+                "selection",
+                &self.selection,
+                "same-data, bonferroni or split",
             );
         }
         let s = &self.split;

@@ -30,14 +30,15 @@ use dpaudit_accounting::{
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::design::inclusion_test;
+use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::metrics as score_metrics;
-use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::observations::Observations;
+use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
 use dpaudit_audit::plots::histogram_auto;
-use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
-use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 use dpaudit_audit::AuditError;
 
@@ -195,25 +196,12 @@ fn selection(
     seed: u64,
     splits: Option<u32>,
 ) -> PyResult<(Selection, bool)> {
-    Ok(match name {
-        "auto" => (default_selection(method, n, seed), true),
-        "bonferroni" => (Selection::Bonferroni, false),
-        "split" => (Selection::Split { seed }, false),
-        "multi-split" => (
-            Selection::MultiSplit {
-                seed,
-                splits: splits.unwrap_or(DEFAULT_SPLITS),
-            },
-            false,
-        ),
-        "same-data" => (Selection::SameData, false),
-        "fixed" => (Selection::Fixed, false),
-        other => {
-            return Err(value_error(format!(
-                "selection `{other}` is unknown; expected auto, bonferroni, split, multi-split, same-data or fixed"
-            )))
-        }
-    })
+    let choice = name.parse::<SelectionChoice>().map_err(value_error)?;
+    let splits = splits.unwrap_or(DEFAULT_SPLITS);
+    Ok((
+        choice.resolve(method, n, seed, splits),
+        choice == SelectionChoice::Auto,
+    ))
 }
 
 fn guess_family(name: &str) -> PyResult<GuessFamily> {
@@ -429,12 +417,17 @@ impl LowerBound {
     }
 }
 
-/// The (ε, δ) region bound (Annamalai et al. 2024, Eq. (1)), rank test.
+/// The ε lower bound of `method` (`eps-delta`, `gdp`, `one-run`,
+/// `one-run-fdp` or `one-run-fdp-gaussian`; snake case too) on the arrays,
+/// through the same [`lower_bound`] as `dpaudit estimate`. The threshold
+/// methods ignore `family`, `k_plus`, `k_minus` and `guesses` (and refuse
+/// selection `fixed` themselves); `family` is that of `one-run-fdp`.
 #[pyfunction]
-#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None))]
+#[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric"))]
 #[allow(clippy::too_many_arguments)]
-fn eps_delta(
+fn bound(
     py: Python<'_>,
+    method: &str,
     scores: &Bound<'_, PyAny>,
     members: &Bound<'_, PyAny>,
     delta: f64,
@@ -442,126 +435,12 @@ fn eps_delta(
     selection: &str,
     seed: u64,
     splits: Option<u32>,
-) -> PyResult<LowerBound> {
-    region_bound(
-        py,
-        Method::EpsDelta,
-        scores,
-        members,
-        delta,
-        confidence,
-        selection,
-        seed,
-        splits,
-    )
-}
-
-/// The GDP audit (Cebere et al. 2024, App. A): μ⁻, then ε at δ.
-#[pyfunction]
-#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None))]
-#[allow(clippy::too_many_arguments)]
-fn gdp(
-    py: Python<'_>,
-    scores: &Bound<'_, PyAny>,
-    members: &Bound<'_, PyAny>,
-    delta: f64,
-    confidence: f64,
-    selection: &str,
-    seed: u64,
-    splits: Option<u32>,
-) -> PyResult<LowerBound> {
-    region_bound(
-        py,
-        Method::Gdp,
-        scores,
-        members,
-        delta,
-        confidence,
-        selection,
-        seed,
-        splits,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn region_bound(
-    py: Python<'_>,
-    method: Method,
-    scores: &Bound<'_, PyAny>,
-    members: &Bound<'_, PyAny>,
-    delta: f64,
-    confidence: f64,
-    selection_name: &str,
-    seed: u64,
-    splits: Option<u32>,
-) -> PyResult<LowerBound> {
-    let inputs = Inputs::read(scores, members)?;
-    let obs = inputs.observations()?;
-    let (sel, by_default) = selection(selection_name, method, obs.len(), seed, splits)?;
-    let cfg = RegionConfig {
-        confidence,
-        delta,
-        selection: sel,
-    };
-    let bound = py.detach(|| {
-        if method == Method::Gdp {
-            gdp_lower_bound(&obs, &cfg)
-        } else {
-            eps_delta_lower_bound(&obs, &cfg)
-        }
-    });
-    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
-}
-
-/// The one-run audit (Steinke, Nasr & Jagielski 2023, Thm 3.1).
-#[pyfunction]
-#[pyo3(signature = (scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, k_plus=None, k_minus=None, guesses="symmetric"))]
-#[allow(clippy::too_many_arguments)]
-fn one_run(
-    py: Python<'_>,
-    scores: &Bound<'_, PyAny>,
-    members: &Bound<'_, PyAny>,
-    delta: f64,
-    confidence: f64,
-    selection: &str,
-    seed: u64,
-    splits: Option<u32>,
-    k_plus: Option<u64>,
-    k_minus: Option<u64>,
-    guesses: &str,
-) -> PyResult<LowerBound> {
-    let inputs = Inputs::read(scores, members)?;
-    let obs = inputs.observations()?;
-    let (sel, by_default) = self::selection(selection, Method::OneRun, obs.len(), seed, splits)?;
-    let cfg = OneRunConfig {
-        confidence,
-        delta,
-        selection: sel,
-        fixed_guesses: fixed_guesses(sel, k_plus, k_minus)?,
-        guesses: guess_family(guesses)?,
-    };
-    let bound = py.detach(|| one_run_lower_bound(&obs, &cfg));
-    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
-}
-
-/// The f-DP one-run audit (Mahloujifar, Melis & Chaudhuri 2024).
-#[pyfunction]
-#[pyo3(signature = (scores, members, delta, confidence=0.95, family="eps-delta", selection="auto", seed=0, splits=None, k_plus=None, k_minus=None, guesses="symmetric"))]
-#[allow(clippy::too_many_arguments)]
-fn one_run_fdp(
-    py: Python<'_>,
-    scores: &Bound<'_, PyAny>,
-    members: &Bound<'_, PyAny>,
-    delta: f64,
-    confidence: f64,
     family: &str,
-    selection: &str,
-    seed: u64,
-    splits: Option<u32>,
     k_plus: Option<u64>,
     k_minus: Option<u64>,
     guesses: &str,
 ) -> PyResult<LowerBound> {
+    let method = method.parse::<Method>().map_err(value_error)?;
     let family = match family {
         "eps-delta" => TradeoffFamily::EpsDelta,
         "gaussian" => TradeoffFamily::Gaussian,
@@ -573,16 +452,22 @@ fn one_run_fdp(
     };
     let inputs = Inputs::read(scores, members)?;
     let obs = inputs.observations()?;
-    let (sel, by_default) = self::selection(selection, Method::OneRunFdp, obs.len(), seed, splits)?;
-    let cfg = OneRunFdpConfig {
+    let (sel, by_default) = self::selection(selection, method, obs.len(), seed, splits)?;
+    let (fixed_guesses, guesses) = match method.observes() {
+        Observed::CanariesOfOneRun => {
+            (fixed_guesses(sel, k_plus, k_minus)?, guess_family(guesses)?)
+        }
+        Observed::Runs | Observed::Measurement => (None, GuessFamily::Symmetric),
+    };
+    let settings = BoundSettings {
         confidence,
         delta,
-        family,
         selection: sel,
-        fixed_guesses: fixed_guesses(sel, k_plus, k_minus)?,
-        guesses: guess_family(guesses)?,
+        family,
+        guesses,
+        fixed_guesses,
     };
-    let bound = py.detach(|| one_run_fdp_lower_bound(&obs, &cfg));
+    let bound = py.detach(|| lower_bound(method, &obs, &settings));
     LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
 }
 
@@ -767,10 +652,7 @@ fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_SPLITS", DEFAULT_SPLITS)?;
     m.add("DESIGN_LEVEL", dpaudit_audit::design::DESIGN_LEVEL)?;
     m.add_class::<LowerBound>()?;
-    m.add_function(wrap_pyfunction!(eps_delta, m)?)?;
-    m.add_function(wrap_pyfunction!(gdp, m)?)?;
-    m.add_function(wrap_pyfunction!(one_run, m)?)?;
-    m.add_function(wrap_pyfunction!(one_run_fdp, m)?)?;
+    m.add_function(wrap_pyfunction!(bound, m)?)?;
     m.add_function(wrap_pyfunction!(panoramia, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
     m.add_function(wrap_pyfunction!(inclusion_check, m)?)?;

@@ -58,7 +58,8 @@ class Bound:
         """The SVG of `--plot` (to `path`, or returned)."""
     def histogram(self, path: Optional[_Path] = None, title: str = "scores") -> Optional[str]: ...
 
-def eps_delta(
+def bound(
+    method: str,
     scores: _Scores,
     members: _Members,
     delta: float,
@@ -66,41 +67,12 @@ def eps_delta(
     selection: str = "auto",
     seed: int = 0,
     splits: Optional[int] = None,
-) -> Bound: ...
-def gdp(
-    scores: _Scores,
-    members: _Members,
-    delta: float,
-    confidence: float = 0.95,
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-) -> Bound: ...
-def one_run(
-    scores: _Scores,
-    members: _Members,
-    delta: float,
-    confidence: float = 0.95,
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-    k_plus: Optional[int] = None,
-    k_minus: Optional[int] = None,
-    guesses: str = "symmetric",
-) -> Bound: ...
-def one_run_fdp(
-    scores: _Scores,
-    members: _Members,
-    delta: float,
-    confidence: float = 0.95,
     family: str = "eps-delta",
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
-) -> Bound: ...
+) -> Bound:
+    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp or one-run-fdp-gaussian)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

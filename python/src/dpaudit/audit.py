@@ -109,6 +109,17 @@ def _check_delta(delta) -> float:
     return float(delta)
 
 
+def _bound(method, scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits, **one_run):
+    """The one call behind every bound function: ``method`` by its CLI name,
+    the arguments checked in the order of the signatures."""
+    s, m = _rows(scores, members, in_scores, out_scores)
+    args = (method, s, m, _check_delta(delta), confidence, selection, _count("seed", seed), _count("splits", splits, True))
+    for k in ("k_plus", "k_minus"):
+        if k in one_run:
+            one_run[k] = _count(k, one_run[k], True)
+    return _dpaudit.bound(*args, **one_run)
+
+
 def eps_delta(
     scores=None,
     members=None,
@@ -129,10 +140,7 @@ def eps_delta(
     Requirements: one score per independent run; member scores i.i.d.,
     non-member scores i.i.d.
     """
-    s, m = _rows(scores, members, in_scores, out_scores)
-    return _dpaudit.eps_delta(
-        s, m, _check_delta(delta), confidence, selection, _count("seed", seed), _count("splits", splits, True)
-    )
+    return _bound("eps-delta", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits)
 
 
 def gdp(
@@ -154,10 +162,7 @@ def gdp(
     is Gaussian (Gaussian noise without subsampling or shuffling): the
     bound's ``assumes`` is ``"gaussian-tradeoff"``. ``delta`` must be > 0.
     """
-    s, m = _rows(scores, members, in_scores, out_scores)
-    return _dpaudit.gdp(
-        s, m, _check_delta(delta), confidence, selection, _count("seed", seed), _count("splits", splits, True)
-    )
+    return _bound("gdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits)
 
 
 def one_run(
@@ -185,10 +190,9 @@ def one_run(
     one-sided guess counts (stronger for one-sided signals such as loss
     attacks; needs inclusion with probability exactly ½).
     """
-    s, m = _rows(scores, members, in_scores, out_scores)
-    return _dpaudit.one_run(
-        s, m, _check_delta(delta), confidence, selection, _count("seed", seed), _count("splits", splits, True),
-        _count("k_plus", k_plus, True), _count("k_minus", k_minus, True), guesses,
+    return _bound(
+        "one-run", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
+        k_plus=k_plus, k_minus=k_minus, guesses=guesses,
     )
 
 
@@ -215,10 +219,9 @@ def one_run_fdp(
     that assumes a Gaussian trade-off curve (label ``one-run-fdp-gaussian``).
     The design and ties are handled as in :func:`one_run`.
     """
-    s, m = _rows(scores, members, in_scores, out_scores)
-    return _dpaudit.one_run_fdp(
-        s, m, _check_delta(delta), confidence, family, selection, _count("seed", seed),
-        _count("splits", splits, True), _count("k_plus", k_plus, True), _count("k_minus", k_minus, True), guesses,
+    return _bound(
+        "one-run-fdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
+        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses,
     )
 
 

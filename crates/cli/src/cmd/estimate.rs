@@ -22,59 +22,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdTest};
 use dpaudit_audit::bound_plots::{describe_bounded_on, one_run_plot, tradeoff_plot};
+use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::io::read_scores;
-use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::method::{Method, Selection, SelectionChoice};
+use dpaudit_audit::observations::Observations;
+use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
 use dpaudit_audit::plots::histogram_auto;
-use dpaudit_audit::policy::{default_selection, DEFAULT_SPLITS};
-use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
-
-/// Statistical method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MethodArg {
-    /// The (ε,δ) region over thresholds (Annamalai et al. 2024, Eq. (1)), rank test.
-    EpsDelta,
-    /// GDP audit: μ lower bound, then ε at δ (Cebere et al. 2024, App. A).
-    Gdp,
-    /// One-run audit from canary scores (Steinke, Nasr & Jagielski 2023, Thm 3.1).
-    OneRun,
-    /// f-DP one-run audit from canary scores (Mahloujifar, Melis & Chaudhuri 2024).
-    OneRunFdp,
-    /// PANORAMIA's ε̃ (a measurement, not a lower bound; Kazmi et al. 2024).
-    Panoramia,
-}
-
-impl MethodArg {
-    fn method(self) -> Method {
-        match self {
-            MethodArg::EpsDelta => Method::EpsDelta,
-            MethodArg::Gdp => Method::Gdp,
-            MethodArg::OneRun => Method::OneRun,
-            MethodArg::OneRunFdp => Method::OneRunFdp,
-            MethodArg::Panoramia => Method::Panoramia,
-        }
-    }
-}
-
-/// Threshold / guess-count selection policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SelectionArg {
-    /// The default for the method and the number of rows (valid): bonferroni or split.
-    Auto,
-    /// All data, a union bound over a family fixed in advance (valid).
-    Bonferroni,
-    /// Choose on a random half (seeded by --seed), bound on the other half (valid).
-    Split,
-    /// --splits random halvings at half the level each; the median-rank bound (valid).
-    MultiSplit,
-    /// Choose and bound on the same data, as the papers do (NOT valid at the stated confidence).
-    SameData,
-    /// One-run with --k-plus/--k-minus fixed in advance (valid).
-    Fixed,
-}
 
 /// Trade-off family of the f-DP one-run audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -95,12 +52,13 @@ pub enum GuessesArg {
     WithOneSided,
 }
 
-/// Arguments of `dpaudit estimate`.
+/// Arguments of `dpaudit estimate`. The method and the selection are the
+/// audit crate's enums (clap's `ValueEnum` through its `clap` feature).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Statistical method.
     #[arg(long, value_enum)]
-    pub method: MethodArg,
+    pub method: Method,
     /// Scores: CSV with `score` and `member` (1/0) columns, or NPY (N, 2) float64 [score, member].
     #[arg(long)]
     pub scores: PathBuf,
@@ -115,7 +73,7 @@ pub struct Args {
     pub confidence: f64,
     /// How the threshold (or one-run's k+, k−) is chosen.
     #[arg(long, value_enum, default_value = "auto")]
-    pub selection: SelectionArg,
+    pub selection: SelectionChoice,
     /// Seed of the random split(s) of `split` and `multi-split`; fix it before looking at the scores.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -149,24 +107,15 @@ pub struct Args {
 }
 
 fn selection(args: &Args, n: usize) -> Selection {
-    match args.selection {
-        SelectionArg::Auto => default_selection(args.method.method(), n, args.seed),
-        SelectionArg::Bonferroni => Selection::Bonferroni,
-        SelectionArg::Split => Selection::Split { seed: args.seed },
-        SelectionArg::MultiSplit => Selection::MultiSplit {
-            seed: args.seed,
-            splits: args.splits,
-        },
-        SelectionArg::SameData => Selection::SameData,
-        SelectionArg::Fixed => Selection::Fixed,
-    }
+    args.selection
+        .resolve(args.method, n, args.seed, args.splits)
 }
 
 fn require_delta(args: &Args) -> anyhow::Result<f64> {
     args.delta.with_context(|| {
         format!(
             "--delta is required for --method {} (the δ of the guarantee being audited, e.g. 1e-5)",
-            args.method.method().name()
+            args.method.name()
         )
     })
 }
@@ -178,12 +127,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("reading scores from {}", args.scores.display()))?;
     let read = started.elapsed();
     let sel = selection(&args, obs.len());
-    if args.selection != SelectionArg::Fixed && (args.k_plus.is_some() || args.k_minus.is_some()) {
+    if args.selection != SelectionChoice::Fixed && (args.k_plus.is_some() || args.k_minus.is_some())
+    {
         bail!("--k-plus/--k-minus are only used with --selection fixed (and --method one-run or one-run-fdp)");
     }
     let fixed_guesses = match (args.selection, args.k_plus, args.k_minus) {
-        (SelectionArg::Fixed, Some(kp), Some(km)) => Some((kp, km)),
-        (SelectionArg::Fixed, _, _) => {
+        (SelectionChoice::Fixed, Some(kp), Some(km)) => Some((kp, km)),
+        (SelectionChoice::Fixed, _, _) => {
             bail!("--selection fixed needs both --k-plus and --k-minus")
         }
         _ => None,
@@ -196,58 +146,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         GuessesArg::Symmetric => GuessFamily::Symmetric,
         GuessesArg::WithOneSided => GuessFamily::WithOneSided,
     };
-    let bound = match args.method {
-        MethodArg::EpsDelta | MethodArg::Gdp => {
-            let cfg = RegionConfig {
-                confidence: args.confidence,
-                delta: require_delta(&args)?,
-                selection: sel,
-            };
-            if args.method == MethodArg::EpsDelta {
-                eps_delta_lower_bound(&obs, &cfg)
-            } else {
-                gdp_lower_bound(&obs, &cfg)
-            }
-            .with_context(|| format!("estimating ε from {}", args.scores.display()))?
-        }
-        MethodArg::OneRun => {
-            let cfg = OneRunConfig {
-                confidence: args.confidence,
-                delta: require_delta(&args)?,
-                selection: sel,
-                fixed_guesses,
-                guesses,
-            };
-            one_run_lower_bound(&obs, &cfg)
-                .with_context(|| format!("one-run audit of {}", args.scores.display()))?
-        }
-        MethodArg::OneRunFdp => {
-            let cfg = OneRunFdpConfig {
-                confidence: args.confidence,
-                delta: require_delta(&args)?,
-                family,
-                selection: sel,
-                fixed_guesses,
-                guesses,
-            };
-            one_run_fdp_lower_bound(&obs, &cfg)
-                .with_context(|| format!("f-DP one-run audit of {}", args.scores.display()))?
-        }
-        MethodArg::Panoramia => {
-            let path = args
-                .baseline_scores
-                .as_ref()
-                .context("--method panoramia needs --baseline-scores FILE (the baseline classifier's scores)")?;
-            let baseline = read_scores(path)
-                .with_context(|| format!("reading baseline scores from {}", path.display()))?;
-            let cfg = PanoramiaConfig {
-                confidence: args.confidence,
-                selection: sel,
-            };
-            let m = panoramia(&baseline, &obs, &cfg).context("PANORAMIA measurement")?;
-            return report_panoramia(&args, &m);
-        }
+    if args.method == Method::Panoramia {
+        let path = args.baseline_scores.as_ref().context(
+            "--method panoramia needs --baseline-scores FILE (the baseline classifier's scores)",
+        )?;
+        let baseline = read_scores(path)
+            .with_context(|| format!("reading baseline scores from {}", path.display()))?;
+        let cfg = PanoramiaConfig {
+            confidence: args.confidence,
+            selection: sel,
+        };
+        let m = panoramia(&baseline, &obs, &cfg).context("PANORAMIA measurement")?;
+        return report_panoramia(&args, &m);
+    }
+    let settings = BoundSettings {
+        confidence: args.confidence,
+        delta: require_delta(&args)?,
+        selection: sel,
+        family,
+        guesses,
+        fixed_guesses,
     };
+    let what = match args.method {
+        Method::OneRun => "one-run audit of",
+        Method::OneRunFdp | Method::OneRunFdpGaussian => "f-DP one-run audit of",
+        _ => "estimating ε from",
+    };
+    let bound = lower_bound(args.method, &obs, &settings)
+        .with_context(|| format!("{what} {}", args.scores.display()))?;
     if std::env::var_os("DPAUDIT_TIMINGS").is_some() {
         // A measurement hook (benches/python_bench.py): wall time of reading
         // the file and of computing the bound, on stderr.
@@ -326,7 +252,7 @@ fn report_bound(
     assumptions: &[&str],
     plots: &[PathBuf],
 ) -> anyhow::Result<()> {
-    let by_default = args.selection == SelectionArg::Auto;
+    let by_default = args.selection == SelectionChoice::Auto;
     let default_note = by_default.then(|| {
         format!(
             "default for {} with {} rows",

@@ -11,7 +11,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
-use dpaudit_experiment::audit_report::AuditReport;
+use dpaudit_experiment::audit_report::{AuditReport, AuditSummary};
 use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_experiment::bgm_runner::plan_units;
@@ -317,37 +317,25 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
     let mut upper: Option<f64> = None;
     for d in &args.dirs {
         let p = d.join("audit.json");
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
-        let eps_up = v["epsilon_upper"]
-            .as_f64()
-            .with_context(|| format!("{}: epsilon_upper", p.display()))?;
+        let report = AuditSummary::read(&p)?;
+        let eps_up = report.epsilon_upper;
         upper = Some(upper.map_or(eps_up, |u: f64| u.max(eps_up)));
-        let name = v["name"].as_str().unwrap_or_default().to_string();
-        let lbs = v["lower_bounds"]
-            .as_array()
-            .with_context(|| format!("{}: lower_bounds", p.display()))?;
-        for b in lbs {
-            let eps = b["epsilon"].as_f64().unwrap_or(0.0);
+        let name = &report.name;
+        for b in &report.lower_bounds {
+            let eps = b.epsilon;
             md.push_str(&format!(
                 "| {name} | {} | {} | {} | {} | {} | {eps:.4} | {eps_up:.4} | {:.3} |\n",
-                v["canary"].as_str().unwrap_or_default(),
-                b["score"].as_str().unwrap_or_default(),
-                b["threat_model"].as_str().unwrap_or_default(),
-                b["method"].as_str().unwrap_or_default(),
-                b["selection"].as_str().unwrap_or_default(),
+                report.canary,
+                b.score.name(),
+                b.threat_model.describe(),
+                b.method.name(),
+                b.selection.name(),
                 eps / eps_up
             ));
             bars.push(EpsilonBar {
-                label: format!(
-                    "{name}: {} / {}",
-                    b["score"].as_str().unwrap_or_default(),
-                    b["method"].as_str().unwrap_or_default()
-                ),
+                label: format!("{name}: {} / {}", b.score.name(), b.method.name()),
                 lower: eps,
-                valid: b["valid_at_confidence"].as_bool().unwrap_or(false),
+                valid: b.valid_at_confidence,
             });
         }
     }

@@ -83,7 +83,7 @@ fn measure(
     let result_path = run.out.join("targets").join(format!("{name}.json"));
     let measure_cfg = MeasureConfig {
         confidence: config.confidence,
-        selection: config.selection.to_selection(config.seed),
+        selection: config.threshold_selection(),
     };
     let train_accuracy = task::accuracy(model, &o1.d_f_n, device)?;
     let test_accuracy = task::accuracy(model, &o1.test_n, device)?;
@@ -107,7 +107,7 @@ fn measure(
         &OneRunConfig {
             confidence: config.confidence,
             delta: 0.0,
-            selection: config.selection.to_selection(config.seed),
+            selection: config.threshold_selection(),
             fixed_guesses: None,
             guesses: GuessFamily::WithOneSided,
         },

@@ -135,7 +135,7 @@ pub(super) struct Parts<'a> {
 /// The report of the run.
 pub(super) fn assemble(run: &Run<'_>, game: &Game, parts: Parts<'_>) -> AuditReport {
     let (config, data, results) = (run.config, parts.data, parts.targets);
-    let selection = config.selection.to_selection(config.seed);
+    let selection = config.threshold_selection();
     let audit_members = game.coins.iter().filter(|&&b| b).count();
     let c_lb = results.first().map_or(0.0, |r| r.c_lb);
     let c_lb_ceiling = results

@@ -1,0 +1,74 @@
+//! The one place that turns a [`Method`] into its statistic: every front end
+//! (the CLI's `estimate`, the experiment's `audit.json`, the coverage tests)
+//! asks [`lower_bound`] instead of matching on the method itself.
+
+use crate::bound::EpsilonLowerBound;
+use crate::error::{AuditError, Result};
+use crate::method::{Method, Selection};
+use crate::observations::Observations;
+use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
+use crate::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use crate::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+
+/// What a bound needs besides the method and the observations. Each method
+/// reads the fields it uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoundSettings {
+    /// Confidence of the bound, e.g. 0.95.
+    pub confidence: f64,
+    /// δ of the (ε, δ) statement.
+    pub delta: f64,
+    /// The resolved selection policy.
+    pub selection: Selection,
+    /// The trade-off family of [`Method::OneRunFdp`]
+    /// ([`Method::OneRunFdpGaussian`] is always Gaussian).
+    pub family: TradeoffFamily,
+    /// The one-run methods' searched (k+, k−) candidates.
+    pub guesses: GuessFamily,
+    /// The one-run methods' (k+, k−) for [`Selection::Fixed`].
+    pub fixed_guesses: Option<(u64, u64)>,
+}
+
+/// The ε lower bound of `method` on `obs`. [`Method::Panoramia`] is refused:
+/// its ε̃ is a measurement with two score sets ([`crate::panoramia`]).
+pub fn lower_bound(
+    method: Method,
+    obs: &Observations,
+    s: &BoundSettings,
+) -> Result<EpsilonLowerBound> {
+    let region = RegionConfig {
+        confidence: s.confidence,
+        delta: s.delta,
+        selection: s.selection,
+    };
+    let fdp = |family| OneRunFdpConfig {
+        confidence: s.confidence,
+        delta: s.delta,
+        family,
+        selection: s.selection,
+        fixed_guesses: s.fixed_guesses,
+        guesses: s.guesses,
+    };
+    match method {
+        Method::EpsDelta => eps_delta_lower_bound(obs, &region),
+        Method::Gdp => gdp_lower_bound(obs, &region),
+        Method::OneRun => one_run_lower_bound(
+            obs,
+            &OneRunConfig {
+                confidence: s.confidence,
+                delta: s.delta,
+                selection: s.selection,
+                fixed_guesses: s.fixed_guesses,
+                guesses: s.guesses,
+            },
+        ),
+        Method::OneRunFdp => one_run_fdp_lower_bound(obs, &fdp(s.family)),
+        Method::OneRunFdpGaussian => one_run_fdp_lower_bound(obs, &fdp(TradeoffFamily::Gaussian)),
+        Method::Panoramia => Err(AuditError::InvalidParameter {
+            name: "method",
+            value: method.name().into(),
+            expected: "a lower-bound method: PANORAMIA's ε̃ is a measurement against a baseline \
+                       (dpaudit_audit::panoramia::panoramia)",
+        }),
+    }
+}

@@ -1,0 +1,304 @@
+//! The `[canary]` table of an experiment file, the scores (one threat
+//! model's view of a canary each) and when a canary is in a batch.
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use dpaudit_attacks::ThreatModel;
+use dpaudit_data::sampler::{BatchSampler, Sampler};
+use dpaudit_data::seed::{RunSeed, Stream};
+use dpaudit_train::error::{invalid, Result};
+
+/// What kind of canary is inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CanaryKind {
+    /// `s·C·e_d` at a coordinate `d` (distinct per canary).
+    Dirac,
+    /// `s·C·u`, `u` uniform on the unit sphere of all parameters.
+    RandomDirection,
+    /// A test record with a wrong label.
+    Mislabeled,
+    /// A test record with its own label.
+    InDistribution,
+}
+
+impl CanaryKind {
+    /// Whether the canary is a crafted gradient (white-box insertion).
+    pub fn is_gradient(self) -> bool {
+        matches!(self, CanaryKind::Dirac | CanaryKind::RandomDirection)
+    }
+}
+
+/// When a canary is inserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Insertion {
+    /// Deterministically, every `every`-th step (the periodicity `k` of Cebere, Bellet & Papernot 2024, Alg. 4).
+    Every,
+    /// Like an ordinary record of the sampler: Poisson with the sampler's rate,
+    /// or once per epoch at a uniform step for the shuffle samplers.
+    Sampled,
+}
+
+/// How a Dirac canary's coordinate is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CoordinateChoice {
+    /// Uniformly at random, distinct (A_GC-R, Cebere, Bellet & Papernot 2024, Alg. 2).
+    #[default]
+    Random,
+    /// The least-updated coordinates of a noiseless simulation without
+    /// canaries, ranked by the accumulated squared per-step update (A_GC-S
+    /// Noiseless-PS, Cebere, Bellet & Papernot 2024, Alg. 3).
+    LeastUpdated,
+}
+
+/// Initial parameters of the audited runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitChoice {
+    /// The same θ₀ for every run, known to the adversary (Cebere, Bellet & Papernot 2024, §2.2, the default).
+    #[default]
+    Fixed,
+    /// A fresh θ₀ per run (Cebere, Bellet & Papernot 2024, Remark 1).
+    Random,
+}
+
+fn one() -> u64 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+
+/// The `[canary]` table of an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryConfig {
+    /// What is inserted.
+    pub kind: CanaryKind,
+    /// `m`, canaries per run, each with its own inclusion bit.
+    pub count: usize,
+    /// When it is inserted.
+    pub insertion: Insertion,
+    /// `k` for [`Insertion::Every`] (1 = every step).
+    #[serde(default = "one")]
+    pub every: u64,
+    /// Dirac only: how the coordinates are chosen.
+    #[serde(default)]
+    pub coordinate: CoordinateChoice,
+    /// Gradient canaries only: the canary norm in units of `max_grad_norm`.
+    #[serde(default = "one_f")]
+    pub scale: f64,
+    /// Fixed or per-run θ₀.
+    #[serde(default)]
+    pub init: InitChoice,
+    /// The Partially-Informed overrides of Annamalai et al. 2024 (§5.1): in every step whose batch
+    /// holds neither the canary nor (in runs without it) the zero-out record,
+    /// the last genuine slot's gradient becomes `−ĝ` (Annamalai et al. 2024, Alg. 1).
+    /// Applied to every run alike, so the guarantee is unchanged.
+    #[serde(default)]
+    pub partially_informed: bool,
+}
+
+/// A score: one threat model's view of a canary. Higher = member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreKind {
+    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2024, Alg. 2, with the descent
+    /// sign flipped so that members score high).
+    Dirac,
+    /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
+    InnerProduct,
+    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, Andrew et al. 2024).
+    Cosine,
+    /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
+    /// canary gradient (clipped, at `θ_t` for input canaries) (Steinke, Nasr & Jagielski 2023, §2).
+    Iterates,
+    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2024, §5.1).
+    Loss,
+    /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
+    LossDifference,
+    /// Every step (the Natural threat model of Annamalai et al. 2024, §5.1): `log Λ^N` of the per-step
+    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (Annamalai et al.
+    /// 2024, Alg. 1 and §5.3), per epoch of the sampler.
+    NaturalLr,
+    /// Every step, with the Partially-Informed overrides (`−ĝ` in every batch
+    /// without the target): `log Λ^PI` of the same observations.
+    #[serde(rename = "pi_lr")]
+    PartiallyInformedLr,
+    /// Hidden state, any canary: `−‖θ_T − θ₀‖²`. It detects a canary that
+    /// changes the noise scale (the realised-batch-size normaliser); on a
+    /// correct pipeline it carries almost no signal.
+    UpdateNorm,
+}
+
+impl ScoreKind {
+    /// Name in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreKind::Dirac => "dirac",
+            ScoreKind::InnerProduct => "inner_product",
+            ScoreKind::Cosine => "cosine",
+            ScoreKind::Iterates => "iterates",
+            ScoreKind::Loss => "loss",
+            ScoreKind::LossDifference => "loss_difference",
+            ScoreKind::UpdateNorm => "update_norm",
+            ScoreKind::NaturalLr => "natural_lr",
+            ScoreKind::PartiallyInformedLr => "pi_lr",
+        }
+    }
+
+    /// The threat model the score belongs to (its words:
+    /// [`ThreatModel::describe`]).
+    pub fn threat_model(self) -> ThreatModel {
+        match self {
+            ScoreKind::Dirac
+            | ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::UpdateNorm => ThreatModel::HiddenState,
+            ScoreKind::Iterates => ThreatModel::AllIterates,
+            ScoreKind::NaturalLr => ThreatModel::Natural,
+            ScoreKind::PartiallyInformedLr => ThreatModel::PartiallyInformed,
+            ScoreKind::Loss => ThreatModel::BlackBox,
+            ScoreKind::LossDifference => ThreatModel::BlackBoxWithInit,
+        }
+    }
+
+    /// Whether the score is defined for this canary kind.
+    pub fn applies_to(self, kind: CanaryKind) -> bool {
+        match self {
+            ScoreKind::Dirac => kind == CanaryKind::Dirac,
+            ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::NaturalLr
+            | ScoreKind::PartiallyInformedLr => kind.is_gradient(),
+            ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
+            ScoreKind::Loss | ScoreKind::LossDifference => !kind.is_gradient(),
+        }
+    }
+}
+
+impl CanaryConfig {
+    /// Checks that need only the config, the run length and the sampler.
+    pub fn validate(&self, steps: u64, sampler: &Sampler) -> Result<()> {
+        if self.count == 0 {
+            return Err(invalid("canary.count", 0, "at least 1"));
+        }
+        match self.insertion {
+            Insertion::Every => {
+                if self.every == 0 || self.every > steps {
+                    return Err(invalid(
+                        "canary.every",
+                        self.every,
+                        format!("between 1 and the number of steps ({steps}): k larger than the steps inserts nothing"),
+                    ));
+                }
+            }
+            Insertion::Sampled => {
+                if self.every != 1 {
+                    return Err(invalid(
+                        "canary.every",
+                        self.every,
+                        "1 (or left out): `every` applies to insertion = \"every\" only",
+                    ));
+                }
+                if matches!(sampler, Sampler::FixedSequence(_)) {
+                    return Err(invalid(
+                        "canary.insertion",
+                        "sampled",
+                        "\"every\" with the fixed batch sequence: its batches are public and fixed, so a canary \
+                         cannot be sampled like a record (Cebere, Bellet & Papernot 2024, §2.1)",
+                    ));
+                }
+            }
+        }
+        if !(self.scale > 0.0 && self.scale.is_finite()) {
+            return Err(invalid("canary.scale", self.scale, "a finite number > 0"));
+        }
+        if self.scale != 1.0 && !self.kind.is_gradient() {
+            return Err(invalid(
+                "canary.scale",
+                self.scale,
+                "1 (or left out): only gradient canaries have a norm to set",
+            ));
+        }
+        if self.coordinate == CoordinateChoice::LeastUpdated && self.kind != CanaryKind::Dirac {
+            return Err(invalid(
+                "canary.coordinate",
+                "least_updated",
+                "\"random\" (or left out): only Dirac canaries have a coordinate",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Insertions of an included canary over `steps` steps when they are
+    /// deterministic ([`Insertion::Every`]).
+    pub fn deterministic_insertions(&self, steps: u64) -> Option<u64> {
+        (self.insertion == Insertion::Every)
+            .then(|| dpaudit_train::claim::insertions(steps, self.every))
+    }
+}
+
+/// The inclusion bits of one run: `m` independent fair coins from the
+/// `membership` stream of the run (`true` = the canary is in).
+pub fn inclusion_bits(seed: RunSeed, run: u64, count: usize) -> Vec<bool> {
+    let mut rng = seed.stream(Stream::Membership).child(run).rng();
+    (0..count).map(|_| rng.gen_bool(0.5)).collect()
+}
+
+/// The steps at which canary `j` of run `run` is in the batch, if included.
+pub fn insertion_steps(
+    config: &CanaryConfig,
+    sampler: &Sampler,
+    seed: RunSeed,
+    run: u64,
+    canary: usize,
+    steps: u64,
+) -> Vec<u64> {
+    match config.insertion {
+        Insertion::Every => (1..=steps / config.every)
+            .map(|i| i * config.every - 1)
+            .collect(),
+        Insertion::Sampled => {
+            let mut rng = seed
+                .stream(Stream::Canary)
+                .child(1)
+                .child(run)
+                .child(canary as u64)
+                .rng();
+            match sampler {
+                Sampler::Poisson(s) => {
+                    let q = s.sample_rate();
+                    (0..steps).filter(|_| rng.gen_bool(q)).collect()
+                }
+                other => {
+                    let per_epoch = other.steps_per_epoch().max(1) as u64;
+                    // The canary is the record at stored position 0 (the target
+                    // record of Annamalai et al. 2024, §5.2): shuffling and batch-then-shuffle put it in a
+                    // uniform batch; a partial shuffle keeps it in the first
+                    // block of K records, i.e. a uniform batch among the
+                    // first K/B (Annamalai et al. 2024, §7.1).
+                    let reach = match other {
+                        Sampler::PartialShuffle(p) => {
+                            ((p.buffer_size() / p.batch_size().max(1)) as u64).clamp(1, per_epoch)
+                        }
+                        _ => per_epoch,
+                    };
+                    let mut out = Vec::new();
+                    let mut start = 0;
+                    while start < steps {
+                        let s = start + rng.gen_range(0..reach);
+                        if s < steps {
+                            out.push(s);
+                        }
+                        start += per_epoch;
+                    }
+                    out
+                }
+            }
+        }
+    }
+}
