@@ -211,11 +211,8 @@ impl ExperimentConfig {
                     format!("0 for {what}: observations are read from plain SGD updates"),
                 ));
             }
-            if matches!(
-                self.train.sampler,
-                dpaudit_data::sampler::SamplerConfig::Poisson(_)
-                    | dpaudit_data::sampler::SamplerConfig::FixedSequence(_)
-            ) {
+            let one_batch_per_epoch = self.train.sampler.one_batch_per_epoch();
+            if !one_batch_per_epoch {
                 return Err(invalid(
                     "train.sampler",
                     "poisson/fixed_sequence",

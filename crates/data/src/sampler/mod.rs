@@ -121,6 +121,16 @@ impl SamplerConfig {
             }
         })
     }
+
+    /// Whether each epoch puts every record in exactly one batch of a random
+    /// order (the shuffle family), so that the likelihood-ratio scores of
+    /// Annamalai et al. 2024 (§5) describe the mechanism.
+    pub fn one_batch_per_epoch(&self) -> bool {
+        match self {
+            Self::Shuffle(_) | Self::PartialShuffle(_) | Self::BatchThenShuffle(_) => true,
+            Self::Poisson(_) | Self::FixedSequence(_) => false,
+        }
+    }
 }
 
 /// What every sampler provides.
@@ -230,6 +240,24 @@ impl Sampler {
             Self::PartialShuffle(s) => Some(s.batch_size()),
             Self::BatchThenShuffle(s) => Some(s.batch_size()),
             Self::FixedSequence(s) => Some(s.batch_size()),
+        }
+    }
+
+    /// How many leading batches of an epoch can hold the record stored at
+    /// position 0 (the target record of Annamalai et al. 2024, §5.2):
+    /// shuffling and batch-then-shuffle put it in a uniform batch; a partial
+    /// shuffle keeps it in the first block of K records, i.e. among the first
+    /// K/B batches (§7.1). At least 1, at most the epoch's steps.
+    pub fn first_record_reach(&self) -> u64 {
+        let per_epoch = self.steps_per_epoch().max(1) as u64;
+        match self {
+            Self::PartialShuffle(p) => {
+                ((p.buffer_size() / p.batch_size().max(1)) as u64).clamp(1, per_epoch)
+            }
+            Self::Poisson(_)
+            | Self::Shuffle(_)
+            | Self::BatchThenShuffle(_)
+            | Self::FixedSequence(_) => per_epoch,
         }
     }
 

@@ -276,17 +276,7 @@ pub fn insertion_steps(
                 }
                 other => {
                     let per_epoch = other.steps_per_epoch().max(1) as u64;
-                    // The canary is the record at stored position 0 (the target
-                    // record of Annamalai et al. 2024, §5.2): shuffling and batch-then-shuffle put it in a
-                    // uniform batch; a partial shuffle keeps it in the first
-                    // block of K records, i.e. a uniform batch among the
-                    // first K/B (Annamalai et al. 2024, §7.1).
-                    let reach = match other {
-                        Sampler::PartialShuffle(p) => {
-                            ((p.buffer_size() / p.batch_size().max(1)) as u64).clamp(1, per_epoch)
-                        }
-                        _ => per_epoch,
-                    };
+                    let reach = other.first_record_reach();
                     let mut out = Vec::new();
                     let mut start = 0;
                     while start < steps {
