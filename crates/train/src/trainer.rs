@@ -249,8 +249,9 @@ pub fn normaliser_of(sampler: &Sampler) -> Normaliser {
         Sampler::Shuffle(_)
         | Sampler::PartialShuffle(_)
         | Sampler::BatchThenShuffle(_)
-        | Sampler::FixedSequence(_)
-        | Sampler::FullBatch(_) => Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64),
+        | Sampler::FixedSequence(_) => {
+            Normaliser::FixedBatchSize(sampler.expected_batch_size() as u64)
+        }
     }
 }
 

@@ -95,16 +95,6 @@ pub fn mechanism(participation: Participation<'_>, sigma: f64, steps: u64) -> Cl
                 valid_for_sampler: true,
             },
             Sampler::FixedSequence(_) => fixed_public_batches(sampler, key, sigma, steps),
-            // Every record is in every step: T Gaussian mechanisms composed,
-            // no subsampling.
-            Sampler::FullBatch(_) => Claim {
-                event: MechanismEvent::fixed_batches(sigma, steps),
-                assumption: format!(
-                    "full batch: every record in all {steps} steps, composition of {steps} Gaussian \
-                     mechanisms, σ = {sigma}, no subsampling"
-                ),
-                valid_for_sampler: true,
-            },
             Sampler::Shuffle(_) | Sampler::PartialShuffle(_) | Sampler::BatchThenShuffle(_) => {
                 shuffled_as_poisson(sampler, sigma, steps)
             }

@@ -12,7 +12,6 @@
 //! | `partial_shuffle`      | permute within stored blocks of `buffer_size`        | [`partial_shuffle`]     |
 //! | `batch_then_shuffle`   | stored-order batches, batch order permuted           | [`batch_then_shuffle`]  |
 //! | `fixed_sequence`       | the same batches in every run and replica            | [`fixed`]               |
-//! | `full_batch`           | every record in every step (toy example)             | [`full_batch`]          |
 //!
 //! All randomness comes from the substream
 //! `seed.stream(Stream::Sampler).child(replica).child(epoch)` (Poisson adds
@@ -42,7 +41,6 @@
 pub mod batch_then_shuffle;
 pub mod claim;
 pub mod fixed;
-pub mod full_batch;
 pub mod partial_shuffle;
 pub mod placement;
 pub mod poisson;
@@ -57,7 +55,6 @@ use crate::DataError;
 
 pub use batch_then_shuffle::{BatchThenShuffleConfig, BatchThenShuffleSampler};
 pub use fixed::{FixedSequenceConfig, FixedSequenceSampler};
-pub use full_batch::{FullBatchConfig, FullBatchSampler};
 pub use partial_shuffle::{PartialShuffleConfig, PartialShuffleSampler};
 pub use placement::{InsertionSchedule, RecordRef, TargetLayout};
 pub use poisson::{PoissonConfig, PoissonSampler};
@@ -105,8 +102,6 @@ pub enum SamplerConfig {
     BatchThenShuffle(BatchThenShuffleConfig),
     /// The fixed batch sequence (Cebere et al. 2024 §2.1, Eq. 2).
     FixedSequence(FixedSequenceConfig),
-    /// Every record in every step (a toy sampler).
-    FullBatch(FullBatchConfig),
 }
 
 impl SamplerConfig {
@@ -124,7 +119,6 @@ impl SamplerConfig {
             Self::FixedSequence(c) => {
                 Sampler::FixedSequence(FixedSequenceSampler::new(num_records, c)?)
             }
-            Self::FullBatch(c) => Sampler::FullBatch(FullBatchSampler::new(num_records, c)?),
         })
     }
 
@@ -134,7 +128,7 @@ impl SamplerConfig {
     pub fn one_batch_per_epoch(&self) -> bool {
         match self {
             Self::Shuffle(_) | Self::PartialShuffle(_) | Self::BatchThenShuffle(_) => true,
-            Self::Poisson(_) | Self::FixedSequence(_) | Self::FullBatch(_) => false,
+            Self::Poisson(_) | Self::FixedSequence(_) => false,
         }
     }
 }
@@ -206,8 +200,6 @@ pub enum Sampler {
     BatchThenShuffle(BatchThenShuffleSampler),
     /// See [`FixedSequenceSampler`].
     FixedSequence(FixedSequenceSampler),
-    /// See [`FullBatchSampler`].
-    FullBatch(FullBatchSampler),
 }
 
 impl Sampler {
@@ -218,7 +210,6 @@ impl Sampler {
             Self::PartialShuffle(s) => s,
             Self::BatchThenShuffle(s) => s,
             Self::FixedSequence(s) => s,
-            Self::FullBatch(s) => s,
         }
     }
 
@@ -230,7 +221,6 @@ impl Sampler {
             Self::PartialShuffle(_) => "partial_shuffle",
             Self::BatchThenShuffle(_) => "batch_then_shuffle",
             Self::FixedSequence(_) => "fixed_sequence",
-            Self::FullBatch(_) => "full_batch",
         }
     }
 
@@ -250,7 +240,6 @@ impl Sampler {
             Self::PartialShuffle(s) => Some(s.batch_size()),
             Self::BatchThenShuffle(s) => Some(s.batch_size()),
             Self::FixedSequence(s) => Some(s.batch_size()),
-            Self::FullBatch(s) => Some(s.batch_size()),
         }
     }
 
@@ -268,15 +257,14 @@ impl Sampler {
             Self::Poisson(_)
             | Self::Shuffle(_)
             | Self::BatchThenShuffle(_)
-            | Self::FixedSequence(_)
-            | Self::FullBatch(_) => per_epoch,
+            | Self::FixedSequence(_) => per_epoch,
         }
     }
 
     /// Whether the batches depend on the run seed and replica (all but the
-    /// fixed sequence and the full batch).
+    /// fixed sequence).
     pub fn depends_on_seed(&self) -> bool {
-        !matches!(self, Self::FixedSequence(_) | Self::FullBatch(_))
+        !matches!(self, Self::FixedSequence(_))
     }
 
     /// Steps in order across epochs, from epoch 0: take as many as the run
