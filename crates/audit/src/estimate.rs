@@ -9,7 +9,6 @@ use crate::observations::Observations;
 use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use crate::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
 use crate::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
-use crate::zero_threshold::zero_threshold_lower_bound;
 
 /// What a bound needs besides the method and the observations. Each method
 /// reads the fields it uses.
@@ -65,14 +64,6 @@ pub fn lower_bound(
         ),
         Method::OneRunFdp => one_run_fdp_lower_bound(obs, &fdp(s.family)),
         Method::OneRunFdpGaussian => one_run_fdp_lower_bound(obs, &fdp(TradeoffFamily::Gaussian)),
-        Method::ZeroThreshold => match s.selection {
-            Selection::Fixed => zero_threshold_lower_bound(obs, s.confidence, s.delta),
-            other => Err(AuditError::InvalidParameter {
-                name: "selection",
-                value: other.name().into(),
-                expected: "auto (fixed): zero-threshold searches no threshold",
-            }),
-        },
         Method::Panoramia => Err(AuditError::InvalidParameter {
             name: "method",
             value: method.name().into(),

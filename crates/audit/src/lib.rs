@@ -76,6 +76,5 @@ pub mod report;
 mod sort;
 pub mod special;
 pub mod svg;
-pub mod zero_threshold;
 
 pub use error::{AuditError, Result};

@@ -68,15 +68,6 @@ pub enum Method {
         value(help = "PANORAMIA's ε̃ (a measurement, not a lower bound; Kazmi et al. 2024)")
     )]
     Panoramia,
-    /// The fixed test "member iff score > 0" with Clopper–Pearson limits on
-    /// both error rates ([`crate::zero_threshold`]): nothing is searched.
-    #[cfg_attr(
-        feature = "clap",
-        value(
-            help = "The fixed test score > 0, Clopper–Pearson limits on both error rates (valid)"
-        )
-    )]
-    ZeroThreshold,
 }
 
 /// What one observation of a method is.
@@ -98,14 +89,13 @@ pub const ONE_RUN_SPLIT_FROM: usize = 5000;
 
 impl Method {
     /// Every method, in the order of the documentation.
-    pub const ALL: [Method; 7] = [
+    pub const ALL: [Method; 6] = [
         Method::EpsDelta,
         Method::Gdp,
         Method::OneRun,
         Method::OneRunFdp,
         Method::OneRunFdpGaussian,
         Method::Panoramia,
-        Method::ZeroThreshold,
     ];
 
     /// The name on the command line and in JSON.
@@ -117,7 +107,6 @@ impl Method {
             Method::OneRunFdp => "one-run-fdp",
             Method::OneRunFdpGaussian => "one-run-fdp-gaussian",
             Method::Panoramia => "panoramia",
-            Method::ZeroThreshold => "zero-threshold",
         }
     }
 
@@ -138,7 +127,7 @@ impl Method {
     /// What one observation is.
     pub fn observes(self) -> Observed {
         match self {
-            Method::EpsDelta | Method::Gdp | Method::ZeroThreshold => Observed::Runs,
+            Method::EpsDelta | Method::Gdp => Observed::Runs,
             Method::OneRun | Method::OneRunFdp | Method::OneRunFdpGaussian => {
                 Observed::CanariesOfOneRun
             }
@@ -155,7 +144,6 @@ impl Method {
             }
             Method::OneRun if n < ONE_RUN_SPLIT_FROM => Selection::Bonferroni,
             Method::OneRun | Method::Panoramia => Selection::Split { seed },
-            Method::ZeroThreshold => Selection::Fixed,
         }
     }
 
@@ -209,12 +197,6 @@ impl Method {
                 "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
                  curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
                 "δ > 0",
-            ],
-            Method::ZeroThreshold => vec![
-                RUNS,
-                HIGHER,
-                "no assumption on the mechanism: the ε bound holds for any (ε, δ)-DP claim; the test \
-                 \"member iff score > 0\" was fixed in advance",
             ],
             Method::Panoramia => vec![
                 "epsilon_tilde is a measurement relative to a baseline classifier, not a lower bound on ε",
