@@ -67,6 +67,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use dpaudit_audit::observations::Selection;
+use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 
@@ -382,12 +383,12 @@ impl PanoramiaConfig {
         Ok(config)
     }
 
-    /// Read, parse and validate a file.
+    /// Read, parse and validate a file: `kind = "panoramia"` or no `kind`
+    /// (as `dpaudit panoramia` takes it); the `kind` line is left out of
+    /// the config, so its fingerprint is the same either way.
     pub fn load(path: &Path) -> Result<Self> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| config_err(&origin, "(file)", "unreadable", e.to_string()))?;
-        Self::from_toml(&text, &origin)
+        let file = ExperimentFile::read_as(path, ExperimentKind::Panoramia)?;
+        Self::from_toml(&file.text, &path.display().to_string())
     }
 
     /// Range and consistency checks that need no data; `file` names the

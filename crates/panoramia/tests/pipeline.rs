@@ -77,11 +77,25 @@ fn generator_equal_to_the_data_gives_c_lb_near_zero_and_resumes() {
     assert!(same(&report2.targets[0].mia_scores, &t.mia_scores));
     assert!((report2.c_lb - report.c_lb).abs() < 1e-9);
 
+    // A damaged stage artifact is set aside and only that stage is redone,
+    // to the same bytes.
+    let quality = std::fs::read(out.join("quality.json")).unwrap();
+    std::fs::write(out.join("quality.json"), b"{\"accuracy\": ").unwrap();
+    let mut third = Count::default();
+    run(&cfg, "test.toml", &out, &mut third).unwrap();
+    assert!(out.join("quality.json.damaged").is_file());
+    assert_eq!(std::fs::read(out.join("quality.json")).unwrap(), quality);
+    assert!(third.epochs > 0, "{:?}", third.stages);
+
     // Another config in the same out-dir is refused.
     let other = config(&text.replacen("seed = 3", "seed = 4", 1));
     let err = run(&other, "test.toml", &out, &mut Count::default()).unwrap_err();
     assert!(matches!(err, PanoramiaError::OutDir { .. }), "{err}");
-    assert!(err.to_string().contains("another config"), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("config.json") && msg.contains("belongs to a different config"),
+        "{err}"
+    );
 }
 
 fn has_png(path: &Path) -> bool {

@@ -7,7 +7,7 @@ use dpaudit_train::models::Model;
 use serde::{Deserialize, Serialize};
 
 use super::game::Game;
-use super::store::{read_json, write_json};
+use super::store::{found, save, Artifact, Stage};
 use super::{keys, Progress, Run, FORMAT};
 use crate::classifier::{self, loss_features, FitReport, Labelled, MembershipNet};
 use crate::error::Result;
@@ -32,9 +32,10 @@ pub(super) fn stage(
     shape: [i64; 3],
     progress: &mut dyn Progress,
 ) -> Result<ScoresFile> {
-    let path = run.out.join("baseline.json");
-    match read_json::<ScoresFile>(&path) {
-        Some(b) if b.fingerprint == run.fp && b.scores.len() == game.m => {
+    // `found` checks the fingerprint and that there is a score per audit
+    // record (`split.audit`).
+    match found(run.store, &Stage::Baseline)? {
+        Some(Artifact::Baseline(b)) => {
             progress.stage("baseline", "found in the out-dir");
             Ok(b)
         }
@@ -47,7 +48,7 @@ pub(super) fn stage(
                 fit,
                 scores,
             };
-            write_json(&path, &b)?;
+            save(run.store, &Stage::Baseline, &b)?;
             Ok(b)
         }
     }

@@ -11,8 +11,6 @@ use crate::records::{coins, permutation, Records};
 
 /// The audit set and the membership classifiers' data, raw and normalised.
 pub(super) struct Game {
-    /// `m`, the audit set's size.
-    pub m: usize,
     /// The coins `s` (true: the member was picked).
     pub coins: Vec<bool>,
     pub audit: Records,
@@ -59,7 +57,6 @@ impl Game {
             audit.normalized(norm),
         );
         Self {
-            m,
             coins: s,
             audit,
             train_set,

@@ -19,7 +19,8 @@
 //! orders from `sampler`, generator latents from `generator`, audit coins
 //! from `membership`. Each stage writes its artifact atomically into the
 //! out-dir and is skipped when a valid one is present; `config.json` holds
-//! the config's fingerprint and a different config is refused.
+//! the config's fingerprint and a different config is refused (the out-dir
+//! is the experiment crate's store: `store`).
 //!
 //! [`run`] is the sequence of stages, one module each:
 //! `targets` (resolve, check, train or load `f`), `data` (split `D_f`,
@@ -28,7 +29,8 @@
 //! `quality` (real vs generated), `game` (the audit set and the
 //! classifiers' training sets), `baseline` (`b`), `per_target` (the MIA,
 //! the measurement, the one-run audit), `report` (`audit.json`, plots) and
-//! `summary` (`summary.md`); `store` holds the out-dir's JSON files.
+//! `summary` (`summary.md`); `store` is the out-dir: its manifest
+//! (`config.json`) and the stages' JSON artifacts as units of work.
 
 mod baseline;
 mod data;
@@ -110,11 +112,13 @@ mod keys {
 }
 
 /// What every stage reads: the config, its file (named in errors), the
-/// out-dir, the config's fingerprint, the randomness and the device.
+/// out-dir (and its store), the config's fingerprint, the randomness and
+/// the device.
 struct Run<'a> {
     config: &'a PanoramiaConfig,
     file: &'a str,
     out: &'a Path,
+    store: &'a store::PanoramiaStore,
     fp: &'a str,
     rnd: &'a Randomness,
     device: Device,
@@ -133,15 +137,14 @@ pub fn run(
     // The lock is held until the pipeline returns: a second process on this
     // out-dir is refused with the holder's pid and host, and an unwritable
     // out-dir is refused before anything is computed.
-    let _lock =
-        dpaudit_experiment::outdir::OutDir::open(out, &format!("dpaudit panoramia {file}"))?;
-    store::guard_out_dir(config, out, &fp)?;
+    let store = store::claim(config, &fp, out, &format!("dpaudit panoramia {file}"))?;
     let device = trainer::resolve_device(config.device, "device")?;
     let rnd = Randomness::replayable(config.seed);
     let run = Run {
         config,
         file,
         out,
+        store: &store,
         fp: &fp,
         rnd: &rnd,
         device,

@@ -13,7 +13,7 @@ use dpaudit_train::models::Model;
 use super::baseline::{membership_scores, ScoresFile};
 use super::game::{Game, O1Game};
 use super::report::TargetResult;
-use super::store::{read_json, write_json};
+use super::store::{found, save, Artifact, Stage};
 use super::targets::{self, Resolved};
 use super::{Progress, Run};
 use crate::error::{out_err, Result};
@@ -35,13 +35,13 @@ pub(super) fn all(
     std::fs::create_dir_all(&dir).map_err(|e| out_err(&dir, e))?;
     for t in resolved.iter_mut() {
         let name = t.cfg.name.clone();
-        let result_path = dir.join(format!("{name}.json"));
-        if let Some(r) = read_json::<TargetResult>(&result_path) {
-            if r.fingerprint == run.fp && r.mia_scores.len() == game.m {
-                progress.stage(&format!("target {name}"), "found in the out-dir");
-                results.push(r);
-                continue;
-            }
+        let stage = Stage::Target(name.clone());
+        // `found` checks the fingerprint and that there is a score per audit
+        // record (`split.audit`).
+        if let Some(Artifact::Target(r)) = found(run.store, &stage)? {
+            progress.stage(&format!("target {name}"), "found in the out-dir");
+            results.push(*r);
+            continue;
         }
         let (model, meta) = targets::model(run, t, progress)?;
         progress.stage(
@@ -55,7 +55,7 @@ pub(super) fn all(
             shape,
         };
         let r = measure(run, &audit, t, model.as_ref(), &meta, progress)?;
-        write_json(&result_path, &r)?;
+        save(run.store, &stage, &r)?;
         results.push(r);
     }
     Ok(results)

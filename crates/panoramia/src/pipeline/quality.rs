@@ -6,7 +6,7 @@ use dpaudit_data::seed::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::data::{Data, Pools};
-use super::store::{read_json, write_json};
+use super::store::{found, save, Artifact, Stage};
 use super::{keys, Progress, Run};
 use crate::classifier;
 use crate::error::Result;
@@ -33,8 +33,7 @@ pub(super) fn stage(
     shape: [i64; 3],
     progress: &mut dyn Progress,
 ) -> Result<Quality> {
-    let path = run.out.join("quality.json");
-    if let Some(q) = read_json::<Quality>(&path) {
+    if let Some(Artifact::Quality(q)) = found(run.store, &Stage::Quality)? {
         progress.stage("quality", "found in the out-dir");
         return Ok(q);
     }
@@ -69,7 +68,7 @@ pub(super) fn stage(
         test_per_class: n_test,
         accuracy_per_epoch: fit.validation_accuracy,
     };
-    write_json(&path, &q)?;
+    save(run.store, &Stage::Quality, &q)?;
     Ok(q)
 }
 

@@ -8,7 +8,6 @@ use super::data::Data;
 use super::game::Game;
 use super::helper::Labels;
 use super::quality::Quality;
-use super::store::write_json;
 use super::summary::summary;
 use super::{Run, FORMAT};
 use crate::classifier::FitReport;
@@ -180,7 +179,7 @@ pub(super) fn write(
     baseline_scores: &[f64],
     s: &[bool],
 ) -> Result<()> {
-    write_json(&run.out.join("audit.json"), report)?;
+    run.store.out_dir().write_json("audit.json", report)?;
     let plots = run.out.join("plots");
     let baseline_pr = figures::precision_recall(baseline_scores, s);
     for r in &report.targets {
