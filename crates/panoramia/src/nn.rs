@@ -26,9 +26,10 @@ use std::path::Path;
 
 use dpaudit_data::seed::SeedKey;
 use dpaudit_train::scalar::WithNumber;
+use dpaudit_train::TrainError;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use safetensors::tensor::{Dtype, SafeTensors};
+use safetensors::tensor::SafeTensors;
 use tch::{Device, Kind, Tensor};
 
 use crate::error::{PanoramiaError, Result};
@@ -346,51 +347,20 @@ pub fn read_meta(path: &Path) -> Result<(Vec<u8>, String)> {
 }
 
 /// Copy the tensors of `bytes` (a safetensors file read by [`read_meta`])
-/// into `params`; every name must be present with the same shape.
-// TODO(issue 31): use dpaudit_train's reader (its checkpoint reader of F32
-// tensors is not public yet; this is the same loop).
+/// into `params`; every name must be present with the same shape. The loop is
+/// the train crate's one safetensors reader
+/// ([`dpaudit_train::checkpoint::read_safetensors_into`]); a file that does
+/// not fit is a [`PanoramiaError::Checkpoint`].
 pub fn load_into(path: &Path, bytes: &[u8], params: &[(String, Tensor)]) -> Result<()> {
-    let bad = |reason: String| PanoramiaError::Checkpoint {
+    let st = SafeTensors::deserialize(bytes).map_err(|e| PanoramiaError::Checkpoint {
         path: path.display().to_string(),
-        reason,
-    };
-    let st =
-        SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a safetensors file: {e}")))?;
-    if st.names().len() != params.len() {
-        return Err(bad(format!(
-            "{} tensors: expected {} for this architecture",
-            st.names().len(),
-            params.len()
-        )));
-    }
-    tch::no_grad(|| {
-        for (name, p) in params {
-            let view = st
-                .tensor(name)
-                .map_err(|_| bad(format!("no tensor `{name}`, which this architecture has")))?;
-            let want: Vec<usize> = p.size().iter().map(|&d| d as usize).collect();
-            if view.dtype() != Dtype::F32 || view.shape() != want.as_slice() {
-                return Err(bad(format!(
-                    "tensor `{name}` is {:?} {:?}: expected F32 {want:?}",
-                    view.dtype(),
-                    view.shape()
-                )));
-            }
-            let values: Vec<f32> = view
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            let src = Tensor::f_from_slice(&values)
-                .and_then(|t| t.f_reshape(p.size()))
-                .and_then(|t| t.f_to_device(p.device()))
-                .map_err(PanoramiaError::torch("loading a tensor"))?;
-            p.shallow_clone()
-                .f_copy_(&src)
-                .map_err(PanoramiaError::torch("loading a tensor"))?;
-        }
-        Ok(())
-    })
+        reason: format!("not a safetensors file: {e}"),
+    })?;
+    dpaudit_train::checkpoint::read_safetensors_into(path, &st, params, 0, "this architecture")
+        .map_err(|e| match e {
+            TrainError::Checkpoint { path, reason } => PanoramiaError::Checkpoint { path, reason },
+            other => PanoramiaError::Train(other),
+        })
 }
 
 /// A `[n, record]` float tensor of host records on `device`, reshaped to
