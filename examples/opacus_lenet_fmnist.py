@@ -57,6 +57,11 @@ from torch import nn
 import dpaudit
 from dpaudit.opacus import DiracCanaries
 
+# The benchmarks' LeNet-5 (tanh, average pooling; dpaudit's `lenet5`), one
+# definition for the timing rows and this example.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "benches"))
+from torch_rows import LeNet5  # noqa: E402
+
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 # Fashion-MNIST training-set pixel mean and standard deviation (of x / 255).
 MEAN, STD = 0.2860, 0.3530
@@ -82,24 +87,6 @@ def load(data_dir: str, split: str):
     labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
     x = (torch.from_numpy(images.astype(np.float32) / 255.0) - MEAN) / STD
     return x.unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
-
-
-class LeNet5(nn.Module):
-    """LeNet-5 with tanh and average pooling (dpaudit's `lenet5`; benches/torch_rows.py)."""
-
-    def __init__(self, classes: int = 10):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(400, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, classes)
-
-    def forward(self, x):
-        x = F.avg_pool2d(torch.tanh(self.conv1(x)), 2)
-        x = F.avg_pool2d(torch.tanh(self.conv2(x)), 2)
-        x = torch.tanh(self.fc1(x.flatten(1)))
-        return self.fc3(torch.tanh(self.fc2(x)))
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

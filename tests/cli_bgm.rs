@@ -2,58 +2,37 @@
 //! Batched Gaussian Mechanism (Annamalai et al. 2024 §4.1, §5), on a tiny
 //! config; its out-dir, shards and merges.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-fn bgm(config: &Path, out_dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["bgm", "--json", "--config"])
+use common::fixtures::{with, TINY_BGM};
+use common::{assert_second_process_is_refused, binary, dpaudit_on, failure, ok, read, write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `dpaudit bgm --json --config CONFIG --out-dir OUT [extra]`, not yet started.
+fn bgm_command(config: &Path, out_dir: &Path, extra: &[&str]) -> Command {
+    let mut c = binary();
+    c.args(["bgm", "--json", "--config"])
         .arg(config)
         .arg("--out-dir")
         .arg(out_dir)
-        .output()
-        .unwrap()
+        .args(extra);
+    c
 }
 
-/// T = 100, σ = 1, one epoch: the setting of Annamalai et al. 2024 §5
-/// (Figure 2) where shuffling leaks far more than its Poisson ε.
-const SHUFFLE: &str = r#"
-description = "tiny"
+/// `dpaudit bgm --json --config CONFIG --out-dir OUT [extra]`, run to its end.
+fn bgm_with(config: &Path, out_dir: &Path, extra: &[&str]) -> Output {
+    bgm_command(config, out_dir, extra).output().unwrap()
+}
 
-[[settings]]
-name = "shuffle T=100 σ=1"
-steps = 100
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 20000
-delta = 1e-5
-confidence = 0.95
-seed = 3
-
-[[settings]]
-name = "no shuffling K=B"
-steps = 100
-epochs = 1
-expected_batch_size = 10
-noise_multiplier = 1.0
-sampler = { partial_shuffle = { buffer_size = 10 } }
-dataset = "shuffle_worst_case"
-runs = 20000
-guesses = [1, 100]
-delta = 1e-5
-confidence = 0.95
-seed = 4
-"#;
+fn bgm(config: &Path, out_dir: &Path) -> Output {
+    bgm_with(config, out_dir, &[])
+}
 
 #[test]
 fn tiny_config_reports_poisson_chua_and_empirical_epsilon() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("tiny.toml");
-    std::fs::write(&config, SHUFFLE).unwrap();
+    let config = write(dir.path(), "tiny.toml", TINY_BGM);
     let out_dir = dir.path().join("out");
     let out = bgm(&config, &out_dir);
     assert!(
@@ -111,14 +90,13 @@ fn tiny_config_reports_poisson_chua_and_empirical_epsilon() {
 #[test]
 fn bad_buffer_size_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("bad.toml");
     // K = 15 is not a multiple of B = 10; the first setting is valid, so the
     // refusal must come before any simulation (nothing written).
-    std::fs::write(
-        &config,
-        SHUFFLE.replace("buffer_size = 10 }", "buffer_size = 15 }"),
-    )
-    .unwrap();
+    let config = write(
+        dir.path(),
+        "bad.toml",
+        &with(TINY_BGM, &[("buffer_size = 10 }", "buffer_size = 15 }")]),
+    );
     let out_dir = dir.path().join("out");
     let out = bgm(&config, &out_dir);
     assert!(!out.status.success());
@@ -134,12 +112,14 @@ fn bad_buffer_size_is_refused_naming_the_field() {
 #[test]
 fn unknown_fields_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("typo.toml");
-    std::fs::write(
-        &config,
-        SHUFFLE.replace("seed = 3", "seed = 3\nnoise_multiplyer = 2.0"),
-    )
-    .unwrap();
+    let config = write(
+        dir.path(),
+        "typo.toml",
+        &with(
+            TINY_BGM,
+            &[("seed = 3", "seed = 3\nnoise_multiplyer = 2.0")],
+        ),
+    );
     let out = bgm(&config, &dir.path().join("out"));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -151,12 +131,11 @@ fn unknown_fields_are_refused() {
 #[test]
 fn a_simulation_too_large_for_memory_is_refused_naming_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("huge.toml");
-    std::fs::write(
-        &config,
-        SHUFFLE.replacen("runs = 20000", "runs = 100000000000", 1),
-    )
-    .unwrap();
+    let config = write(
+        dir.path(),
+        "huge.toml",
+        &with(TINY_BGM, &[("runs = 20000", "runs = 100000000000")]),
+    );
     let out = bgm(&config, &dir.path().join("out"));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -166,45 +145,6 @@ fn a_simulation_too_large_for_memory_is_refused_naming_runs() {
     );
     assert!(err.contains("`runs`") && err.contains("GiB"), "{err}");
     assert!(!dir.path().join("out").exists());
-}
-
-fn dpaudit(args: &[&str], paths: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(args)
-        .args(paths)
-        .output()
-        .unwrap()
-}
-
-fn bgm_with(config: &Path, out_dir: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["bgm", "--json", "--config"])
-        .arg(config)
-        .arg("--out-dir")
-        .arg(out_dir)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn failed(out: &Output) -> String {
-    assert!(!out.status.success(), "expected a failure");
-    let e = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!e.contains("panicked"), "{e}");
-    e
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// `audit.json` without its timings (`dpaudit_experiment::bgm_audit::TIMING_FIELDS`),
@@ -220,7 +160,7 @@ fn without_timings(audit: &str) -> serde_json::Value {
     v
 }
 
-/// The first setting of [`SHUFFLE`]: 20 000 runs are 5 chunks of 4096 runs
+/// The first setting of `tests/fixtures/tiny-bgm.toml`: 20 000 runs are 5 chunks of 4096 runs
 /// (`dpaudit_attacks::CHUNK_SIZE`) on the Rust engine; the partial-shuffle
 /// setting is one more chunk (its guess search decides what the runs score).
 const CHUNKS: usize = 6;
@@ -228,8 +168,7 @@ const CHUNKS: usize = 6;
 #[test]
 fn sharded_and_merged_equals_a_single_run() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("tiny.toml");
-    std::fs::write(&config, SHUFFLE).unwrap();
+    let config = write(dir.path(), "tiny.toml", TINY_BGM);
     let single = dir.path().join("single");
     ok(&bgm_with(&config, &single, &[]));
     let mut shards = Vec::new();
@@ -242,7 +181,7 @@ fn sharded_and_merged_equals_a_single_run() {
     }
     let merged = dir.path().join("merged");
     let paths: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
-    let out = dpaudit(&["merge", "--out-dir", merged.to_str().unwrap()], &paths);
+    let out = dpaudit_on(&["merge", "--out-dir", merged.to_str().unwrap()], &paths);
     ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("merged {CHUNKS} chunk(s)")));
     assert_eq!(
@@ -257,12 +196,12 @@ fn sharded_and_merged_equals_a_single_run() {
         assert!(merged.join(format!("chunks/chunk-{c:06}.json")).exists());
     }
     // The same shard twice is a duplicate; a missing shard is named.
-    let e = failed(&dpaudit(
+    let e = failure(&dpaudit_on(
         &["merge", "--out-dir"],
         &[&dir.path().join("m2"), &shards[0], &shards[0]],
     ));
     assert!(e.contains("duplicate") && e.contains("0/3"), "{e}");
-    let e = failed(&dpaudit(
+    let e = failure(&dpaudit_on(
         &["merge", "--out-dir"],
         &[&dir.path().join("m3"), &shards[0], &shards[1]],
     ));
@@ -272,51 +211,39 @@ fn sharded_and_merged_equals_a_single_run() {
 mod out_dir_faults {
     use super::*;
 
+    /// Minutes of simulation: the first setting's 2·10⁴ runs of 100 steps
+    /// become 5·10⁶ runs of 1000 steps.
+    fn endless(dir: &Path) -> PathBuf {
+        let text = with(
+            TINY_BGM,
+            &[
+                ("runs = 20000", "runs = 5000000"),
+                ("steps = 100", "steps = 1000"),
+            ],
+        );
+        write(dir, "endless.toml", &text)
+    }
+
     #[test]
     fn a_second_process_on_the_same_out_dir_is_refused_naming_the_holder() {
         let dir = tempfile::tempdir().unwrap();
         // Minutes of simulation: the first process is killed once the
         // second has been refused.
-        let endless = SHUFFLE
-            .replacen("runs = 20000", "runs = 5000000", 1)
-            .replacen("steps = 100", "steps = 1000", 1);
-        let config = dir.path().join("endless.toml");
-        std::fs::write(&config, endless).unwrap();
+        let config = endless(dir.path());
         let out = dir.path().join("out");
-        let mut first = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+        let mut first = binary();
+        first
             .args(["bgm", "--threads", "1", "--config"])
             .arg(&config)
             .arg("--out-dir")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lock = out.join(".dpaudit.lock");
-        let start = Instant::now();
-        while !lock.exists() && start.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let second = bgm_with(&config, &out, &[]);
-        let running = first.try_wait().unwrap().is_none();
-        let _ = first.kill();
-        let _ = first.wait();
-        assert!(
-            running,
-            "the first run ended before the second started; make it slower"
-        );
-        let e = failed(&second);
-        assert!(
-            e.contains(&format!("pid {}", first.id())) && e.contains("in use"),
-            "{e}"
-        );
+            .arg(&out);
+        assert_second_process_is_refused(first, bgm_command(&config, &out, &[]), &out);
     }
 
     #[test]
     fn edited_and_truncated_chunks_are_named_and_only_they_are_recomputed() {
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("tiny.toml");
-        std::fs::write(&config, SHUFFLE).unwrap();
+        let config = write(dir.path(), "tiny.toml", TINY_BGM);
         let out = dir.path().join("out");
         ok(&bgm_with(&config, &out, &[]));
         let scores = read(&out.join("scores.csv"));
@@ -339,7 +266,7 @@ mod out_dir_faults {
         let text = read(&chunk(3));
         std::fs::write(chunk(3), &text[..text.len() / 2]).unwrap();
         // Merging is refused, naming the damaged chunk …
-        let e = failed(&dpaudit(
+        let e = failure(&dpaudit_on(
             &["merge", "--out-dir"],
             &[&dir.path().join("m"), &out],
         ));
@@ -373,19 +300,21 @@ mod out_dir_faults {
     #[test]
     fn an_out_dir_of_another_experiment_or_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("tiny.toml");
-        std::fs::write(&config, SHUFFLE).unwrap();
+        let config = write(dir.path(), "tiny.toml", TINY_BGM);
         let out = dir.path().join("out");
         ok(&bgm_with(&config, &out, &["--shard", "0/4"]));
-        let other = dir.path().join("other.toml");
-        std::fs::write(&other, SHUFFLE.replace("seed = 3", "seed = 30")).unwrap();
-        let e = failed(&bgm_with(&other, &out, &["--shard", "0/4"]));
+        let other = write(
+            dir.path(),
+            "other.toml",
+            &with(TINY_BGM, &[("seed = 3", "seed = 30")]),
+        );
+        let e = failure(&bgm_with(&other, &out, &["--shard", "0/4"]));
         assert!(e.contains("different experiment"), "{e}");
         let manifest = read(&out.join("config.json"));
         let old = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
         assert_ne!(old, manifest);
         std::fs::write(out.join("config.json"), old).unwrap();
-        let e = failed(&bgm_with(&config, &out, &["--shard", "0/4"]));
+        let e = failure(&bgm_with(&config, &out, &["--shard", "0/4"]));
         assert!(e.contains("format 1") && e.contains("new --out-dir"), "{e}");
     }
 
@@ -393,22 +322,18 @@ mod out_dir_faults {
     fn an_unwritable_out_dir_is_refused_before_anything_is_simulated() {
         let dir = tempfile::tempdir().unwrap();
         // Minutes of simulation if it started.
-        let endless = SHUFFLE
-            .replacen("runs = 20000", "runs = 5000000", 1)
-            .replacen("steps = 100", "steps = 1000", 1);
-        let config = dir.path().join("endless.toml");
-        std::fs::write(&config, endless).unwrap();
+        let config = endless(dir.path());
         // Below a regular file: no one can create it, root included.
         let file = dir.path().join("plain-file");
         std::fs::write(&file, "").unwrap();
-        let e = failed(&bgm_with(&config, &file.join("out"), &[]));
+        let e = failure(&bgm_with(&config, &file.join("out"), &[]));
         assert!(
             e.contains("not writable") && e.contains("nothing was computed"),
             "{e}"
         );
         assert!(!e.contains("Poisson ε"), "{e}");
         // The same for merge.
-        let e = failed(&dpaudit(
+        let e = failure(&dpaudit_on(
             &["merge", "--out-dir"],
             &[&file.join("m"), dir.path()],
         ));
@@ -419,10 +344,9 @@ mod out_dir_faults {
 #[test]
 fn slurm_writes_a_bgm_array_over_its_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("tiny.toml");
-    std::fs::write(&config, format!("kind = \"bgm\"{SHUFFLE}")).unwrap();
+    let config = write(dir.path(), "tiny.toml", TINY_BGM);
     let out = dir.path().join("cluster");
-    let stdout = ok(&dpaudit(
+    let stdout = ok(&dpaudit_on(
         &["slurm", "--tasks", "3", "--out-dir", out.to_str().unwrap()],
         &[&config],
     ));
@@ -432,7 +356,7 @@ fn slurm_writes_a_bgm_array_over_its_chunks() {
         script.contains("'bgm' --config '") && script.contains("--shard auto/3"),
         "{script}"
     );
-    let e = failed(&dpaudit(
+    let e = failure(&dpaudit_on(
         &["slurm", "--tasks", "7", "--out-dir", out.to_str().unwrap()],
         &[&config],
     ));
@@ -445,17 +369,20 @@ fn slurm_writes_a_bgm_array_over_its_chunks() {
 #[test]
 fn dpaudit_run_of_a_bgm_file_is_dpaudit_bgm() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("tiny.toml");
-    std::fs::write(&config, SHUFFLE).unwrap();
+    // `dpaudit bgm` also reads a file without the `kind` line.
+    let config = write(
+        dir.path(),
+        "tiny.toml",
+        &with(TINY_BGM, &[("kind = \"bgm\"", "")]),
+    );
     let alias = dir.path().join("alias");
     ok(&bgm(&config, &alias));
-    let kinded = dir.path().join("kinded.toml");
-    std::fs::write(&kinded, format!("kind = \"bgm\"{SHUFFLE}")).unwrap();
+    let kinded = write(dir.path(), "kinded.toml", TINY_BGM);
     let mut shards = Vec::new();
     for i in 0..2 {
         let shard = dir.path().join(format!("run-{i}"));
         let shard_arg = format!("{i}/2");
-        ok(&dpaudit(
+        ok(&dpaudit_on(
             &[
                 "run",
                 "--json",
@@ -470,7 +397,7 @@ fn dpaudit_run_of_a_bgm_file_is_dpaudit_bgm() {
     }
     let merged = dir.path().join("merged");
     let paths: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
-    ok(&dpaudit(
+    ok(&dpaudit_on(
         &["merge", "--out-dir", merged.to_str().unwrap()],
         &paths,
     ));

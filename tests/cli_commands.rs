@@ -3,35 +3,9 @@
 //! clear error naming what was wrong, never a panic.
 
 use std::io::Write;
-use std::process::{Command, Output};
+mod common;
 
-fn dpaudit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn failure(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
+use common::{dpaudit, failure, json};
 
 #[test]
 fn data_info_reads_the_real_fashion_mnist() {
@@ -57,42 +31,47 @@ fn data_info_on_a_missing_directory_names_the_file() {
     assert!(err.contains(dir.path().to_str().unwrap()), "{err}");
 }
 
+/// The flags of Annamalai et al. 2024 §6.2.1's setting but σ: Poisson
+/// q = 0.01, 100 steps, δ = 1e-5.
+const PAPER_SETTING: [&str; 6] = ["--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5"];
+
 #[test]
 fn account_matches_the_paper_setting_and_calibrate_inverts_it() {
     // Poisson q = 0.01, 100 steps, σ = 1.0, δ = 1e-5: Annamalai et al. 2024
     // (§6.2.1) print 0.73, the PRV accountant's upper estimate; the tight PLD
     // value is 0.718.
-    let acc = json(&dpaudit(&[
-        "account",
-        "--accountant",
-        "pld",
-        "--sample-rate",
-        "0.01",
-        "--noise-multiplier",
-        "1.0",
-        "--steps",
-        "100",
-        "--delta",
-        "1e-5",
-        "--json",
-    ]));
+    let acc = json(&dpaudit(
+        &[
+            &[
+                "account",
+                "--accountant",
+                "pld",
+                "--noise-multiplier",
+                "1.0",
+            ][..],
+            &PAPER_SETTING,
+            &["--json"],
+        ]
+        .concat(),
+    ));
     let eps = acc["epsilon"].as_f64().unwrap();
     assert!((eps - 0.718).abs() < 1e-3, "ε = {eps}");
 
-    let cal = json(&dpaudit(&[
-        "calibrate",
-        "--accountant",
-        "pld",
-        "--sample-rate",
-        "0.01",
-        "--steps",
-        "100",
-        "--delta",
-        "1e-5",
-        "--target-epsilon",
-        &eps.to_string(),
-        "--json",
-    ]));
+    let target = eps.to_string();
+    let cal = json(&dpaudit(
+        &[
+            &[
+                "calibrate",
+                "--accountant",
+                "pld",
+                "--target-epsilon",
+                &target,
+            ][..],
+            &PAPER_SETTING,
+            &["--json"],
+        ]
+        .concat(),
+    ));
     let sigma = cal["noise_multiplier"].as_f64().unwrap();
     assert!((sigma - 1.0).abs() < 5e-3, "σ = {sigma}");
 }
@@ -178,13 +157,14 @@ fn selftest_catches_removed_clipping_and_halved_noise_but_not_the_correct_pipeli
     // 2025 Corollary 1). Without
     // clipping the canary counts 4 times (μ = 6.3), with half the noise twice
     // (μ = 3.2): both audit far above 7.51 with 300 runs at 99 %.
-    let out = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["selftest", "--runs", "300", "--bgm-runs", "20000", "--json"])
-        .env_remove("RUST_BACKTRACE")
-        .env("OMP_NUM_THREADS", "1")
-        .output()
-        .unwrap();
-    let rows = json(&out);
+    let rows = json(&dpaudit(&[
+        "selftest",
+        "--runs",
+        "300",
+        "--bgm-runs",
+        "20000",
+        "--json",
+    ]));
     let row = |name: &str| {
         rows.as_array()
             .unwrap()
@@ -330,32 +310,16 @@ fn impossible_training_configs_are_refused_naming_the_field() {
 /// the accountant that can (`--accountant rdp` exists).
 #[test]
 fn calibrate_to_an_unrepresentable_epsilon_names_the_rdp_accountant() {
-    let err = failure(&dpaudit(&[
-        "calibrate",
-        "--sample-rate",
-        "0.01",
-        "--steps",
-        "100",
-        "--delta",
-        "1e-5",
-        "--target-epsilon",
-        "800",
-    ]));
+    let calibrate = [
+        &["calibrate", "--target-epsilon", "800"][..],
+        &PAPER_SETTING,
+    ]
+    .concat();
+    let err = failure(&dpaudit(&calibrate));
     assert!(err.contains("--accountant rdp"), "{err}");
-    let ok = json(&dpaudit(&[
-        "calibrate",
-        "--accountant",
-        "rdp",
-        "--sample-rate",
-        "0.01",
-        "--steps",
-        "100",
-        "--delta",
-        "1e-5",
-        "--target-epsilon",
-        "800",
-        "--json",
-    ]));
+    let ok = json(&dpaudit(
+        &[&calibrate[..], &["--accountant", "rdp", "--json"]].concat(),
+    ));
     assert!(ok["noise_multiplier"].as_f64().unwrap() > 0.0, "{ok}");
 }
 

@@ -1,19 +1,19 @@
 //! End-to-end: the README's main job, `dpaudit demo`, on a small budget.
 
-use std::process::Command;
+mod common;
+
+use common::{dpaudit, json};
 
 #[test]
 fn demo_reports_upper_and_lower_bounds_and_catches_shuffling() {
-    let out = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(["demo", "--runs", "20000", "--canary-runs", "200", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json(&dpaudit(&[
+        "demo",
+        "--runs",
+        "20000",
+        "--canary-runs",
+        "200",
+        "--json",
+    ]));
 
     // PLD ε of 100 Poisson steps at q = 0.01, σ = 1, δ = 1e-5 is 0.718 (docs/canary-games.md, "Reference values",
     // dp_accounting's PLD); the accounting crate pins it tightly, here 1e-2 suffices.

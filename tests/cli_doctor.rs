@@ -1,10 +1,12 @@
 //! End-to-end: the `dpaudit` binary finds libtorch by itself (rpath) and
 //! reports what it runs on.
 
+mod common;
+
 use std::process::Command;
 
 fn dpaudit() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dpaudit"));
+    let mut cmd = common::binary();
     // The binary must not need any of these to find libtorch.
     for var in [
         "LD_LIBRARY_PATH",

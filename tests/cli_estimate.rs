@@ -6,44 +6,11 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-fn dpaudit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpaudit"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap()
-}
+mod common;
 
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn text(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn failure(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "expected failure, got {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
+use common::{binary, dpaudit, failure, json, ok};
 
 /// `n` members scored `i/n + shift` and `n` non-members scored `i/n`,
 /// interleaved (a deterministic stand-in for two score distributions).
@@ -141,7 +108,7 @@ fn every_method_states_assumptions_metrics_and_policy() {
     ]));
     assert_eq!(v["label"], "one-run-fdp-gaussian");
     assert_eq!(v["assumes"], "gaussian-tradeoff");
-    let out = text(&dpaudit(&[
+    let out = ok(&dpaudit(&[
         "estimate",
         "--method",
         "one-run-fdp",
@@ -158,7 +125,7 @@ fn every_method_states_assumptions_metrics_and_policy() {
         "{out}"
     );
     // Text: the same facts for a reader.
-    let out = text(&dpaudit(&[
+    let out = ok(&dpaudit(&[
         "estimate", "--method", "gdp", "--scores", &path, "--delta", "1e-5",
     ]));
     for needle in [
@@ -255,7 +222,7 @@ fn output_to_a_closed_pipe_ends_quietly() {
     let path = scores_csv(dir.path(), 2000, 0.5);
     // The reader closes its end before the program writes (it first reads
     // and bounds 4000 scores), so the first line printed meets a closed pipe.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpaudit"))
+    let mut child = binary()
         .args([
             "estimate",
             "--method",
@@ -267,7 +234,6 @@ fn output_to_a_closed_pipe_ends_quietly() {
             "--selection",
             "multi-split",
         ])
-        .env_remove("RUST_BACKTRACE")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

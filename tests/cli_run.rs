@@ -4,85 +4,25 @@
 //! after a lost chunk or a kill, refusing a foreign out-dir, shards merged to
 //! the single run's scores, and the comparison table.
 //!
-//! The experiments train a 600 → 8 → 2 MLP on the synthetic Purchase-100
-//! stand-in (no data files needed) for 3 steps per run.
+//! The experiment is `tests/fixtures/tiny-canary.toml` (a 600 → 8 → 2 MLP on
+//! the synthetic Purchase-100 stand-in, no data files needed, 3 steps per
+//! run) or a variant of it.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::fixtures::TINY_CANARY as EXPERIMENT;
+use common::{
+    assert_second_process_is_refused, binary, dpaudit_on, failure, ok, read, spawn_quiet, write,
+};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const EXPERIMENT: &str = r#"kind = "canary"
-name = "cli run test"
-runs = 40
-[train]
-seed = 5
-replicas = 10
-steps = 3
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-classes = [0, 1]
-train_size = 200
-normalize = false
-[train.sampler]
-kind = "fixed_sequence"
-batch_size = 20
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac", "iterates"]
-methods = ["eps_delta", "gdp"]
-"#;
 
 /// 40 runs in chunks of 10.
 const CHUNKS: usize = 4;
 
-/// The binary with one intra-op thread: the tests run several processes at
-/// once on a 2-core machine, where libtorch's spinning OpenMP workers would
-/// oversubscribe the cores. Every compared pair of runs uses the same setting.
-fn binary() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dpaudit"));
-    c.env("OMP_NUM_THREADS", "1");
-    c
-}
-
-fn dpaudit(args: &[&str], paths: &[&Path]) -> Output {
-    let mut c = binary();
-    c.args(args);
-    for p in paths {
-        c.arg(p);
-    }
-    c.output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// `dpaudit run CONFIG --out-dir OUT --quiet [extra]`.
-fn run(config: &Path, out: &Path, extra: &[&str]) -> Output {
+/// `dpaudit run CONFIG --out-dir OUT --quiet [extra]`, not yet started.
+fn run_command(config: &Path, out: &Path, extra: &[&str]) -> Command {
     let mut c = binary();
     c.arg("run")
         .arg(config)
@@ -90,11 +30,12 @@ fn run(config: &Path, out: &Path, extra: &[&str]) -> Output {
         .arg(out)
         .arg("--quiet")
         .args(extra);
-    c.output().unwrap()
+    c
 }
 
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+/// `dpaudit run CONFIG --out-dir OUT --quiet [extra]`, run to its end.
+fn run(config: &Path, out: &Path, extra: &[&str]) -> Output {
+    run_command(config, out, extra).output().unwrap()
 }
 
 fn chunk_files(out: &Path) -> Vec<String> {
@@ -196,7 +137,7 @@ fn a_run_writes_config_inclusion_scores_audit_summary_and_plots() {
     assert_ne!(methods[0], methods[1], "one entry per method: {methods:?}");
 
     let summary = read(&out.join("summary.md"));
-    assert!(summary.starts_with("# Audit: cli run test"), "{summary}");
+    assert!(summary.starts_with("# Audit: tiny canary"), "{summary}");
     assert_eq!(
         summary
             .lines()
@@ -372,7 +313,7 @@ fn two_shards_merged_equal_the_single_run() {
     ok(&run(&config, &s1, &["--shard", "1/2"]));
     assert_eq!(chunk_files(&s1), ["chunk-000001.csv", "chunk-000003.csv"]);
     let merged = dir.path().join("merged");
-    ok(&dpaudit(&["merge", "--out-dir"], &[&merged, &s0, &s1]));
+    ok(&dpaudit_on(&["merge", "--out-dir"], &[&merged, &s0, &s1]));
     assert_eq!(
         read(&merged.join("scores.csv")),
         read(&single.join("scores.csv"))
@@ -393,7 +334,7 @@ fn two_shards_merged_equal_the_single_run() {
     );
     let foreign = dir.path().join("foreign");
     ok(&run(&other, &foreign, &["--shard", "1/2"]));
-    let bad = dpaudit(
+    let bad = dpaudit_on(
         &["merge", "--out-dir"],
         &[&dir.path().join("m2"), &s0, &foreign],
     );
@@ -432,7 +373,7 @@ fn compare_writes_one_row_per_lower_bound() {
         dir.path(),
         "b.toml",
         &EXPERIMENT
-            .replace("name = \"cli run test\"", "name = \"random direction\"")
+            .replace("name = \"tiny canary\"", "name = \"random direction\"")
             .replace("kind = \"dirac\"", "kind = \"random_direction\"")
             .replace(
                 "scores = [\"dirac\", \"iterates\"]",
@@ -444,7 +385,7 @@ fn compare_writes_one_row_per_lower_bound() {
     ok(&run(&a, &oa, &[]));
     ok(&run(&b, &ob, &[]));
     let cmp = dir.path().join("cmp");
-    ok(&dpaudit(&["compare", "--out-dir"], &[&cmp, &oa, &ob]));
+    ok(&dpaudit_on(&["compare", "--out-dir"], &[&cmp, &oa, &ob]));
     let md = read(&cmp.join("compare.md"));
     let rows: Vec<&str> = md
         .lines()
@@ -454,7 +395,7 @@ fn compare_writes_one_row_per_lower_bound() {
     assert_eq!(rows.len(), 5, "{md}");
     assert_eq!(
         rows.iter()
-            .filter(|r| r.starts_with("| cli run test |"))
+            .filter(|r| r.starts_with("| tiny canary |"))
             .count(),
         4,
         "{md}"
@@ -484,16 +425,7 @@ fn a_killed_run_resumes_to_the_uninterrupted_scores() {
     let whole = dir.path().join("whole");
     ok(&run(&config, &whole, &[]));
     let out = dir.path().join("killed");
-    let mut child = binary()
-        .arg("run")
-        .arg(&config)
-        .arg("--out-dir")
-        .arg(&out)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quiet(run_command(&config, &out, &[]));
     let first = out.join("chunks").join("chunk-000000.csv");
     let start = Instant::now();
     while !first.exists() {
@@ -581,12 +513,7 @@ fn runs_whose_results_cannot_fit_in_memory_are_refused_with_the_estimate() {
         &EXPERIMENT.replace("runs = 40", "runs = 100000000000"),
     );
     let out = dir.path().join("out");
-    let mut child = binary()
-        .arg("run")
-        .arg(&config)
-        .arg("--out-dir")
-        .arg(&out)
-        .arg("--quiet")
+    let mut child = run_command(&config, &out, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -635,13 +562,6 @@ fn runs_whose_results_cannot_fit_in_memory_are_refused_with_the_estimate() {
 mod out_dir_faults {
     use super::*;
 
-    fn stderr(out: &Output) -> String {
-        assert!(!out.status.success(), "expected a failure");
-        let e = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(!e.contains("panicked"), "{e}");
-        e
-    }
-
     #[test]
     fn a_second_process_on_the_same_out_dir_is_refused_naming_the_holder() {
         let dir = tempfile::tempdir().unwrap();
@@ -652,33 +572,10 @@ mod out_dir_faults {
             .replace("steps = 3", "steps = 50");
         let config = write(dir.path(), "exp.toml", &endless);
         let out = dir.path().join("out");
-        let mut first = binary()
-            .arg("run")
-            .arg(&config)
-            .arg("--out-dir")
-            .arg(&out)
-            .arg("--quiet")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lock = out.join(".dpaudit.lock");
-        let start = Instant::now();
-        while !lock.exists() && start.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let second = run(&config, &out, &[]);
-        let running = first.try_wait().unwrap().is_none();
-        let _ = first.kill();
-        let _ = first.wait();
-        assert!(
-            running,
-            "the first run ended before the second started; make it slower"
-        );
-        let e = stderr(&second);
-        assert!(
-            e.contains(&format!("pid {}", first.id())) && e.contains("in use"),
-            "{e}"
+        assert_second_process_is_refused(
+            run_command(&config, &out, &[]),
+            run_command(&config, &out, &[]),
+            &out,
         );
     }
 
@@ -701,7 +598,7 @@ mod out_dir_faults {
         std::fs::write(chunk(3), &text[..text.len() / 2]).unwrap();
         // Finalizing is refused, naming the damaged chunk …
         let merged = dir.path().join("m");
-        let e = stderr(&dpaudit(&["merge", "--out-dir"], &[&merged, &out]));
+        let e = failure(&dpaudit_on(&["merge", "--out-dir"], &[&merged, &out]));
         assert!(
             e.contains("chunk-000001.csv") && e.contains("damaged"),
             "{e}"
@@ -733,7 +630,7 @@ mod out_dir_faults {
         let old = manifest.replace("\"format_version\": 2", "\"format_version\": 1");
         assert_ne!(old, manifest);
         std::fs::write(out.join("config.json"), old).unwrap();
-        let e = stderr(&run(&config, &out, &[]));
+        let e = failure(&run(&config, &out, &[]));
         assert!(e.contains("format 1") && e.contains("new --out-dir"), "{e}");
     }
 
@@ -750,7 +647,7 @@ mod out_dir_faults {
             inc.replacen("\n0,0,-1\n", "\n0,0,1\n", 1)
         };
         std::fs::write(out.join("inclusion.csv"), flipped).unwrap();
-        let e = stderr(&run(&config, &out, &["--shard", "0/2"]));
+        let e = failure(&run(&config, &out, &["--shard", "0/2"]));
         assert!(e.contains("inclusion.csv") && e.contains("differ"), "{e}");
     }
 
@@ -761,7 +658,7 @@ mod out_dir_faults {
         // Below a regular file: no one can create it, root included.
         let file = write(dir.path(), "plain-file", "");
         let start = Instant::now();
-        let e = stderr(&run(&config, &file.join("out"), &[]));
+        let e = failure(&run(&config, &file.join("out"), &[]));
         assert!(
             e.contains("not writable") && e.contains("nothing was computed"),
             "{e}"
@@ -769,7 +666,7 @@ mod out_dir_faults {
         // Refused before preparing data or training (which take seconds).
         assert!(start.elapsed() < Duration::from_secs(30));
         // The same for merge and train.
-        let e = stderr(&dpaudit(
+        let e = failure(&dpaudit_on(
             &["merge", "--out-dir"],
             &[&file.join("m"), dir.path()],
         ));
@@ -782,12 +679,12 @@ mod out_dir_faults {
         let config = write(dir.path(), "exp.toml", EXPERIMENT);
         let s0 = dir.path().join("s0");
         ok(&run(&config, &s0, &["--shard", "0/2"]));
-        let e = stderr(&dpaudit(
+        let e = failure(&dpaudit_on(
             &["merge", "--out-dir"],
             &[&dir.path().join("m"), &s0, &s0],
         ));
         assert!(e.contains("duplicate") && e.contains("0/2"), "{e}");
-        let e = stderr(&dpaudit(
+        let e = failure(&dpaudit_on(
             &["merge", "--out-dir"],
             &[&dir.path().join("m"), &s0],
         ));
@@ -851,10 +748,6 @@ fn the_library_chunk_by_chunk_equals_dpaudit_run() {
 fn the_kind_line_is_required_and_picks_the_runner() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let failed = |o: &Output| {
-        assert!(!o.status.success());
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
     let plain = write(
         dir.path(),
         "plain.toml",
@@ -867,8 +760,8 @@ fn the_kind_line_is_required_and_picks_the_runner() {
     );
     for (file, says) in [(&plain, "no top-level `kind`"), (&unknown, "\"train\"")] {
         for e in [
-            failed(&run(file, &out, &[])),
-            failed(&dpaudit(
+            failure(&run(file, &out, &[])),
+            failure(&dpaudit_on(
                 &["slurm", "--tasks", "2", "--out-dir", out.to_str().unwrap()],
                 &[file],
             )),
@@ -883,10 +776,10 @@ fn the_kind_line_is_required_and_picks_the_runner() {
         }
     }
     let config = write(dir.path(), "exp.toml", EXPERIMENT);
-    let e = failed(&run(&config, &out, &["--device", "cuda"]));
+    let e = failure(&run(&config, &out, &["--device", "cuda"]));
     assert!(e.contains("--device") && e.contains("train.device"), "{e}");
     // A BGM file is not a `dpaudit bgm` file of another kind's command.
-    let e = failed(&dpaudit(
+    let e = failure(&dpaudit_on(
         &["bgm", "--out-dir", out.to_str().unwrap(), "--config"],
         &[&config],
     ));

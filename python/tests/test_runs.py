@@ -29,39 +29,23 @@ needs_bin = pytest.mark.skipif(
     not BIN, reason="DPAUDIT_BIN is not set: the path of a built `dpaudit` binary (e.g. target/debug/dpaudit)"
 )
 
-# The experiment of tests/cli_run.rs: a 600 → 8 → 2 MLP on the synthetic
-# Purchase-100 stand-in, 3 steps per run, 40 runs in chunks of 10.
-EXPERIMENT = """
-name = "python runs test"
-runs = 40
-[train]
-seed = 5
-replicas = 10
-steps = 3
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-classes = [0, 1]
-train_size = 200
-normalize = false
-[train.sampler]
-kind = "fixed_sequence"
-batch_size = 20
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac", "iterates"]
-methods = ["eps_delta", "gdp"]
-"""
+# The experiment files the Rust tests share (tests/fixtures/, see its mod.rs).
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+
+
+def fixture(name: str, *edits: "tuple[str, str]") -> str:
+    """tests/fixtures/NAME with each (old, new) edit applied to the first
+    occurrence of old, which must be there."""
+    text = (FIXTURES / name).read_text()
+    for old, new in edits:
+        assert old in text, f"fixture edit {old!r} does not match {name}"
+        text = text.replace(old, new, 1)
+    return text
+
+
+# A 600 → 8 → 2 MLP on the synthetic Purchase-100 stand-in, 3 steps per run,
+# 40 runs in chunks of 10.
+EXPERIMENT = fixture("tiny-canary.toml")
 
 # 4 runs of 60 canaries each, bounded by the one-run methods.
 ONE_RUN = (
@@ -71,36 +55,9 @@ ONE_RUN = (
     .replace('methods = ["eps_delta", "gdp"]', 'methods = ["one_run", "one_run_fdp", "one_run_fdp_gaussian"]')
 )
 
-BGM = """
-description = "tiny"
-
-[[settings]]
-name = "shuffle T=100 σ=1"
-steps = 100
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 2000
-delta = 1e-5
-confidence = 0.95
-seed = 3
-
-[[settings]]
-name = "partial K=B"
-steps = 20
-epochs = 1
-expected_batch_size = 10
-noise_multiplier = 1.0
-sampler = { partial_shuffle = { buffer_size = 10 } }
-dataset = "shuffle_worst_case"
-runs = 1000
-guesses = [1, 20]
-delta = 1e-5
-confidence = 0.95
-seed = 4
-"""
+# The two settings of the Rust tests' BGM audit (a full shuffle, a partial
+# shuffle with K = B), at 2000 and 1000 runs.
+BGM = fixture("tiny-bgm.toml", ("runs = 20000", "runs = 2000"), ("runs = 20000", "runs = 1000"))
 
 PANORAMIA_HEAD = """
 seed = 3
@@ -326,7 +283,7 @@ def test_missing_and_non_out_dirs_are_named(tmp_path):
 def test_canary_run_arrays_match_the_csv_files_row_for_row(built):
     r = runs.open(built["auto"])
     assert r.kind == "run" and r.complete and isinstance(r, runs.CanaryRun)
-    assert r.config["name"] == "python runs test" and r.manifest["experiment"] is r.config
+    assert r.config["name"] == "tiny canary" and r.manifest["experiment"] is r.config
     assert r.score_names == ["dirac", "iterates"]
     rows = read_csv(built["auto"] / "scores.csv")
     assert len(rows) == 40 == r.runs.size
@@ -514,10 +471,10 @@ def test_bgm_arrays_and_bounds_match_the_out_dir(built):
     assert r.with_target.dtype == np.float64
     assert r.with_target.tolist() == [float(x["with_target"]) for x in rows]
     assert r.without_target.tolist() == [float(x["without_target"]) for x in rows]
-    assert list(r.scores) == ["shuffle T=100 σ=1", "partial K=B"]
+    assert list(r.scores) == ["shuffle T=100 σ=1", "no shuffling K=B"]
     assert [s.with_target.size for s in r.settings] == [2000, 1000]
-    assert r.get_setting("partial K=B") is r.settings[1] is r.get_setting(1)
-    assert r.scores["partial K=B"]["without_target"] is r.settings[1].without_target
+    assert r.get_setting("no shuffling K=B") is r.settings[1] is r.get_setting(1)
+    assert r.scores["no shuffling K=B"]["without_target"] is r.settings[1].without_target
     assert list(r.columns()) == ["setting", "setting_name", "run", "with_target", "without_target"]
     for s in r.settings:
         scores, members = s.observations()
@@ -531,7 +488,7 @@ def test_bgm_arrays_and_bounds_match_the_out_dir(built):
                   "metrics", "evidence"):
             assert d[k] == lb[k], k
     g = r.settings[1].guess_search
-    assert [k for k, _ in g["per_guess"]] == [1, 20] and g["chosen_columns"] in (1, 20)
+    assert [k for k, _ in g["per_guess"]] == [1, 100] and g["chosen_columns"] in (1, 100)
     assert r.settings[0].guess_search is None
 
 

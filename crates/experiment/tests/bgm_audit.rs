@@ -5,33 +5,18 @@
 // Tests may panic: the fallible-API guard (clippy.toml) is for library code.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
+use common::fixtures::BGM_SETTING;
+use common::{parse_bgm, simulate_in_three_shards, with_partial_shuffle};
+
 use std::path::Path;
 
-use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all, BgmExperiment};
+use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all};
 use dpaudit_experiment::bgm_engine::{
     BgmEngine, CpuBgmEngine, TensorBgmEngine, TENSOR_SELECTION_FIRST_CHUNK,
 };
-use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
-use dpaudit_experiment::{OutDir, Shard};
-
-const SETTING: &str = r#"
-[[settings]]
-name = "t"
-steps = 100
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 20000
-delta = 1e-5
-confidence = 0.95
-seed = 0
-"#;
-
-fn parse(text: &str) -> BgmExperiment {
-    BgmExperiment::from_toml(Path::new("t.toml"), text).unwrap()
-}
+use dpaudit_experiment::bgm_runner::merge_bgm;
 
 fn tensor_engine() -> TensorBgmEngine {
     TensorBgmEngine::new(tch::Device::Cpu, None).unwrap()
@@ -43,7 +28,7 @@ fn tensor_engine_certifies_more_than_poisson_and_less_than_chua() {
     // (PLD) is 0.718 and the Chua et al. 2024 lower bound 4.06 (Annamalai et
     // al. 2024 §5, Figure 2); 2·10⁴ runs certify an ε_emp between the two
     // (tests/cli_bgm.rs asserts the same of the Rust engine).
-    let p = prepare(parse(SETTING).settings[0].clone()).unwrap();
+    let p = prepare(parse_bgm(BGM_SETTING).settings[0].clone()).unwrap();
     let r = audit_setting(&p, &tensor_engine()).unwrap();
     let chua = r.epsilon_shuffle_lower_chua.unwrap();
     let lb = r.lower_bound.as_ref().unwrap();
@@ -63,14 +48,14 @@ fn tensor_engine_certifies_more_than_poisson_and_less_than_chua() {
 fn tensor_engine_partial_shuffle_search_picks_the_first_batch_for_k_equal_b() {
     // K = B: the target is always in batch 0, so the guess k = 1 wins; the
     // bound at k = 1 (a plain Gaussian, σ = 1) exceeds the Poisson ε.
-    let text = SETTING
+    let text = BGM_SETTING
         .replace("expected_batch_size = 1", "expected_batch_size = 10")
         .replace(
             "sampler = \"shuffle\"",
             "sampler = { partial_shuffle = { buffer_size = 10 } }",
         )
         .replace("runs = 20000", "runs = 20000\nguesses = [1, 100]");
-    let p = prepare(parse(&text).settings[0].clone()).unwrap();
+    let p = prepare(parse_bgm(&text).settings[0].clone()).unwrap();
     let engine = tensor_engine();
     assert_eq!(engine.selection_first_chunk(), TENSOR_SELECTION_FIRST_CHUNK);
     let r = audit_setting(&p, &engine).unwrap();
@@ -92,39 +77,15 @@ fn tensor_engine_partial_shuffle_search_picks_the_first_batch_for_k_equal_b() {
 /// same scores, so the same bound, to the bit).
 #[test]
 fn units_in_shards_merged_equal_the_in_memory_audit() {
-    let text = format!(
-        "{SETTING}{}",
-        SETTING
-            .replace("name = \"t\"", "name = \"k\"")
-            .replace("expected_batch_size = 1", "expected_batch_size = 10")
-            .replace(
-                "sampler = \"shuffle\"",
-                "sampler = { partial_shuffle = { buffer_size = 20 } }"
-            )
-            .replace("runs = 20000", "runs = 3000\nguesses = [1, 2, 100]")
-    );
-    let experiment = parse(&text);
+    let text = with_partial_shuffle(BGM_SETTING, "runs = 3000\nguesses = [1, 2, 100]");
+    let experiment = parse_bgm(&text);
     let settings = prepare_all(Path::new("t.toml"), &experiment).unwrap();
     let engine = CpuBgmEngine { threads: 1 };
     let dir = tempfile::tempdir().unwrap();
-    let mut shards = Vec::new();
-    for i in 0..3 {
-        let path = dir.path().join(format!("s{i}"));
-        let out = OutDir::open(&path, "library test").unwrap();
-        let shard = Shard { index: i, count: 3 };
-        let bgm = BgmDir::claim(out, "t.toml", &experiment, &settings, &engine, shard).unwrap();
+    let shards = simulate_in_three_shards(dir.path(), &experiment, &settings, &engine, |bgm| {
         // 20 000 runs: 5 chunks of 4096; the partial-shuffle setting: 1.
         assert_eq!(bgm.units().len(), 6);
-        let plan = bgm.plan().unwrap();
-        for c in plan.todo {
-            bgm.run_unit(c).unwrap();
-        }
-        assert!(matches!(
-            bgm.finalize().unwrap(),
-            BgmFinalized::Incomplete(_)
-        ));
-        shards.push(path);
-    }
+    });
     let merged = merge_bgm(&dir.path().join("merged"), &shards, "library test").unwrap();
     assert_eq!(merged.copied, 6);
     for (p, r) in settings.iter().zip(&merged.report.settings) {

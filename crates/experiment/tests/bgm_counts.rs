@@ -8,12 +8,17 @@
 // Tests may panic: the fallible-API guard (clippy.toml) is for library code.
 #![allow(clippy::disallowed_methods, clippy::arithmetic_side_effects)]
 
+mod common;
+
+use common::fixtures::{with, BGM_SETTING};
+use common::{parse_bgm, simulate_in_three_shards, with_partial_shuffle};
+
 use std::path::Path;
 
 use dpaudit_audit::clopper_pearson::upper_limit;
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::region::epsilon_from_error_bounds;
-use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all, BgmExperiment};
+use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all};
 use dpaudit_experiment::bgm_counts::{
     bound_at, boundary, bucket, counted_bound, same_data, HistogramAccumulator, MAX_BUCKET,
 };
@@ -193,24 +198,19 @@ fn counts_agree_with_counting_the_scores() {
     }
 }
 
-const SETTING: &str = r#"
-[[settings]]
-name = "t"
-steps = 20
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 20000
-evaluation = { counts = { selection_runs = 5000 } }
-delta = 1e-5
-confidence = 0.95
-seed = 0
-"#;
-
-fn parse(text: &str) -> BgmExperiment {
-    BgmExperiment::from_toml(Path::new("t.toml"), text).unwrap()
+/// `tests/fixtures/bgm-setting.toml` with 20 steps, evaluated in counts
+/// mode with 5000 selection runs.
+fn setting() -> String {
+    with(
+        BGM_SETTING,
+        &[
+            ("steps = 100", "steps = 20"),
+            (
+                "runs = 20000",
+                "runs = 20000\nevaluation = { counts = { selection_runs = 5000 } }",
+            ),
+        ],
+    )
 }
 
 /// Memory does not grow with the runs: 10¹¹ runs per hypothesis pass
@@ -219,14 +219,14 @@ fn parse(text: &str) -> BgmExperiment {
 /// has a fixed size, and a histogram never has more rows than the grid.
 #[test]
 fn counts_mode_state_does_not_grow_with_runs() {
-    let huge = SETTING.replace("runs = 20000", "runs = 100000000000");
-    let p = prepare(parse(&huge).settings[0].clone()).unwrap();
+    let huge = setting().replace("runs = 20000", "runs = 100000000000");
+    let p = prepare(parse_bgm(&huge).settings[0].clone()).unwrap();
     assert_eq!(p.selection_runs(), Some(5000));
     let scores = huge.replace(
         "evaluation = { counts = { selection_runs = 5000 } }",
         "evaluation = \"scores\"",
     );
-    let err = prepare(parse(&scores).settings[0].clone())
+    let err = prepare(parse_bgm(&scores).settings[0].clone())
         .unwrap_err()
         .to_string();
     assert!(err.contains("GiB") && err.contains("`runs`"), "{err}");
@@ -235,8 +235,8 @@ fn counts_mode_state_does_not_grow_with_runs() {
         "the refusal should name the way out: {err}"
     );
     // Too few selection runs are refused, naming the field.
-    let few = SETTING.replace("selection_runs = 5000", "selection_runs = 10");
-    let err = prepare(parse(&few).settings[0].clone())
+    let few = setting().replace("selection_runs = 5000", "selection_runs = 10");
+    let err = prepare(parse_bgm(&few).settings[0].clone())
         .unwrap_err()
         .to_string();
     assert!(err.contains("selection_runs"), "{err}");
@@ -269,45 +269,22 @@ fn counts_mode_state_does_not_grow_with_runs() {
 /// gives the histograms and the bound of the one-process audit, to the bit.
 #[test]
 fn counts_in_shards_merged_or_resumed_equal_one_process() {
-    let text = format!(
-        "{SETTING}{}",
-        SETTING
-            .replace("name = \"t\"", "name = \"k\"")
-            .replace("expected_batch_size = 1", "expected_batch_size = 10")
-            .replace(
-                "sampler = \"shuffle\"",
-                "sampler = { partial_shuffle = { buffer_size = 20 } }"
-            )
-            .replace(
-                "runs = 20000",
-                "runs = 6000\nguesses = [2, 20]\nguess_runs = 2000"
-            )
+    let text = with_partial_shuffle(
+        &setting(),
+        "runs = 6000\nguesses = [2, 20]\nguess_runs = 2000",
     );
-    let experiment = parse(&text);
+    let experiment = parse_bgm(&text);
     let settings = prepare_all(Path::new("t.toml"), &experiment).unwrap();
     let engine = CpuBgmEngine { threads: 1 };
     let dir = tempfile::tempdir().unwrap();
 
     // Three shards, merged.
-    let mut shards = Vec::new();
-    for i in 0..3 {
-        let path = dir.path().join(format!("s{i}"));
-        let out = OutDir::open(&path, "library test").unwrap();
-        let shard = Shard { index: i, count: 3 };
-        let bgm = BgmDir::claim(out, "t.toml", &experiment, &settings, &engine, shard).unwrap();
+    let shards = simulate_in_three_shards(dir.path(), &experiment, &settings, &engine, |bgm| {
         // Setting "t": 5000 selection runs (2 chunks of 4096), 20 000
         // evaluation runs (5 chunks); setting "k": one unit.
         assert_eq!(bgm.units().len(), 2 + 5 + 1);
         assert_eq!(bgm.units().iter().filter(|u| u.selection).count(), 2);
-        for c in bgm.plan().unwrap().todo {
-            bgm.run_unit(c).unwrap();
-        }
-        assert!(matches!(
-            bgm.finalize().unwrap(),
-            BgmFinalized::Incomplete(_)
-        ));
-        shards.push(path);
-    }
+    });
     let merged = merge_bgm(&dir.path().join("merged"), &shards, "library test").unwrap();
     assert_eq!(merged.copied, 8);
 
@@ -369,7 +346,7 @@ fn counts_in_shards_merged_or_resumed_equal_one_process() {
 /// it — the paper's finding, in counts mode.
 #[test]
 fn counts_mode_poisson_control_stays_below_the_accountant() {
-    let poisson = SETTING
+    let poisson = setting()
         .replace("steps = 20", "steps = 100")
         .replace("sampler = \"shuffle\"", "sampler = \"poisson\"")
         .replace(
@@ -378,7 +355,7 @@ fn counts_mode_poisson_control_stays_below_the_accountant() {
         )
         .replace("runs = 20000", "runs = 200000")
         .replace("selection_runs = 5000", "selection_runs = 50000");
-    let p = prepare(parse(&poisson).settings[0].clone()).unwrap();
+    let p = prepare(parse_bgm(&poisson).settings[0].clone()).unwrap();
     let r = audit_setting(&p, &CpuBgmEngine { threads: 0 }).unwrap();
     assert!(
         r.epsilon_emp() <= r.epsilon_poisson_pld,
@@ -392,7 +369,7 @@ fn counts_mode_poisson_control_stays_below_the_accountant() {
             "dataset = \"poisson_worst_case\"",
             "dataset = \"shuffle_worst_case\"",
         );
-    let p = prepare(parse(&shuffle).settings[0].clone()).unwrap();
+    let p = prepare(parse_bgm(&shuffle).settings[0].clone()).unwrap();
     let s = audit_setting(&p, &CpuBgmEngine { threads: 0 }).unwrap();
     assert!(
         s.epsilon_emp() > s.epsilon_poisson_pld,

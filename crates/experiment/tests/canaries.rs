@@ -13,8 +13,12 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
 use std::sync::{Mutex, MutexGuard};
 
+use common::fixtures::{with, TINY_CANARY};
+use common::{canary_config, read_canary};
 use dpaudit_attacks::scores::{
     cosine_score, dirac_score, inner_product_score, loss_difference_scores, loss_scores,
     IterateScore,
@@ -49,32 +53,6 @@ fn torch_lock() -> MutexGuard<'static, ()> {
 /// f32 unit roundoff `u = 2⁻²⁴` (IEEE 754 binary32, round to nearest).
 const U32: f64 = 1.0 / 16_777_216.0;
 
-/// The training part of every experiment here; `@RUNS@`, `@REPLICAS@`,
-/// `@STEPS@`, `@SAMPLER@` and `@TRAIN_SIZE@` are filled in by [`experiment`].
-const TRAIN: &str = r#"
-name = "canary test"
-runs = @RUNS@
-[train]
-seed = 7
-replicas = @REPLICAS@
-steps = @STEPS@
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-classes = [0, 1]
-train_size = @TRAIN_SIZE@
-normalize = false
-[train.sampler]
-@SAMPLER@
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-"#;
-
 const POISSON: &str = "kind = \"poisson\"\nsample_rate = 0.05";
 
 #[derive(Clone, Copy)]
@@ -94,19 +72,36 @@ const SMALL: Shape = Shape {
     sampler: POISSON,
 };
 
+/// The training part of `tests/fixtures/tiny-canary.toml` (all before its
+/// `[canary]`) in `shape` with seed 7, followed by `rest` (the `[canary]` and
+/// `[audit]` of the test).
 fn text(shape: Shape, rest: &str) -> String {
-    let mut t = TRAIN
-        .replace("@RUNS@", &shape.runs.to_string())
-        .replace("@REPLICAS@", &shape.replicas.to_string())
-        .replace("@STEPS@", &shape.steps.to_string())
-        .replace("@TRAIN_SIZE@", &shape.train_size.to_string())
-        .replace("@SAMPLER@", shape.sampler);
+    let train = &TINY_CANARY[..TINY_CANARY.find("[canary]").unwrap()];
+    let runs = format!("runs = {}", shape.runs);
+    let replicas = format!("replicas = {}", shape.replicas);
+    let steps = format!("steps = {}", shape.steps);
+    let train_size = format!("train_size = {}", shape.train_size);
+    let sampler = format!("[train.sampler]\n{}\n", shape.sampler);
+    let mut t = with(
+        train,
+        &[
+            ("runs = 40", &runs),
+            ("seed = 5", "seed = 7"),
+            ("replicas = 10", &replicas),
+            ("steps = 3", &steps),
+            ("train_size = 200", &train_size),
+            (
+                "[train.sampler]\nkind = \"fixed_sequence\"\nbatch_size = 20\n",
+                &sampler,
+            ),
+        ],
+    );
     t.push_str(rest);
     t
 }
 
 fn experiment(shape: Shape, rest: &str) -> ExperimentConfig {
-    ExperimentConfig::from_toml(&text(shape, rest), "test.toml").unwrap()
+    canary_config(&text(shape, rest), "test.toml")
 }
 
 fn host(t: &Tensor) -> Vec<f32> {
@@ -1117,8 +1112,8 @@ fn sampled_insertion_under_shuffling_is_once_per_epoch() {
 }
 
 fn refused(text: &str) -> String {
-    match ExperimentConfig::from_toml(text, "exp.toml") {
-        Err(e) => e.to_string(),
+    match read_canary(text, "exp.toml") {
+        Err(e) => e,
         Ok(cfg) => Prepared::new(&cfg, None)
             .expect_err("the experiment must be refused")
             .to_string(),

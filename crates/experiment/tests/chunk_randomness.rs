@@ -5,45 +5,37 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
+use common::canary_config;
+use common::fixtures::{with, TINY_CANARY};
+
 use dpaudit_experiment::chunk::Prepared;
 use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_train::trainer::Silent;
 
-/// A small Dirac-canary experiment on the synthetic Purchase-100 stand-in.
+/// `tests/fixtures/tiny-canary.toml` with 12 runs of `seed`, `replicas` at
+/// a time, on all 100 classes, batches of a shuffle (random, unlike the
+/// fixture's fixed sequence) and one method.
 fn experiment(seed: u64, replicas: usize) -> ExperimentConfig {
-    let text = format!(
-        r#"
-runs = 12
-[train]
-seed = {seed}
-replicas = {replicas}
-steps = 3
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-train_size = 200
-normalize = false
-[train.sampler]
-kind = "shuffle"
-batch_size = 20
-last_batch = "drop"
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac", "iterates"]
-methods = ["eps_delta"]
-"#
+    let seed = format!("seed = {seed}");
+    let replicas = format!("replicas = {replicas}");
+    let text = with(
+        TINY_CANARY,
+        &[
+            ("runs = 40", "runs = 12"),
+            ("seed = 5", &seed),
+            ("replicas = 10", &replicas),
+            ("classes = [0, 1]\n", ""),
+            ("kind = \"fixed_sequence\"", "kind = \"shuffle\""),
+            ("batch_size = 20", "batch_size = 20\nlast_batch = \"drop\""),
+            (
+                "methods = [\"eps_delta\", \"gdp\"]",
+                "methods = [\"eps_delta\"]",
+            ),
+        ],
     );
-    ExperimentConfig::from_toml(&text, "randomness test").unwrap()
+    canary_config(&text, "randomness test")
 }
 
 /// `scores[kind][run]` of all runs of an experiment, chunk by chunk.

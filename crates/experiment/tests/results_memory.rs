@@ -4,10 +4,15 @@
 //! estimate itself, `run_in_memory`, `ExperimentDir::claim` (before
 //! `inclusion.csv` is built) — instead of growing until the machine runs out.
 //!
-//! The experiment is the smoke MLP of `tests/cli_run.rs` (no data files).
+//! The experiment is `tests/fixtures/tiny-canary.toml` (no data files).
 
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use common::canary_config;
+use common::fixtures::{with, TINY_CANARY};
 
 use dpaudit_experiment::chunk::Prepared;
 use dpaudit_experiment::runner::{
@@ -17,46 +22,12 @@ use dpaudit_experiment::settings::ExperimentConfig;
 use dpaudit_experiment::{run_in_memory, ExperimentDir, OutDir, Shard};
 use dpaudit_train::trainer::Silent;
 
-const EXPERIMENT: &str = r#"
-name = "results memory test"
-runs = 40
-[train]
-seed = 5
-replicas = 10
-steps = 3
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [8]
-[train.data]
-dataset = "purchase100"
-classes = [0, 1]
-train_size = 200
-normalize = false
-[train.sampler]
-kind = "fixed_sequence"
-batch_size = 20
-[train.dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac", "iterates"]
-methods = ["eps_delta", "gdp"]
-"#;
-
 const HUGE_RUNS: u64 = 100_000_000_000;
 
+/// `tests/fixtures/tiny-canary.toml` with `runs` runs.
 fn config(runs: u64) -> ExperimentConfig {
-    ExperimentConfig::from_toml(
-        &EXPERIMENT.replace("runs = 40", &format!("runs = {runs}")),
-        "test.toml",
-    )
-    .unwrap()
+    let runs = format!("runs = {runs}");
+    canary_config(&with(TINY_CANARY, &[("runs = 40", &runs)]), "test.toml")
 }
 
 const GIB: u64 = 1 << 30;

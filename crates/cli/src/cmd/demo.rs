@@ -54,63 +54,11 @@ pub struct Args {
 /// The demo's canary audit: MLP 784→32→2, a Dirac canary at a random
 /// coordinate inserted at all 10 steps of fixed public batches of 20 in half of
 /// the runs; claimed ε = composition of 10 Gaussian mechanisms at σ = 2.
-const CANARY_CONFIG: &str = r#"
-name = "demo: Dirac canary, hidden state"
-runs = 1000
-[train]
-seed = 0
-replicas = 500
-steps = 10
-delta = 1e-5
-[train.model]
-kind = "mlp"
-hidden = [32]
-[train.data]
-dataset = "fmnist"
-classes = [0, 1]
-train_size = 1000
-[train.sampler]
-kind = "fixed_sequence"
-batch_size = 20
-[train.dp]
-noise_multiplier = 2.0
-max_grad_norm = 1.0
-learning_rate = 0.1
-[canary]
-kind = "dirac"
-count = 1
-insertion = "every"
-[audit]
-scores = ["dirac"]
-methods = ["gdp", "eps_delta"]
-# Pinned to what `auto` picks for these methods today, so the README's real output
-# stays what it says if the default ever changes.
-selection = "bonferroni"
-"#;
+const CANARY_CONFIG: &str = include_str!("demo-canary.toml");
 
 /// The demo's training run: LeNet-5 on Fashion-MNIST T-shirt/top vs Trouser
 /// with the audited mechanism (100 Poisson steps, q = 0.01, σ = 1, δ = 1e-5).
-const TRAIN_CONFIG: &str = r#"
-seed = 0
-steps = 100
-delta = 1e-5
-
-[model]
-kind = "lenet5"
-
-[data]
-dataset = "fmnist"
-classes = [0, 1]
-
-[sampler]
-kind = "poisson"
-sample_rate = 0.01
-
-[dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 1.0
-"#;
+const TRAIN_CONFIG: &str = include_str!("demo-train.toml");
 
 /// The audited DP-SGD configuration: one epoch of T Poisson batches at rate
 /// q = 1/T with noise multiplier σ, the BGM setting of Annamalai et al. 2024 §6.2.1
