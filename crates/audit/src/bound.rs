@@ -6,7 +6,6 @@ use serde::Serialize;
 use crate::design::InclusionDesign;
 use crate::metrics::Metrics;
 use crate::observations::{Method, Selection};
-use crate::one_run::GuessFamily;
 
 /// A lower bound on ε: with probability at least `confidence` (when
 /// `valid_at_confidence` is true), the audited mechanism is not
@@ -259,4 +258,38 @@ pub struct OneRunEvidence {
     pub inclusion: InclusionDesign,
     /// The candidates searched ([`GuessFamily`]).
     pub guess_family: GuessFamily,
+}
+
+/// The (k+, k−) candidates a searching policy (`bonferroni`, `split`,
+/// `multi-split`, `same-data`) tries; `fixed` uses the caller's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuessFamily {
+    /// `k+ = k− = f·m` only. Robust to an unbalanced design: when the scores
+    /// carry no information about inclusion, the expected number of correct
+    /// guesses is `r/2` whatever the member fraction (the positive guesses
+    /// are right as often as members are common, the negative ones as often
+    /// as non-members are), so an imbalance the design check cannot see
+    /// cannot make a bound. The default.
+    #[default]
+    Symmetric,
+    /// The symmetric candidates and the one-sided ones (`k+ = f·m, k− = 0`
+    /// and `k+ = 0, k− = f·m`): far stronger when the signal is on one side
+    /// (members with very low loss, a black-box attack on memorized
+    /// canaries). Needs inclusion with probability exactly ½, as dpaudit's
+    /// own runs draw it: under a design a little off ½ that the check does
+    /// not detect (e.g. 47 % of 3000), one-sided guesses gain from the
+    /// imbalance alone and a bound on null scores is positive in up to 16 %
+    /// of data sets instead of 5 % (`docs/audit-statistics.md`, §3).
+    WithOneSided,
+}
+
+impl GuessFamily {
+    /// `symmetric` or `with-one-sided`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GuessFamily::Symmetric => "symmetric",
+            GuessFamily::WithOneSided => "with-one-sided",
+        }
+    }
 }

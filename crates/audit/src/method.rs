@@ -370,7 +370,7 @@ impl TryFrom<String> for SelectionChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "policy", rename_all = "kebab-case")]
 pub enum Selection {
-    /// Choose on a random half (see [`Observations::split`]), bound on the
+    /// Choose on a random half (see [`Observations::split`](crate::observations::Observations::split)), bound on the
     /// other half. Valid at the stated confidence.
     Split {
         /// Seed of the split; fix it before looking at the scores.

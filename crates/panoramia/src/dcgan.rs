@@ -46,7 +46,7 @@ use crate::nn::{
     load_into, read_meta, save_tensors, zero_grads, Adam, Conv2d, ConvTranspose2d, HostInit,
     Linear, Parameters,
 };
-use crate::pipeline::Progress;
+use crate::progress::Progress;
 use crate::records::{epoch_batches, Records};
 
 type TResult<T> = std::result::Result<T, tch::TchError>;

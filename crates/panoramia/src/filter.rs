@@ -41,7 +41,7 @@ use crate::config::{FilterConfig, FitConfig};
 use crate::dcgan::Dcgan;
 use crate::error::{config_err, out_err, Result};
 use crate::nn::{load_into, read_meta, save_tensors, HostInit, Parameters};
-use crate::pipeline::Progress;
+use crate::progress::Progress;
 use crate::records::Records;
 use crate::vae::Vae;
 

@@ -33,6 +33,7 @@ pub mod figures;
 pub mod filter;
 pub mod nn;
 pub mod pipeline;
+pub mod progress;
 pub mod records;
 pub mod task;
 pub mod vae;

@@ -38,7 +38,7 @@
 //! Every setting is validated (sampler parameters and memory included)
 //! before any simulation starts ([`prepare_all`]); a scores-mode experiment
 //! that cannot fit in memory is refused with the estimate. The simulation
-//! runs on any [`BgmEngine`]; the out-dir, shards and merges are
+//! runs on any [`BgmEngine`](crate::bgm_engine::BgmEngine); the out-dir, shards and merges are
 //! [`crate::bgm_runner`].
 
 //!

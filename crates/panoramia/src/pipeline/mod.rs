@@ -61,22 +61,7 @@ pub use summary::summary;
 /// The format tag of the out-dir's JSON files.
 pub const FORMAT: &str = "dpaudit-panoramia/1";
 
-/// Progress of a run; the CLI prints it, tests ignore it.
-pub trait Progress {
-    /// A stage starts (or is skipped: `message` says so).
-    fn stage(&mut self, _stage: &str, _message: &str) {}
-    /// An epoch of one of the pipeline's models ended.
-    fn epoch(&mut self, _model: &str, _epoch: u64, _epochs: u64, _metric: &str, _value: f64) {}
-    /// A target's DP-SGD training starts.
-    fn target_start(&mut self, _name: &str, _steps: u64) {}
-    /// A DP-SGD step of a target ended.
-    fn target_step(&mut self) {}
-}
-
-/// Ignores everything.
-#[derive(Debug, Default)]
-pub struct Quiet;
-impl Progress for Quiet {}
+pub use crate::progress::{Progress, Quiet};
 
 struct StepRelay<'a>(&'a mut dyn Progress, String);
 impl Observer for StepRelay<'_> {
