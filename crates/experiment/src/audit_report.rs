@@ -25,7 +25,7 @@ use dpaudit_data::seed::{Mode, RunSeed, Stream};
 use dpaudit_attacks::ThreatModel;
 
 use crate::book::ScoreRow;
-use crate::error::{ExperimentError, Result};
+use crate::error::{read_text, ExperimentError, Result};
 use crate::outdir::OutDir;
 
 /// One lower bound in `audit.json`.
@@ -163,11 +163,7 @@ pub struct BoundSummary {
 impl AuditSummary {
     /// Reads `path` (an experiment's `audit.json`).
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Io {
-            path: path.to_path_buf(),
-            action: "reading",
-            source,
-        })?;
+        let text = read_text(path)?;
         serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
             path: path.to_path_buf(),
             reason: format!("not the audit.json of a `dpaudit run` experiment: {e}"),

@@ -39,8 +39,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::bgm_audit::{
-    prepare_all, report_setting, search_guess, simulate_histogram, summary_markdown, BgmExperiment,
-    BgmReport, GuessSearch, PreparedSetting, SettingCounts, SettingScores, SimulationClock,
+    prepare_all, report_setting, search_guess_if, simulate_histogram, summary_markdown,
+    BgmExperiment, BgmReport, GuessSearch, PreparedSetting, SettingCounts, SettingScores,
+    SimulationClock,
 };
 use crate::bgm_counts::HistogramAccumulator;
 use crate::bgm_engine::BgmEngine;
@@ -284,14 +285,7 @@ impl<'a> BgmDir<'a> {
         let p = setting_of(self.settings, unit, c, &self.out_dir().path(CONFIG_FILE))?;
         let start = Instant::now();
         let mut clock = SimulationClock::default();
-        let guess_search = if unit.guess_search {
-            Some(search_guess(self.engine, p, &mut clock)?)
-        } else {
-            None
-        };
-        let k = guess_search
-            .as_ref()
-            .map_or(p.setting.steps, |g| g.chosen_columns);
+        let (guess_search, k) = search_guess_if(unit.guess_search, self.engine, p, &mut clock)?;
         if let Some(selection_runs) = p.selection_runs() {
             return self.run_counts_unit(c, unit, p, k, selection_runs, guess_search, start, clock);
         }

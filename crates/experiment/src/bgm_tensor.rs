@@ -110,55 +110,33 @@ fn from_attacks(e: AttacksError) -> TrainError {
 /// − ln Σ exp(a′(o − o_max))`, or the Poisson mixture. The coefficients are
 /// the log forms of Annamalai et al. 2024 §4.1–4.2, §5.3 (the same as the pure-Rust scorer's).
 #[derive(Debug, Clone, Copy)]
-struct Scorer {
-    lr: LikelihoodRatio,
-    a: f64,
-    c: f64,
-    a_den: f64,
-    c_den: f64,
-    log_q: f64,
-    log_1mq: f64,
-}
+struct Scorer(LogRatioCoefficients);
 
 impl Scorer {
     /// Validates `lr` and σ and takes the coefficients from
     /// [`LogRatioCoefficients`], which the pure-Rust scorer uses too.
     fn new(lr: LikelihoodRatio, noise_multiplier: f64) -> Result<Self> {
-        let LogRatioCoefficients {
-            lr,
-            a,
-            c,
-            a_den,
-            c_den,
-            log_q,
-            log_1mq,
-        } = LogRatioCoefficients::new(lr, noise_multiplier).map_err(from_attacks)?;
-        Ok(Self {
-            lr,
-            a,
-            c,
-            a_den,
-            c_den,
-            log_q,
-            log_1mq,
-        })
+        let coefficients = LogRatioCoefficients::new(lr, noise_multiplier).map_err(from_attacks)?;
+        Ok(Self(coefficients))
     }
 
     /// `log Λ` of every run: `[runs, E, k]` (float64, the scored columns
     /// only) → `[runs]`, the sum over epochs of the per-epoch factors.
     fn scores(&self, o: &Tensor) -> Result<Tensor, TchError> {
         let k = o.size()[2];
-        let rows = if let LikelihoodRatio::Poisson { .. } = self.lr {
-            if self.log_1mq == f64::NEG_INFINITY {
+        let rows = if let LikelihoodRatio::Poisson { .. } = self.0.lr {
+            if self.0.log_1mq == f64::NEG_INFINITY {
                 // q = 1: every step holds the target; the Gaussian ratio per step.
-                o.mul_f64(self.a)?
-                    .add_f64(self.c)?
-                    .f_sum_dim_intlist(-1, false, Kind::Double)?
+                o.mul_f64(self.0.a)?.add_f64(self.0.c)?.f_sum_dim_intlist(
+                    -1,
+                    false,
+                    Kind::Double,
+                )?
             } else {
                 // Σ_t log((1−q) + q·exp(a·o + c)) = k·log(1−q) + Σ_t softplus(e_t),
                 // e_t = a·o + c + log q − log(1−q); softplus(e) = max(e, 0) + log1p(exp(−|e|)).
-                let shift = self.c + self.log_q - self.log_1mq;
-                let mut e = o.mul_f64(self.a)?.add_f64(shift)?;
+                let shift = self.0.c + self.0.log_q - self.0.log_1mq;
+                let mut e = o.mul_f64(self.0.a)?.add_f64(shift)?;
                 let positive = e.f_relu()?.f_sum_dim_intlist(-1, false, Kind::Double)?;
                 let _ = e.f_abs_()?;
                 let _ = e.f_neg_()?;
@@ -166,7 +144,7 @@ impl Scorer {
                 let _ = e.f_log1p_()?;
                 e.f_sum_dim_intlist(-1, false, Kind::Double)?
                     .f_add(&positive)?
-                    .add_f64(k as f64 * self.log_1mq)?
+                    .add_f64(k as f64 * self.0.log_1mq)?
             }
         } else {
             // d = o − o_max is the one chunk-sized allocation; the exps are
@@ -179,31 +157,31 @@ impl Scorer {
                 let _ = x.f_exp_()?;
                 x.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()
             };
-            match self.lr {
+            match self.0.lr {
                 LikelihoodRatio::Natural => o_max
-                    .mul_f64(self.a)?
-                    .add_f64(self.c)?
-                    .f_add(&log_sum_exp_in_place(&mut d, self.a)?)?,
+                    .mul_f64(self.0.a)?
+                    .add_f64(self.0.c)?
+                    .f_add(&log_sum_exp_in_place(&mut d, self.0.a)?)?,
                 LikelihoodRatio::PartiallyInformed | LikelihoodRatio::WorstCase { .. } => {
                     // a = 2a′: the numerator's terms are the squares of the
                     // denominator's (one exp per entry, as on the CPU).
-                    let den = log_sum_exp_in_place(&mut d, self.a_den)?;
+                    let den = log_sum_exp_in_place(&mut d, self.0.a_den)?;
                     let _ = d.f_square_()?;
                     let num = d.f_sum_dim_intlist(-1, false, Kind::Double)?.f_log()?;
                     o_max
-                        .mul_f64(self.a - self.a_den)?
-                        .add_f64(self.c - self.c_den)?
+                        .mul_f64(self.0.a - self.0.a_den)?
+                        .add_f64(self.0.c - self.0.c_den)?
                         .f_add(&num)?
                         .f_sub(&den)?
                 }
                 _ => {
-                    let mut d_num = d.mul_f64(self.a)?;
+                    let mut d_num = d.mul_f64(self.0.a)?;
                     let num = log_sum_exp_in_place(&mut d_num, 1.0)?;
                     drop(d_num);
-                    let den = log_sum_exp_in_place(&mut d, self.a_den)?;
+                    let den = log_sum_exp_in_place(&mut d, self.0.a_den)?;
                     o_max
-                        .mul_f64(self.a - self.a_den)?
-                        .add_f64(self.c - self.c_den)?
+                        .mul_f64(self.0.a - self.0.a_den)?
+                        .add_f64(self.0.c - self.0.c_den)?
                         .f_add(&num)?
                         .f_sub(&den)?
                 }

@@ -116,3 +116,12 @@ pub(crate) fn invalid(
         expected: expected.into(),
     }
 }
+
+/// The text of `path`; an error names it.
+pub(crate) fn read_text(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| ExperimentError::Io {
+        path: path.to_path_buf(),
+        action: "reading",
+        source,
+    })
+}

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ExperimentError, Result};
+use crate::error::{read_text, ExperimentError, Result};
 use crate::store::CONFIG_FILE;
 
 /// The kinds of experiment.
@@ -102,11 +102,7 @@ pub struct ExperimentFile {
 impl ExperimentFile {
     /// Read `path`, which must say its kind.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Io {
-            path: path.to_path_buf(),
-            action: "reading",
-            source,
-        })?;
+        let text = read_text(path)?;
         Self::parse(path, &text)
     }
 
@@ -133,11 +129,7 @@ impl ExperimentFile {
     /// panoramia`): a file without `kind` is taken as that kind; a file of
     /// another kind is refused.
     pub fn read_as(path: &Path, kind: ExperimentKind) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Io {
-            path: path.to_path_buf(),
-            action: "reading",
-            source,
-        })?;
+        let text = read_text(path)?;
         let (found, text) = split_kind(path, &text)?;
         let file = Self {
             path: path.to_path_buf(),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{invalid, ExperimentError, Result};
+use crate::error::{invalid, read_text, ExperimentError, Result};
 use crate::outdir::{read_checked, Checked, OutDir};
 use crate::shard::Shard;
 
@@ -402,11 +402,7 @@ fn admit_shard<M: Manifest>(manifests: &[(PathBuf, M)], s: &Path, m: &M) -> Resu
 /// value, or an error naming the file.
 pub fn read_manifest_json(dir: &Path) -> Result<(PathBuf, serde_json::Value)> {
     let path = dir.join(CONFIG_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|source| ExperimentError::Io {
-        path: path.clone(),
-        action: "reading",
-        source,
-    })?;
+    let text = read_text(&path)?;
     let value = serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
         path: path.clone(),
         reason: format!("not JSON ({e})"),

@@ -11,7 +11,7 @@
 mod common;
 
 use common::fixtures::{with, BGM_SETTING};
-use common::{parse_bgm, simulate_in_three_shards, with_partial_shuffle};
+use common::{assert_coverage, parse_bgm, simulate_in_three_shards, with_partial_shuffle};
 
 use std::path::Path;
 
@@ -90,17 +90,6 @@ impl Mechanism {
         acc.add(&with, &without).unwrap();
         acc.histogram()
     }
-}
-
-/// `violations / trials ≤ beta + 3·sqrt(beta(1 − beta)/trials)`.
-fn assert_coverage(violations: usize, trials: usize, beta: f64, what: &str) {
-    let rate = violations as f64 / trials as f64;
-    let limit = beta + 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
-    println!("{what}: P[bound > truth] = {rate:.4} (limit {limit:.4})");
-    assert!(
-        rate <= limit,
-        "{what}: P[bound > truth] = {rate} > {limit} ({violations}/{trials})"
-    );
 }
 
 /// The held-out threshold covers: on mechanisms of known ε, the bound

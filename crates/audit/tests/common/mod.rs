@@ -18,6 +18,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
+include!("assert_coverage.rs");
+
 /// Simulated audits per case: `fast` by default, ten times more with
 /// `DPAUDIT_SLOW_TESTS=1`.
 pub fn trials(fast: usize) -> usize {
@@ -26,17 +28,6 @@ pub fn trials(fast: usize) -> usize {
     } else {
         fast
     }
-}
-
-/// Asserts `violations / trials ≤ beta + 3·sqrt(beta(1−beta)/trials)`.
-pub fn assert_coverage(violations: usize, trials: usize, beta: f64, what: &str) {
-    let rate = violations as f64 / trials as f64;
-    let limit = beta + 3.0 * (beta * (1.0 - beta) / trials as f64).sqrt();
-    println!("{what}: P[bound > truth] = {rate:.4} (limit {limit:.4})");
-    assert!(
-        rate <= limit,
-        "{what}: P[bound > truth] = {rate} > {limit} ({violations}/{trials})"
-    );
 }
 
 /// A mechanism on one bit: its output is a score, higher for "member".

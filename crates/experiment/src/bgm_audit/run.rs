@@ -79,6 +79,25 @@ pub struct GuessSearch {
     pub chosen_columns: usize,
 }
 
+/// [`search_guess`] when `search` says so, and the columns to simulate: the
+/// chosen k, or the setting's steps without a search.
+pub fn search_guess_if(
+    search: bool,
+    engine: &dyn BgmEngine,
+    p: &PreparedSetting,
+    clock: &mut SimulationClock,
+) -> Result<(Option<GuessSearch>, usize)> {
+    let guess_search = if search {
+        Some(search_guess(engine, p, clock)?)
+    } else {
+        None
+    };
+    let k = guess_search
+        .as_ref()
+        .map_or(p.setting.steps, |g| g.chosen_columns);
+    Ok((guess_search, k))
+}
+
 /// Choose the guess k of a partial-shuffle setting on selection runs
 /// (same-data selection, from the engine's selection chunks).
 pub fn search_guess(
@@ -345,14 +364,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
 pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<SettingReport> {
     let start = Instant::now();
     let mut clock = SimulationClock::default();
-    let guess_search = if p.searches_guess() {
-        Some(search_guess(engine, p, &mut clock)?)
-    } else {
-        None
-    };
-    let k = guess_search
-        .as_ref()
-        .map_or(p.setting.steps, |g| g.chosen_columns);
+    let (guess_search, k) = search_guess_if(p.searches_guess(), engine, p, &mut clock)?;
     if let Some(selection_runs) = p.selection_runs() {
         let config = p.config_with_columns(k);
         let chunk_runs = engine.chunk_runs(&config)?;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bgm_counts::PIECE_RUNS;
 use crate::bgm_engine::BgmEngine;
-use crate::error::{invalid, ExperimentError, Result};
+use crate::error::{invalid, read_text, ExperimentError, Result};
 
 /// A BGM experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,11 +37,7 @@ impl BgmExperiment {
 
     /// Read and parse `file`.
     pub fn load(file: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(file).map_err(|source| ExperimentError::Io {
-            path: file.to_path_buf(),
-            action: "reading",
-            source,
-        })?;
+        let text = read_text(file)?;
         Self::from_toml(file, &text)
     }
 }

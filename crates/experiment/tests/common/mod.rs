@@ -1,6 +1,6 @@
 //! Set-up shared by the library tests: the experiment fixtures of the
 //! workspace's `tests/fixtures/`, their parsers, and a BGM experiment
-//! simulated in shards.
+//! simulated in shards; the coverage assertion of the audit crate's tests.
 
 // Every test file uses its own subset.
 #![allow(dead_code)]
@@ -16,6 +16,8 @@ use dpaudit_experiment::{OutDir, Shard};
 
 #[path = "../../../../tests/fixtures/mod.rs"]
 pub mod fixtures;
+
+include!("../../../audit/tests/common/assert_coverage.rs");
 
 use fixtures::with;
 
