@@ -319,12 +319,13 @@ mod tests {
 
     #[test]
     fn methods_and_selection_keep_their_snake_case_spelling_in_files() {
-        let toml = std::fs::read_to_string(concat!(
+        let path = std::path::Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../experiments/seed002-whitebox-smoke.toml"
-        ))
-        .unwrap();
-        let mut config = ExperimentConfig::from_toml(&toml, "seed002").unwrap();
+            "/../../experiments/one-run/whitebox-mlp-fmnist-m1000-smoke.toml"
+        ));
+        let file = crate::kind::ExperimentFile::read_as(path, crate::kind::ExperimentKind::Canary)
+            .unwrap();
+        let mut config = ExperimentConfig::from_toml(&file.text, "one-run smoke").unwrap();
         config.audit.methods = vec![Method::EpsDelta, Method::OneRunFdpGaussian];
         config.audit.selection = SelectionChoice::MultiSplit;
         let json = serde_json::to_value(&config).unwrap();
