@@ -94,7 +94,7 @@ fn every_method_states_assumptions_metrics_and_policy() {
     }
     // The Gaussian family of the f-DP one-run audit, on request only, says
     // what it assumes in its name, its JSON and its confidence line.
-    let v = json(&dpaudit(&[
+    let gaussian = [
         "estimate",
         "--method",
         "one-run-fdp",
@@ -104,21 +104,11 @@ fn every_method_states_assumptions_metrics_and_policy() {
         &path,
         "--delta",
         "1e-5",
-        "--json",
-    ]));
+    ];
+    let v = json(&dpaudit(&[&gaussian[..], &["--json"]].concat()));
     assert_eq!(v["label"], "one-run-fdp-gaussian");
     assert_eq!(v["assumes"], "gaussian-tradeoff");
-    let out = ok(&dpaudit(&[
-        "estimate",
-        "--method",
-        "one-run-fdp",
-        "--family",
-        "gaussian",
-        "--scores",
-        &path,
-        "--delta",
-        "1e-5",
-    ]));
+    let out = ok(&dpaudit(&gaussian));
     assert!(out.contains("method:     one-run-fdp-gaussian"), "{out}");
     assert!(
         out.contains("ONLY IF the mechanism's trade-off curve is Gaussian"),
