@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 
 mod common;
 
@@ -26,6 +26,25 @@ fn scores_csv(dir: &Path, n: usize, shift: f64) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// `dpaudit estimate --method METHOD --scores SCORES --delta DELTA`, then
+/// `rest`.
+fn estimate_args<'a>(
+    method: &'a str,
+    scores: &'a str,
+    delta: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let head = [
+        "estimate", "--method", method, "--scores", scores, "--delta", delta,
+    ];
+    [&head[..], rest].concat()
+}
+
+/// Run [`estimate_args`].
+fn estimate(method: &str, scores: &str, delta: &str, rest: &[&str]) -> Output {
+    dpaudit(&estimate_args(method, scores, delta, rest))
+}
+
 #[test]
 fn every_method_states_assumptions_metrics_and_policy() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,9 +59,7 @@ fn every_method_states_assumptions_metrics_and_policy() {
             "no assumption on the mechanism",
         ),
     ] {
-        let v = json(&dpaudit(&[
-            "estimate", "--method", method, "--scores", &path, "--delta", "1e-5", "--json",
-        ]));
+        let v = json(&estimate(method, &path, "1e-5", &["--json"]));
         assert_eq!(v["method"], method);
         // The default policy, chosen from the method and the 1000 rows.
         assert_eq!(v["selection"], policy, "{method}");
@@ -94,30 +111,23 @@ fn every_method_states_assumptions_metrics_and_policy() {
     }
     // The Gaussian family of the f-DP one-run audit, on request only, says
     // what it assumes in its name, its JSON and its confidence line.
-    let gaussian = [
-        "estimate",
-        "--method",
+    let gaussian = ["--family", "gaussian"];
+    let v = json(&estimate(
         "one-run-fdp",
-        "--family",
-        "gaussian",
-        "--scores",
         &path,
-        "--delta",
         "1e-5",
-    ];
-    let v = json(&dpaudit(&[&gaussian[..], &["--json"]].concat()));
+        &[&gaussian[..], &["--json"]].concat(),
+    ));
     assert_eq!(v["label"], "one-run-fdp-gaussian");
     assert_eq!(v["assumes"], "gaussian-tradeoff");
-    let out = ok(&dpaudit(&gaussian));
+    let out = ok(&estimate("one-run-fdp", &path, "1e-5", &gaussian));
     assert!(out.contains("method:     one-run-fdp-gaussian"), "{out}");
     assert!(
         out.contains("ONLY IF the mechanism's trade-off curve is Gaussian"),
         "{out}"
     );
     // Text: the same facts for a reader.
-    let out = ok(&dpaudit(&[
-        "estimate", "--method", "gdp", "--scores", &path, "--delta", "1e-5",
-    ]));
+    let out = ok(&estimate("gdp", &path, "1e-5", &[]));
     for needle in [
         "selection:  bonferroni",
         "[default for gdp with 1000 rows]",
@@ -136,9 +146,7 @@ fn every_method_states_assumptions_metrics_and_policy() {
 fn gdp_at_delta_zero_is_a_clear_error_not_a_null() {
     let dir = tempfile::tempdir().unwrap();
     let path = scores_csv(dir.path(), 200, 0.8);
-    let out = dpaudit(&[
-        "estimate", "--method", "gdp", "--scores", &path, "--delta", "0", "--json",
-    ]);
+    let out = estimate("gdp", &path, "0", &["--json"]);
     let err = failure(&out);
     assert!(
         err.contains("δ > 0") && err.contains("any finite ε"),
@@ -150,16 +158,7 @@ fn gdp_at_delta_zero_is_a_clear_error_not_a_null() {
         String::from_utf8_lossy(&out.stdout)
     );
     // eps-delta at δ = 0 is a correct, finite answer.
-    let v = json(&dpaudit(&[
-        "estimate",
-        "--method",
-        "eps-delta",
-        "--scores",
-        &path,
-        "--delta",
-        "0",
-        "--json",
-    ]));
+    let v = json(&estimate("eps-delta", &path, "0", &["--json"]));
     assert!(v["epsilon"].as_f64().is_some_and(f64::is_finite), "{v}");
 }
 
@@ -177,15 +176,7 @@ fn npy_with_an_overflowing_shape_and_csv_with_a_bom() {
     bytes.extend_from_slice(&[0u8; 64]);
     let npy = dir.path().join("big.npy");
     std::fs::write(&npy, bytes).unwrap();
-    let err = failure(&dpaudit(&[
-        "estimate",
-        "--method",
-        "eps-delta",
-        "--scores",
-        npy.to_str().unwrap(),
-        "--delta",
-        "1e-5",
-    ]));
+    let err = failure(&estimate("eps-delta", npy.to_str().unwrap(), "1e-5", &[]));
     assert!(
         err.contains("big.npy") && err.contains("more than any file can hold"),
         "{err}"
@@ -193,16 +184,12 @@ fn npy_with_an_overflowing_shape_and_csv_with_a_bom() {
 
     let csv = dir.path().join("bom.csv");
     std::fs::write(&csv, "\u{feff}score,member\n1.0,1\n0.0,0\n2.0,1\n-1.0,0\n").unwrap();
-    let v = json(&dpaudit(&[
-        "estimate",
-        "--method",
+    let v = json(&estimate(
         "eps-delta",
-        "--scores",
         csv.to_str().unwrap(),
-        "--delta",
         "1e-5",
-        "--json",
-    ]));
+        &["--json"],
+    ));
     assert_eq!(v["metrics"]["members"], 2);
 }
 
@@ -213,17 +200,12 @@ fn output_to_a_closed_pipe_ends_quietly() {
     // The reader closes its end before the program writes (it first reads
     // and bounds 4000 scores), so the first line printed meets a closed pipe.
     let mut child = binary()
-        .args([
-            "estimate",
-            "--method",
+        .args(estimate_args(
             "gdp",
-            "--scores",
             &path,
-            "--delta",
             "1e-5",
-            "--selection",
-            "multi-split",
-        ])
+            &["--selection", "multi-split"],
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -244,20 +226,13 @@ fn plots_are_written_for_threshold_and_one_run_methods() {
     let dir = tempfile::tempdir().unwrap();
     let path = scores_csv(dir.path(), 300, 0.7);
     let plot = dir.path().join("p.svg");
-    let v = json(&dpaudit(&[
-        "estimate",
-        "--method",
+    let plot_arg = plot.to_str().unwrap();
+    let v = json(&estimate(
         "eps-delta",
-        "--scores",
         &path,
-        "--delta",
         "1e-5",
-        "--claimed-epsilon",
-        "1",
-        "--plot",
-        plot.to_str().unwrap(),
-        "--json",
-    ]));
+        &["--claimed-epsilon", "1", "--plot", plot_arg, "--json"],
+    ));
     assert_eq!(v["plots"].as_array().unwrap().len(), 3);
     for name in ["p.svg", "p-roc.svg", "p-hist.svg"] {
         let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();
@@ -272,44 +247,34 @@ fn plots_are_written_for_threshold_and_one_run_methods() {
         "{trade}"
     );
     // Same-data: the plot itself says it is not valid.
-    json(&dpaudit(&[
-        "estimate",
-        "--method",
+    json(&estimate(
         "gdp",
-        "--scores",
         &path,
-        "--delta",
         "1e-5",
-        "--selection",
-        "same-data",
-        "--plot",
-        plot.to_str().unwrap(),
-        "--json",
-    ]));
+        &["--selection", "same-data", "--plot", plot_arg, "--json"],
+    ));
     assert!(std::fs::read_to_string(&plot)
         .unwrap()
         .contains("NOT VALID"));
     // One-run f-DP, (ε, δ) family, guesses fixed in advance.
-    let v = json(&dpaudit(&[
-        "estimate",
-        "--method",
+    let v = json(&estimate(
         "one-run-fdp",
-        "--family",
-        "eps-delta",
-        "--selection",
-        "fixed",
-        "--k-plus",
-        "30",
-        "--k-minus",
-        "30",
-        "--scores",
         &path,
-        "--delta",
         "1e-5",
-        "--plot",
-        plot.to_str().unwrap(),
-        "--json",
-    ]));
+        &[
+            "--family",
+            "eps-delta",
+            "--selection",
+            "fixed",
+            "--k-plus",
+            "30",
+            "--k-minus",
+            "30",
+            "--plot",
+            plot_arg,
+            "--json",
+        ],
+    ));
     assert_eq!(v["evidence"]["family"], "eps-delta");
     assert_eq!(v["evidence"]["guesses"], 60);
     assert!(std::fs::read_to_string(&plot)
