@@ -15,18 +15,16 @@ use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
 use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::{OutDir, Shard};
 
+use super::run::{command_line, KindFileArgs};
+
 /// `dpaudit bgm`: `dpaudit run` for `kind = "bgm"` files, which may leave
 /// out the `kind` line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The experiment: a TOML file with a `[[settings]]` list.
-    #[arg(long)]
-    pub config: PathBuf,
-    /// Where `audit.json`, `summary.md`, `scores.csv` and the chunks go
-    /// (default: `runs/<config file stem>`); an existing out-dir of the same
-    /// experiment is resumed.
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
+    /// The experiment (a TOML file with a `[[settings]]` list) and where
+    /// `audit.json`, `summary.md`, `scores.csv` and the chunks go.
+    #[command(flatten)]
+    pub file: KindFileArgs,
     /// Simulate only chunks `c ≡ i (mod n)`: `i/n` (e.g. `0/4`), or `auto`
     /// inside a Slurm job array (`auto/n` in a Kubernetes Indexed Job with n
     /// completions); combine the out-dirs with `dpaudit merge`.
@@ -127,11 +125,6 @@ pub fn engine_from_flags(
     }
 }
 
-/// The command line, for the out-dir's lock.
-fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
-}
-
 fn print_report(report: &BgmReport, json: bool, out_dir: &Path) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
@@ -152,14 +145,7 @@ fn print_report(report: &BgmReport, json: bool, out_dir: &Path) -> anyhow::Resul
 
 /// `dpaudit bgm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let file = ExperimentFile::read_as(&args.config, ExperimentKind::Bgm)?;
-    let out_dir = args.out_dir.clone().unwrap_or_else(|| {
-        let stem = args
-            .config
-            .file_stem()
-            .map_or_else(|| "bgm".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from("runs").join(stem)
-    });
+    let (file, out_dir) = args.file.open(ExperimentKind::Bgm, "runs")?;
     run_file(&file, &out_dir, args.shard.as_deref(), &args.sim)
 }
 

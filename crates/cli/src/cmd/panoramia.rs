@@ -5,23 +5,23 @@
 //! kept. The pipeline is library code (`dpaudit_panoramia::run`); this
 //! module only parses arguments and shows progress.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_panoramia::{run as run_pipeline, PanoramiaConfig, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::run::KindFileArgs;
+
 /// `dpaudit panoramia`: `dpaudit run` for `kind = "panoramia"` files, which
 /// may leave out the `kind` line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The audit's TOML config (see `experiments/panoramia/`).
-    #[arg(long)]
-    pub config: PathBuf,
-    /// Where the state and results go (default `runs/panoramia/<config stem>`).
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
+    /// The audit's TOML config (see `experiments/panoramia/`) and where its
+    /// state and results go.
+    #[command(flatten)]
+    pub file: KindFileArgs,
     /// Print `audit.json` instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -59,14 +59,9 @@ impl Progress for Lines {
 
 /// `dpaudit panoramia`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let file = ExperimentFile::read_as(&args.config, ExperimentKind::Panoramia)?;
-    let out = args.out_dir.clone().unwrap_or_else(|| {
-        let stem = args
-            .config
-            .file_stem()
-            .map_or_else(|| "panoramia".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from("runs/panoramia").join(stem)
-    });
+    let (file, out) = args
+        .file
+        .open(ExperimentKind::Panoramia, "runs/panoramia")?;
     run_file(&file, &out, args.json)
 }
 

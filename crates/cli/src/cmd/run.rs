@@ -49,6 +49,40 @@ pub struct Args {
     pub sim: super::bgm::SimArgs,
 }
 
+/// The file and out-dir of `dpaudit bgm` and `dpaudit panoramia`: `dpaudit
+/// run` for one kind, whose files may leave out the `kind` line.
+#[derive(Debug, clap::Args)]
+pub struct KindFileArgs {
+    /// The experiment's TOML file (see `experiments/README.md`).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Where the results go (default: `runs/<config file stem>` for `bgm`,
+    /// `runs/panoramia/<config file stem>` for `panoramia`); an existing
+    /// out-dir of the same experiment is resumed.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+}
+
+impl KindFileArgs {
+    /// The file, read as `kind`, and its out-dir: `--out-dir`, or
+    /// `root/<config file stem>`.
+    pub fn open(
+        &self,
+        kind: ExperimentKind,
+        root: &str,
+    ) -> anyhow::Result<(ExperimentFile, PathBuf)> {
+        let file = ExperimentFile::read_as(&self.config, kind)?;
+        let out_dir = self.out_dir.clone().unwrap_or_else(|| {
+            let stem = self
+                .config
+                .file_stem()
+                .map_or_else(|| kind.name().into(), |s| s.to_string_lossy().into_owned());
+            PathBuf::from(root).join(stem)
+        });
+        Ok((file, out_dir))
+    }
+}
+
 struct Bar {
     bar: ProgressBar,
     chunk: String,
@@ -112,7 +146,7 @@ fn print_report(report: &AuditReport) {
 }
 
 /// The command line, for the out-dir's lock.
-fn command_line() -> String {
+pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
 
