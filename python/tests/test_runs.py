@@ -59,60 +59,25 @@ ONE_RUN = (
 # shuffle with K = B), at 2000 and 1000 runs.
 BGM = fixture("tiny-bgm.toml", ("runs = 20000", "runs = 2000"), ("runs = 20000", "runs = 1000"))
 
-PANORAMIA_HEAD = """
-seed = 3
-confidence = 0.95
-selection = "bonferroni"
+# A tiny PANORAMIA audit: the shared sections at fewer epochs, one target
+# per model trained (tests/fixtures/panoramia-{head,target}.toml).
+PANORAMIA_HEAD = fixture(
+    "panoramia-head.toml",
+    ('selection = "same-data"', 'selection = "bonferroni"'),
+    ("[helper]\nmodel = { kind = \"lenet5\" }\nepochs = 2", "[helper]\nmodel = { kind = \"lenet5\" }\nepochs = 1"),
+    ("[classifier]\nepochs = 4", "[classifier]\nepochs = 2"),
+    ("[quality]\nepochs = 2", "[quality]\nepochs = 1"),
+)
 
-[split]
-generator = 100
-helper = 200
-classifier_train = 150
-classifier_validation = 50
-audit = 400
 
-[generator]
-kind = "real_holdout"
+def panoramia_target(name: str, epochs: int, data: Path) -> str:
+    return fixture(
+        "panoramia-target.toml",
+        ('name = "f"', f'name = "{name}"'),
+        ("epochs = 3", f"epochs = {epochs}"),
+        ("DATA_DIR", str(data)),
+    )
 
-[helper]
-model = { kind = "lenet5" }
-epochs = 1
-batch_size = 64
-learning_rate = 1e-3
-
-[classifier]
-epochs = 2
-batch_size = 64
-learning_rate = 1e-3
-
-[quality]
-epochs = 1
-batch_size = 64
-learning_rate = 1e-3
-"""
-
-PANORAMIA_TARGET = """
-[[target]]
-name = "{name}"
-[target.train]
-seed = 1
-epochs = {epochs}
-delta = 1e-5
-[target.train.model]
-kind = "lenet5"
-[target.train.data]
-dataset = "fmnist"
-data_dir = "{data}"
-train_size = 1000
-[target.train.sampler]
-kind = "poisson"
-sample_rate = 0.1
-[target.train.dp]
-noise_multiplier = 0.0
-max_grad_norm = 1e6
-learning_rate = 0.05
-momentum = 0.9
-"""
 
 # The fields an audit.json lower bound shares with Bound.to_dict().
 SHARED = ("epsilon", "confidence", "selection", "valid_at_confidence", "assumes", "bounded_on", "metrics", "evidence")
@@ -173,7 +138,7 @@ def built(tmp_path_factory) -> Dict[str, Path]:
         write_idx(data / f"{split}-images-idx3-ubyte", 0x0803, [y.size, 28, 28], x)
         write_idx(data / f"{split}-labels-idx1-ubyte", 0x0801, [y.size], y)
     text = PANORAMIA_HEAD + "".join(
-        PANORAMIA_TARGET.format(name=n, epochs=e, data=data) for n, e in (("f", 1), ("g", 3))
+        panoramia_target(n, e, data) for n, e in (("f", 1), ("g", 3))
     )
     (d / "panoramia.toml").write_text(text)
     out["panoramia"] = d / "panoramia"

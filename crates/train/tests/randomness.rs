@@ -14,27 +14,24 @@ use dpaudit_train::trainer::{train, Silent};
 use dpaudit_train::Model;
 use tch::Tensor;
 
-/// A small MLP on 300 synthetic Purchase-100 records, Poisson sampling.
+#[path = "../../../tests/fixtures/mod.rs"]
+mod fixtures;
+
+use fixtures::{with, TINY_TRAIN};
+
+/// `tests/fixtures/tiny-train.toml` (a small MLP on synthetic Purchase-100
+/// records, Poisson sampling), one replica of seed `seed`, 3 steps on 300
+/// records.
 fn config(seed: u64) -> TrainConfig {
-    let text = format!(
-        r#"
-seed = {seed}
-steps = 3
-delta = 1e-5
-[model]
-kind = "mlp"
-hidden = [8]
-[data]
-dataset = "purchase100"
-train_size = 300
-[sampler]
-kind = "poisson"
-sample_rate = 0.05
-[dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.5
-"#
+    let text = with(
+        TINY_TRAIN,
+        &[
+            ("seed = 3", &format!("seed = {seed}")),
+            ("replicas = 2\n", ""),
+            ("steps = 4", "steps = 3"),
+            ("train_size = 500", "train_size = 300"),
+            ("learning_rate = 0.1", "learning_rate = 0.5"),
+        ],
     );
     TrainConfig::from_toml(&text, "randomness test").unwrap()
 }

@@ -10,26 +10,17 @@ use dpaudit_train::checkpoint;
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::trainer::{train, Silent};
 
+#[path = "../../../tests/fixtures/mod.rs"]
+mod fixtures;
+
+use fixtures::{with, TINY_TRAIN};
+
+/// `tests/fixtures/tiny-train.toml` with the `[sampler]` section's body
+/// `sampler`.
 fn config(sampler: &str) -> TrainConfig {
-    let text = format!(
-        r#"
-seed = 3
-replicas = 2
-steps = 4
-delta = 1e-5
-[model]
-kind = "mlp"
-hidden = [8]
-[data]
-dataset = "purchase100"
-train_size = 500
-[sampler]
-{sampler}
-[dp]
-noise_multiplier = 1.0
-max_grad_norm = 1.0
-learning_rate = 0.1
-"#
+    let text = with(
+        TINY_TRAIN,
+        &[("kind = \"poisson\"\nsample_rate = 0.05", sampler)],
     );
     TrainConfig::from_toml(&text, "test.toml").unwrap()
 }

@@ -9,6 +9,11 @@ use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::synthetic::{generate, SyntheticSpec};
 use dpaudit_panoramia::Progress;
 
+#[path = "../../../../tests/fixtures/mod.rs"]
+mod fixtures;
+
+use fixtures::{with, PANORAMIA_HEAD, PANORAMIA_TARGET};
+
 /// Counts epochs and records stage messages.
 #[derive(Default)]
 pub struct Count {
@@ -73,68 +78,33 @@ pub fn write_tiny_fmnist(dir: &Path, train: usize, test: usize) {
     }
 }
 
-/// A target trained by the pipeline (non-private LeNet-5, a few epochs).
+/// A target trained by the pipeline (non-private LeNet-5, a few epochs):
+/// `tests/fixtures/panoramia-target.toml` named `name`, of seed `seed`, on
+/// the first `train_size` records of the files in `data_dir`.
 pub fn target(name: &str, data_dir: &Path, seed: u64, train_size: usize) -> String {
-    format!(
-        r#"
-[[target]]
-name = "{name}"
-[target.train]
-seed = {seed}
-epochs = 3
-delta = 1e-5
-[target.train.model]
-kind = "lenet5"
-[target.train.data]
-dataset = "fmnist"
-data_dir = "{dir}"
-train_size = {train_size}
-[target.train.sampler]
-kind = "poisson"
-sample_rate = 0.1
-[target.train.dp]
-noise_multiplier = 0.0
-max_grad_norm = 1e6
-learning_rate = 0.05
-momentum = 0.9
-"#,
-        dir = data_dir.display()
+    with(
+        PANORAMIA_TARGET,
+        &[
+            ("name = \"f\"", &format!("name = \"{name}\"")),
+            ("seed = 1", &format!("seed = {seed}")),
+            ("DATA_DIR", &data_dir.display().to_string()),
+            ("train_size = 1000", &format!("train_size = {train_size}")),
+        ],
     )
 }
 
-/// The pipeline's sections with a given generator section and sizes.
+/// The pipeline's sections (`tests/fixtures/panoramia-head.toml`) with a
+/// given generator section, selection policy and audit size.
 pub fn head(generator: &str, selection: &str, audit: usize) -> String {
-    format!(
-        r#"
-seed = 3
-confidence = 0.95
-selection = "{selection}"
-
-[split]
-generator = 100
-helper = 200
-classifier_train = 150
-classifier_validation = 50
-audit = {audit}
-
-[generator]
-{generator}
-
-[helper]
-model = {{ kind = "lenet5" }}
-epochs = 2
-batch_size = 64
-learning_rate = 1e-3
-
-[classifier]
-epochs = 4
-batch_size = 64
-learning_rate = 1e-3
-
-[quality]
-epochs = 2
-batch_size = 64
-learning_rate = 1e-3
-"#
+    with(
+        PANORAMIA_HEAD,
+        &[
+            (
+                "selection = \"same-data\"",
+                &format!("selection = \"{selection}\""),
+            ),
+            ("audit = 400", &format!("audit = {audit}")),
+            ("kind = \"real_holdout\"", generator),
+        ],
     )
 }
