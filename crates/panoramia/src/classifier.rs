@@ -23,6 +23,7 @@ use dpaudit_data::seed::SeedKey;
 use tch::{Device, Reduction, Tensor};
 
 use crate::error::{PanoramiaError, Result};
+use crate::nn::Direction::Forward;
 use crate::nn::{
     restore, snapshot, to_host, to_tensor, Adam, Conv2d, HostInit, Linear, Parameters,
 };
@@ -85,8 +86,8 @@ impl MembershipNet {
     pub fn new(init: &mut HostInit, shape: [i64; 3], with_side: bool) -> Result<Self> {
         let [c, h, w] = shape;
         let flat = 32 * (h / 4) * (w / 4);
-        let conv1 = Conv2d::new(init, c, 16, 3, 1, 1)?;
-        let conv2 = Conv2d::new(init, 16, 32, 3, 1, 1)?;
+        let conv1 = Conv2d::new(init, Forward, c, 16, 3, 1, 1)?;
+        let conv2 = Conv2d::new(init, Forward, 16, 32, 3, 1, 1)?;
         let fc = Linear::new(init, flat, 64)?;
         let side = if with_side {
             Some(Linear::new(init, SIDE_FEATURES as i64, 16)?)

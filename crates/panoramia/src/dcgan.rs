@@ -42,9 +42,9 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Reduction, Tensor};
 
 use crate::error::{out_err, PanoramiaError, Result};
+use crate::nn::Direction::{Forward, Transposed};
 use crate::nn::{
-    load_into, read_meta, save_tensors, zero_grads, Adam, Conv2d, ConvTranspose2d, HostInit,
-    Linear, Parameters,
+    load_into, read_meta, save_tensors, zero_grads, Adam, Conv2d, HostInit, Linear, Parameters,
 };
 use crate::progress::Progress;
 use crate::records::{epoch_batches, Records};
@@ -113,8 +113,8 @@ pub struct Dcgan {
     width: i64,
     class_frequencies: Vec<f64>,
     g_fc: Linear,
-    g_up1: ConvTranspose2d,
-    g_up2: ConvTranspose2d,
+    g_up1: Conv2d,
+    g_up2: Conv2d,
     d_conv1: Conv2d,
     d_conv2: Conv2d,
     d_fc: Linear,
@@ -176,10 +176,10 @@ impl Dcgan {
             width,
             class_frequencies,
             g_fc: Linear::new(init, latent + classes, flat)?,
-            g_up1: ConvTranspose2d::new(init, 2 * width, width, 4, 2, 1)?,
-            g_up2: ConvTranspose2d::new(init, width, c, 4, 2, 1)?,
-            d_conv1: Conv2d::new(init, c, width, 4, 2, 1)?,
-            d_conv2: Conv2d::new(init, width, 2 * width, 4, 2, 1)?,
+            g_up1: Conv2d::new(init, Transposed, 2 * width, width, 4, 2, 1)?,
+            g_up2: Conv2d::new(init, Transposed, width, c, 4, 2, 1)?,
+            d_conv1: Conv2d::new(init, Forward, c, width, 4, 2, 1)?,
+            d_conv2: Conv2d::new(init, Forward, width, 2 * width, 4, 2, 1)?,
             d_fc: Linear::new(init, flat, 1)?,
             d_embed: init.uniform(&[classes, flat], 1.0 / (flat as f64).sqrt())?,
         })

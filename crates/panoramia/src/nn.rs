@@ -107,91 +107,69 @@ fn conv_parameters(
     ))
 }
 
-/// A square 2-D convolution.
+/// Which way a [`Conv2d`] maps its channels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A convolution (`nn.Conv2d`), weight `[out, in, k, k]`.
+    Forward,
+    /// A transposed convolution (`nn.ConvTranspose2d`), weight `[in, out, k, k]`.
+    Transposed,
+}
+
+/// A square 2-D convolution, or transposed convolution, with bias.
 #[derive(Debug)]
 pub struct Conv2d {
-    /// `[out, in, k, k]`.
+    /// `[out, in, k, k]`, or `[in, out, k, k]` when transposed.
     pub weight: Tensor,
     /// `[out]`.
     pub bias: Tensor,
     stride: i64,
     padding: i64,
+    direction: Direction,
 }
 
 impl Conv2d {
-    /// PyTorch's default initialisation.
+    /// `input → output` channels, with PyTorch's default initialisation
+    /// (`fan_in = in·k·k`, or `out·k·k` when transposed).
     pub fn new(
         init: &mut HostInit,
+        direction: Direction,
         input: i64,
         output: i64,
         kernel: i64,
         stride: i64,
         padding: i64,
     ) -> Result<Self> {
-        let (weight, bias) = conv_parameters(init, [output, input, kernel, kernel], input, output)?;
+        let (shape, fan_channels) = match direction {
+            Direction::Forward => ([output, input, kernel, kernel], input),
+            Direction::Transposed => ([input, output, kernel, kernel], output),
+        };
+        let (weight, bias) = conv_parameters(init, shape, fan_channels, output)?;
         Ok(Self {
             weight,
             bias,
             stride,
             padding,
+            direction,
         })
     }
 
     /// Apply.
     pub fn forward(&self, x: &Tensor) -> TResult<Tensor> {
-        x.f_conv2d(
-            &self.weight,
-            Some(&self.bias),
-            [self.stride, self.stride],
-            [self.padding, self.padding],
-            [1, 1],
-            1,
-        )
-    }
-}
-
-/// A square 2-D transposed convolution.
-#[derive(Debug)]
-pub struct ConvTranspose2d {
-    /// `[in, out, k, k]`.
-    pub weight: Tensor,
-    /// `[out]`.
-    pub bias: Tensor,
-    stride: i64,
-    padding: i64,
-}
-
-impl ConvTranspose2d {
-    /// PyTorch's default initialisation (`fan_in = out·k·k`).
-    pub fn new(
-        init: &mut HostInit,
-        input: i64,
-        output: i64,
-        kernel: i64,
-        stride: i64,
-        padding: i64,
-    ) -> Result<Self> {
-        let (weight, bias) =
-            conv_parameters(init, [input, output, kernel, kernel], output, output)?;
-        Ok(Self {
-            weight,
-            bias,
-            stride,
-            padding,
-        })
-    }
-
-    /// Apply.
-    pub fn forward(&self, x: &Tensor) -> TResult<Tensor> {
-        x.f_conv_transpose2d(
-            &self.weight,
-            Some(&self.bias),
-            [self.stride, self.stride],
-            [self.padding, self.padding],
-            [0, 0],
-            1,
-            [1, 1],
-        )
+        let (stride, padding) = ([self.stride, self.stride], [self.padding, self.padding]);
+        if self.direction == Direction::Transposed {
+            x.f_conv_transpose2d(
+                &self.weight,
+                Some(&self.bias),
+                stride,
+                padding,
+                [0, 0],
+                1,
+                [1, 1],
+            )
+        } else {
+            x.f_conv2d(&self.weight, Some(&self.bias), stride, padding, [1, 1], 1)
+        }
     }
 }
 
@@ -427,14 +405,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.safetensors");
         let mut init = HostInit::new(RunSeed(1).stream(Stream::Init), Device::Cpu);
-        let a = Conv2d::new(&mut init, 1, 2, 3, 1, 1).unwrap();
+        let a = Conv2d::new(&mut init, Direction::Forward, 1, 2, 3, 1, 1).unwrap();
         let params = vec![
             ("w".to_string(), a.weight.shallow_clone()),
             ("b".to_string(), a.bias.shallow_clone()),
         ];
         save_tensors(&path, &params, "{\"k\":1}").unwrap();
         let mut init = HostInit::new(RunSeed(2).stream(Stream::Init), Device::Cpu);
-        let b = Conv2d::new(&mut init, 1, 2, 3, 1, 1).unwrap();
+        let b = Conv2d::new(&mut init, Direction::Forward, 1, 2, 3, 1, 1).unwrap();
         let target = vec![
             ("w".to_string(), b.weight.shallow_clone()),
             ("b".to_string(), b.bias.shallow_clone()),
@@ -444,7 +422,7 @@ mod tests {
         load_into(&path, &bytes, &target).unwrap();
         assert_eq!(to_host(&a.weight).unwrap(), to_host(&b.weight).unwrap());
         // Another shape is refused, with the tensor's name.
-        let c = Conv2d::new(&mut init, 1, 3, 3, 1, 1).unwrap();
+        let c = Conv2d::new(&mut init, Direction::Forward, 1, 3, 3, 1, 1).unwrap();
         let wrong = vec![
             ("w".to_string(), c.weight.shallow_clone()),
             ("b".to_string(), c.bias.shallow_clone()),

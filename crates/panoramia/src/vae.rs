@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Reduction, Tensor};
 
 use crate::error::{PanoramiaError, Result};
-use crate::nn::{Conv2d, ConvTranspose2d, HostInit, Linear, Parameters};
+use crate::nn::Direction::{Forward, Transposed};
+use crate::nn::{Conv2d, HostInit, Linear, Parameters};
 
 type TResult<T> = std::result::Result<T, tch::TchError>;
 
@@ -68,8 +69,8 @@ pub struct Vae {
     enc2: Conv2d,
     enc_fc: Linear,
     dec_fc: Linear,
-    dec1: ConvTranspose2d,
-    dec2: ConvTranspose2d,
+    dec1: Conv2d,
+    dec2: Conv2d,
 }
 
 impl Parameters for Vae {
@@ -115,12 +116,12 @@ impl Vae {
             shape,
             latent,
             width,
-            enc1: Conv2d::new(init, c, width, 4, 2, 1)?,
-            enc2: Conv2d::new(init, width, 2 * width, 4, 2, 1)?,
+            enc1: Conv2d::new(init, Forward, c, width, 4, 2, 1)?,
+            enc2: Conv2d::new(init, Forward, width, 2 * width, 4, 2, 1)?,
             enc_fc: Linear::new(init, flat, 2 * latent)?,
             dec_fc: Linear::new(init, latent, flat)?,
-            dec1: ConvTranspose2d::new(init, 2 * width, width, 4, 2, 1)?,
-            dec2: ConvTranspose2d::new(init, width, c, 4, 2, 1)?,
+            dec1: Conv2d::new(init, Transposed, 2 * width, width, 4, 2, 1)?,
+            dec2: Conv2d::new(init, Transposed, width, c, 4, 2, 1)?,
         })
     }
 
