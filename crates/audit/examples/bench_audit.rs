@@ -38,7 +38,7 @@ fn took(t: Instant, c: f64) -> String {
 }
 
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::{epsilon_lower_bound, one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -119,13 +119,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         inc.push(included);
     }
     let obs = Observations::new(s, inc)?;
-    let cfg = OneRunConfig {
-        confidence: 0.95,
-        delta: 1e-5,
-        selection: Selection::Fixed,
-        fixed_guesses: Some((guesses / 2, guesses / 2)),
-        guesses: GuessFamily::Symmetric,
-    };
+    let cfg = OneRunConfig::new(0.95, 1e-5, Selection::Fixed)
+        .with_fixed_guesses(guesses / 2, guesses / 2);
     let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
     println!(
@@ -133,12 +128,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         took(t, c),
         b.epsilon
     );
-    let cfg = OneRunConfig {
-        selection: Selection::Split { seed: 0 },
-        fixed_guesses: None,
-        guesses: GuessFamily::Symmetric,
-        ..cfg
-    };
+    let cfg = OneRunConfig::new(0.95, 1e-5, Selection::Split { seed: 0 });
     let (t, c) = (Instant::now(), cpu_seconds());
     let b = one_run_lower_bound(&obs, &cfg)?;
     println!(

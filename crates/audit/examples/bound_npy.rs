@@ -12,8 +12,8 @@ use std::path::Path;
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::observations::Method;
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
@@ -47,26 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let eps_delta = eps_delta_lower_bound(&obs, &region(Method::EpsDelta))?;
         let gdp = gdp_lower_bound(&obs, &region(Method::Gdp))?;
-        let one_run = one_run_lower_bound(
-            &obs,
-            &OneRunConfig {
-                confidence: CONFIDENCE,
-                delta,
-                selection: default_selection(Method::OneRun, n, 0),
-                fixed_guesses: None,
-                guesses: GuessFamily::Symmetric,
-            },
-        )?;
-        let fdp = |family| OneRunFdpConfig {
-            confidence: CONFIDENCE,
-            delta,
-            family,
-            selection: default_selection(Method::OneRunFdp, n, 0),
-            fixed_guesses: None,
-            guesses: GuessFamily::Symmetric,
-        };
-        let fdp_gauss = one_run_fdp_lower_bound(&obs, &fdp(TradeoffFamily::Gaussian))?;
-        let fdp_eps = one_run_fdp_lower_bound(&obs, &fdp(TradeoffFamily::EpsDelta))?;
+        let design = |m| OneRunConfig::new(CONFIDENCE, delta, default_selection(m, n, 0));
+        let one_run = one_run_lower_bound(&obs, &design(Method::OneRun))?;
+        let fdp = design(Method::OneRunFdp);
+        let fdp_gauss = one_run_fdp_lower_bound(&obs, &fdp, TradeoffFamily::Gaussian)?;
+        let fdp_eps = one_run_fdp_lower_bound(&obs, &fdp, TradeoffFamily::EpsDelta)?;
         println!(
             "{}",
             serde_json::json!({

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use rand::{Rng, SeedableRng};
@@ -61,28 +61,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         canaries.iter().map(|c| c.0).collect(),
         canaries.iter().map(|c| c.1).collect(),
     )?;
-    let b = one_run_lower_bound(
-        &c,
-        &OneRunConfig {
-            confidence: 0.95,
-            delta: 1e-5,
-            selection: Selection::Split { seed: 2 },
-            fixed_guesses: None,
-            guesses: GuessFamily::Symmetric,
-        },
-    )?;
+    let design = OneRunConfig::new(0.95, 1e-5, Selection::Split { seed: 2 });
+    let b = one_run_lower_bound(&c, &design)?;
     write("one-run-steinke.svg", one_run_plot(&c, &b, None)?.to_svg())?;
-    let b = one_run_fdp_lower_bound(
-        &c,
-        &OneRunFdpConfig {
-            confidence: 0.95,
-            delta: 1e-5,
-            family: TradeoffFamily::Gaussian,
-            selection: Selection::Split { seed: 2 },
-            fixed_guesses: None,
-            guesses: GuessFamily::Symmetric,
-        },
-    )?;
+    let b = one_run_fdp_lower_bound(&c, &design, TradeoffFamily::Gaussian)?;
     write("one-run-fdp.svg", one_run_plot(&c, &b, None)?.to_svg())?;
     // Histograms.
     let lognormal = |rng: &mut ChaCha8Rng, shift: f64| (2.0 * normal(rng) + shift).exp();

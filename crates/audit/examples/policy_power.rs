@@ -15,8 +15,8 @@
 //! not valid. Output: one Markdown table per method.
 
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use rand::{Rng, SeedableRng};
@@ -151,22 +151,14 @@ fn main() {
         "one-run" => {
             let ns = [50, 100, 250, 500, 1000, 2500, 5000];
             let data = |rng: &mut ChaCha8Rng, n: usize, mu: f64| canary_data(rng, 2 * n, mu);
+            let cfg = |selection| OneRunConfig::new(CONFIDENCE, DELTA, selection);
             table(
                 "one-run, Steinke et al. (m = 2n canaries)",
                 &ns,
                 &mus,
                 trials,
                 &data,
-                &|o, selection| {
-                    let cfg = OneRunConfig {
-                        confidence: CONFIDENCE,
-                        delta: DELTA,
-                        selection,
-                        fixed_guesses: None,
-                        guesses: GuessFamily::Symmetric,
-                    };
-                    one_run_lower_bound(o, &cfg).map_or(f64::NAN, |b| b.epsilon)
-                },
+                &|o, s| one_run_lower_bound(o, &cfg(s)).map_or(f64::NAN, |b| b.epsilon),
             );
             table(
                 "one-run f-DP, (ε, δ) family, the default (m = 2n canaries)",
@@ -174,16 +166,9 @@ fn main() {
                 &mus,
                 trials,
                 &data,
-                &|o, selection| {
-                    let cfg = OneRunFdpConfig {
-                        confidence: CONFIDENCE,
-                        delta: DELTA,
-                        family: TradeoffFamily::EpsDelta,
-                        selection,
-                        fixed_guesses: None,
-                        guesses: GuessFamily::Symmetric,
-                    };
-                    one_run_fdp_lower_bound(o, &cfg).map_or(f64::NAN, |b| b.epsilon)
+                &|o, s| {
+                    one_run_fdp_lower_bound(o, &cfg(s), TradeoffFamily::EpsDelta)
+                        .map_or(f64::NAN, |b| b.epsilon)
                 },
             );
         }

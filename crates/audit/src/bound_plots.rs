@@ -8,8 +8,8 @@ use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, ThresholdTest};
 use crate::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
 use crate::error::{AuditError, Result};
 use crate::observations::{Method, Observations, Selection};
-use crate::one_run::{p_value_unchecked, Ranked};
-use crate::one_run_fdp::{rejects_unchecked, TradeoffFamily};
+use crate::one_run::{p_value_unchecked, Guesses, Ranked};
+use crate::one_run_fdp::TradeoffFamily;
 use crate::region::{error_points, ErrorPoint};
 
 /// The observations `bound` was computed on.
@@ -202,9 +202,12 @@ pub fn one_run_plot(
         _ => (bound.epsilon, format!("ε ≥ {:.3}", bound.epsilon)),
     };
     let (delta, level) = (bound.delta, ev.level);
-    let certifies = |r: u64, v: u64| match family {
-        Some(f) => rejects_unchecked(f, theta, delta, m, r, v, level),
-        None => p_value_unchecked(m, r, v, theta, delta) < level,
+    let certifies = |r: u64, v: u64| {
+        let g = Guesses { m, r, v };
+        match family {
+            Some(f) => f.rejects_unchecked(theta, delta, g, level),
+            None => p_value_unchecked(g, theta, delta) < level,
+        }
     };
     let needed: Vec<(u64, u64)> = if theta > 0.0 {
         guess_grid(m, 40, ev.guesses)

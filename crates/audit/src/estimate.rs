@@ -7,7 +7,7 @@ use crate::error::{AuditError, Result};
 use crate::method::{Method, Selection};
 use crate::observations::Observations;
 use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use crate::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use crate::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use crate::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
 /// What a bound needs besides the method and the observations. Each method
@@ -41,10 +41,9 @@ pub fn lower_bound(
         delta: s.delta,
         selection: s.selection,
     };
-    let fdp = |family| OneRunFdpConfig {
+    let one_run = OneRunConfig {
         confidence: s.confidence,
         delta: s.delta,
-        family,
         selection: s.selection,
         fixed_guesses: s.fixed_guesses,
         guesses: s.guesses,
@@ -52,18 +51,11 @@ pub fn lower_bound(
     match method {
         Method::EpsDelta => eps_delta_lower_bound(obs, &region),
         Method::Gdp => gdp_lower_bound(obs, &region),
-        Method::OneRun => one_run_lower_bound(
-            obs,
-            &OneRunConfig {
-                confidence: s.confidence,
-                delta: s.delta,
-                selection: s.selection,
-                fixed_guesses: s.fixed_guesses,
-                guesses: s.guesses,
-            },
-        ),
-        Method::OneRunFdp => one_run_fdp_lower_bound(obs, &fdp(s.family)),
-        Method::OneRunFdpGaussian => one_run_fdp_lower_bound(obs, &fdp(TradeoffFamily::Gaussian)),
+        Method::OneRun => one_run_lower_bound(obs, &one_run),
+        Method::OneRunFdp => one_run_fdp_lower_bound(obs, &one_run, s.family),
+        Method::OneRunFdpGaussian => {
+            one_run_fdp_lower_bound(obs, &one_run, TradeoffFamily::Gaussian)
+        }
         Method::Panoramia => Err(AuditError::InvalidParameter {
             name: "method",
             value: method.name().into(),

@@ -57,12 +57,20 @@ use crate::special::{ln_binomial_pmf, ln_binomial_sf};
 
 pub use crate::bound::GuessFamily;
 
-/// Settings of a one-run audit.
+/// The design of a one-run audit: the confidence, the δ and how (k+, k−)
+/// is chosen. One design serves both one-run audits: the (ε, δ) test of
+/// this module ([`one_run_lower_bound`]) and the f-DP test of
+/// [`crate::one_run_fdp`] ([`crate::one_run_fdp::one_run_fdp_lower_bound`]),
+/// which is given the trade-off family besides.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OneRunConfig {
     /// Confidence of the bound, e.g. 0.95 (`p_conf = 1 − confidence`).
     pub confidence: f64,
-    /// δ of the null hypothesis (use the claimed guarantee's δ).
+    /// δ, read by each audit as its theorem needs it: the (ε, δ) test takes
+    /// it as the δ of the null hypothesis "(ε, δ)-DP" (use the claimed
+    /// guarantee's δ); the f-DP test as the δ of the (ε, δ) curves, or, for
+    /// the Gaussian family, as the δ at which the μ bound is stated as ε
+    /// (then it must be > 0).
     pub delta: f64,
     /// How (k+, k−) is chosen.
     pub selection: Selection,
@@ -73,15 +81,58 @@ pub struct OneRunConfig {
     pub guesses: GuessFamily,
 }
 
-fn check_counts(m: u64, r: u64, v: u64) -> Result<()> {
-    if v > r || r > m {
-        return Err(AuditError::InvalidParameter {
-            name: "counts",
-            value: format!("m = {m}, r = {r}, v = {v}"),
-            expected: "0 ≤ v (correct) ≤ r (guesses) ≤ m (canaries)",
-        });
+impl OneRunConfig {
+    /// The common design: `selection` searches the symmetric candidates
+    /// ([`GuessFamily::Symmetric`]), no fixed (k+, k−).
+    pub fn new(confidence: f64, delta: f64, selection: Selection) -> Self {
+        Self {
+            confidence,
+            delta,
+            selection,
+            fixed_guesses: None,
+            guesses: GuessFamily::Symmetric,
+        }
     }
-    Ok(())
+
+    /// The same design searching the candidates `guesses`.
+    pub fn with_guesses(self, guesses: GuessFamily) -> Self {
+        Self { guesses, ..self }
+    }
+
+    /// The same design with the fixed (k+, k−) of [`Selection::Fixed`].
+    pub fn with_fixed_guesses(self, k_plus: u64, k_minus: u64) -> Self {
+        Self {
+            fixed_guesses: Some((k_plus, k_minus)),
+            ..self
+        }
+    }
+}
+
+/// What one guess set gives: `v` correct of `r` guesses on `m` canaries,
+/// the counts both one-run tests read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guesses {
+    /// Canaries.
+    pub m: u64,
+    /// Guesses made (k+ + k−).
+    pub r: u64,
+    /// Correct guesses.
+    pub v: u64,
+}
+
+impl Guesses {
+    /// Refuses counts outside `0 ≤ v ≤ r ≤ m`.
+    pub(crate) fn check(self) -> Result<()> {
+        let Guesses { m, r, v } = self;
+        if v > r || r > m {
+            return Err(AuditError::InvalidParameter {
+                name: "counts",
+                value: format!("m = {m}, r = {r}, v = {v}"),
+                expected: "0 ≤ v (correct) ≤ r (guesses) ≤ m (canaries)",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// `(ln q, ln(1 − q))` for `q = e^ε/(1+e^ε)`, stable for large ε.
@@ -91,7 +142,8 @@ fn ln_rr_accuracy(epsilon: f64) -> (f64, f64) {
 }
 
 /// The Theorem 3.1 p-value, for validated inputs.
-pub(crate) fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> f64 {
+pub(crate) fn p_value_unchecked(g: Guesses, epsilon: f64, delta: f64) -> f64 {
+    let Guesses { m, r, v } = g;
     if v == 0 {
         return 1.0;
     }
@@ -148,7 +200,8 @@ pub(crate) fn p_value_unchecked(m: u64, r: u64, v: u64, epsilon: f64, delta: f64
 /// The Theorem 3.1 p-value bound on `P[≥ v correct of r guesses]` under
 /// "(ε, δ)-DP" with `m` randomized canaries (Steinke et al. 2023 Eqs. (2)–(3)).
 pub fn p_value(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> Result<f64> {
-    check_counts(m, r, v)?;
+    let g = Guesses { m, r, v };
+    g.check()?;
     check_delta(delta)?;
     if !(epsilon.is_finite() && epsilon >= 0.0) {
         return Err(AuditError::InvalidParameter {
@@ -157,14 +210,15 @@ pub fn p_value(m: u64, r: u64, v: u64, epsilon: f64, delta: f64) -> Result<f64> 
             expected: "a finite ε ≥ 0",
         });
     }
-    Ok(p_value_unchecked(m, r, v, epsilon, delta))
+    Ok(p_value_unchecked(g, epsilon, delta))
 }
 
 /// Largest ε rejected at level `p_conf`: bracket [0, 1], grow the top by 1
 /// until not rejected, 30 halvings, return the low (conservative) end (the
 /// procedure of Steinke et al. 2023, full version, Appendix D).
 pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> Result<f64> {
-    check_counts(m, r, v)?;
+    let g = Guesses { m, r, v };
+    g.check()?;
     check_delta(delta)?;
     if !(p_conf.is_finite() && p_conf > 0.0 && p_conf < 1.0) {
         return Err(AuditError::InvalidParameter {
@@ -173,13 +227,13 @@ pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> R
             expected: "a level strictly between 0 and 1 (1 − confidence)",
         });
     }
-    Ok(epsilon_lower_bound_unchecked(m, r, v, delta, p_conf))
+    Ok(epsilon_lower_bound_unchecked(g, delta, p_conf))
 }
 
-fn epsilon_lower_bound_unchecked(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> f64 {
+fn epsilon_lower_bound_unchecked(g: Guesses, delta: f64, p_conf: f64) -> f64 {
     let mut eps_min = 0.0;
     let mut eps_max = 1.0;
-    while p_value_unchecked(m, r, v, eps_max, delta) < p_conf {
+    while p_value_unchecked(g, eps_max, delta) < p_conf {
         eps_max += 1.0;
         if eps_max > 1e4 {
             break;
@@ -187,7 +241,7 @@ fn epsilon_lower_bound_unchecked(m: u64, r: u64, v: u64, delta: f64, p_conf: f64
     }
     for _ in 0..30 {
         let eps = 0.5 * (eps_min + eps_max);
-        if p_value_unchecked(m, r, v, eps, delta) < p_conf {
+        if p_value_unchecked(g, eps, delta) < p_conf {
             eps_min = eps;
         } else {
             eps_max = eps;
@@ -283,11 +337,11 @@ fn round_count(fraction: f64, m: u64) -> u64 {
     ((fraction * m as f64).round() as u64).min(m)
 }
 
-/// A statistic of one guess set: `bound(m, r, v, level, floor)` returns the
+/// A statistic of one guess set: `bound(guesses, level, floor)` returns the
 /// bound (ε or μ) from `v` correct of `r` guesses on `m` canaries at `level`;
 /// it may return any value ≤ `floor` when the bound is at most `floor` (a
 /// shortcut for searches).
-pub(crate) type GuessBound<'a> = dyn Fn(u64, u64, u64, f64, f64) -> f64 + 'a;
+pub(crate) type GuessBound<'a> = dyn Fn(Guesses, f64, f64) -> f64 + 'a;
 
 /// The guesses a policy chose and the bound they give.
 #[derive(Debug, Clone)]
@@ -322,7 +376,7 @@ fn best_candidate(
         }
         let v = ranked.correct(kp, km);
         let floor = best.as_ref().map_or(0.0, |c| c.value);
-        let value = bound(m, kp + km, v, level, floor);
+        let value = bound(Guesses { m, r: kp + km, v }, level, floor);
         if best.as_ref().is_none_or(|c| value > c.value) {
             best = Some(Choice {
                 k_plus: kp,
@@ -394,22 +448,26 @@ fn split_guesses(
         ));
     }
     let v = ranked_b.correct(kp, km);
-    let value = bound(m, kp + km, v, level, 0.0);
+    let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
     Ok((
         value,
         evidence(m, kp, km, v, level, cands.len(), design, family),
     ))
 }
 
-/// Chooses the guesses per `selection` and bounds them with `bound`.
+/// Chooses the guesses per the design `cfg` and bounds them with `bound`.
 pub(crate) fn select_guesses(
     obs: &Observations,
-    selection: Selection,
-    fixed_guesses: Option<(u64, u64)>,
-    family: GuessFamily,
-    confidence: f64,
+    cfg: &OneRunConfig,
     bound: &GuessBound<'_>,
 ) -> Result<GuessOutcome> {
+    let OneRunConfig {
+        confidence,
+        selection,
+        fixed_guesses,
+        guesses: family,
+        ..
+    } = *cfg;
     let level = 1.0 - confidence;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
@@ -441,7 +499,7 @@ pub(crate) fn select_guesses(
                 });
             }
             let v = ranked.correct(kp, km);
-            let value = bound(m, kp + km, v, level, 0.0);
+            let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
             Ok(outcome(
                 value,
                 evidence(m, kp, km, v, level, 1, design, family),
@@ -503,35 +561,44 @@ pub(crate) fn select_guesses(
     }
 }
 
+impl GuessOutcome {
+    /// The typed bound of the design `cfg` (both one-run audits):
+    /// `to_epsilon` turns the statistic (ε, or μ for the Gaussian f-DP
+    /// family) into the reported ε, for the bound and every split's value.
+    pub(crate) fn into_bound(
+        self,
+        cfg: &OneRunConfig,
+        method: Method,
+        assumes: MechanismAssumption,
+        to_epsilon: impl Fn(f64) -> f64,
+    ) -> EpsilonLowerBound {
+        EpsilonLowerBound {
+            epsilon: to_epsilon(self.value),
+            confidence: cfg.confidence,
+            delta: cfg.delta,
+            method,
+            selection: cfg.selection,
+            valid_at_confidence: cfg.selection.is_valid(),
+            assumes,
+            bounded_on: self.bounded_on,
+            split_bounds: self
+                .split_values
+                .map(|v| v.into_iter().map(to_epsilon).collect()),
+            metrics: self.metrics,
+            evidence: Evidence::OneRun(self.evidence),
+        }
+    }
+}
+
 /// The one-run ε lower bound from canary scores (Steinke et al. 2023 Thm 3.1).
 pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
     let delta = cfg.delta;
-    let bound = |m: u64, r: u64, v: u64, level: f64, _floor: f64| {
-        epsilon_lower_bound_unchecked(m, r, v, delta, level)
-    };
-    let out = select_guesses(
-        obs,
-        cfg.selection,
-        cfg.fixed_guesses,
-        cfg.guesses,
-        cfg.confidence,
-        &bound,
-    )?;
-    Ok(EpsilonLowerBound {
-        epsilon: out.value,
-        confidence: cfg.confidence,
-        delta: cfg.delta,
-        method: Method::OneRun,
-        selection: cfg.selection,
-        valid_at_confidence: cfg.selection.is_valid(),
-        assumes: MechanismAssumption::Nothing,
-        bounded_on: out.bounded_on,
-        split_bounds: out.split_values,
-        metrics: out.metrics,
-        evidence: Evidence::OneRun(out.evidence),
-    })
+    let bound =
+        |g: Guesses, level: f64, _floor: f64| epsilon_lower_bound_unchecked(g, delta, level);
+    let out = select_guesses(obs, cfg, &bound)?;
+    Ok(out.into_bound(cfg, Method::OneRun, MechanismAssumption::Nothing, |eps| eps))
 }
 
 #[cfg(test)]

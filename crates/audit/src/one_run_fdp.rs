@@ -46,11 +46,11 @@
 
 use serde::Serialize;
 
-use crate::bound::{EpsilonLowerBound, Evidence, MechanismAssumption};
+use crate::bound::{EpsilonLowerBound, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{cdf, gdp_epsilon, pdf};
-use crate::observations::{Method, Observations, Selection};
-use crate::one_run::{select_guesses, GuessFamily};
+use crate::observations::{Method, Observations};
+use crate::one_run::{select_guesses, Guesses, OneRunConfig};
 use crate::region::check_gdp_delta;
 
 /// The family of trade-off curves whose members are tested.
@@ -157,30 +157,15 @@ fn quantile_lower(p: f64) -> f64 {
     x - u / (1.0 + 0.5 * x * u)
 }
 
-/// Settings of an f-DP one-run audit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OneRunFdpConfig {
-    /// Confidence of the bound, e.g. 0.95.
-    pub confidence: f64,
-    /// δ: of the (ε, δ) family, or at which the Gaussian bound is stated as ε
-    /// (must then be > 0).
-    pub delta: f64,
-    /// Which trade-off curves are tested.
-    pub family: TradeoffFamily,
-    /// How (k+, k−) is chosen.
-    pub selection: Selection,
-    /// Fixed guess counts (k+, k−) for [`Selection::Fixed`].
-    pub fixed_guesses: Option<(u64, u64)>,
-    /// The candidates the other policies search.
-    pub guesses: GuessFamily,
-}
-
-fn check_counts(m: u64, r: u64, v: u64) -> Result<()> {
-    if v > r || r > m || m == 0 {
+/// The counts of [`Guesses`] (`0 ≤ v ≤ r ≤ m`), and at least one canary:
+/// the recursion starts from fractions of `m`.
+fn check_counts(g: Guesses) -> Result<()> {
+    g.check()?;
+    if g.m == 0 {
         return Err(AuditError::InvalidParameter {
             name: "counts",
-            value: format!("m = {m}, r = {r}, v = {v}"),
-            expected: "0 ≤ v (correct) ≤ r (guesses) ≤ m (canaries), m ≥ 1",
+            value: format!("m = {}, r = {}, v = {}", g.m, g.r, g.v),
+            expected: "at least one canary (m ≥ 1)",
         });
     }
     Ok(())
@@ -198,65 +183,82 @@ fn check_level(level: f64) -> Result<()> {
     }
 }
 
-/// Whether `v` correct of `r` guesses on `m` canaries reject "f-DP" at
-/// `level`, for the member `theta` of `family` (validated inputs): the
-/// recursion of the module docs, `A_0 + B_0` minus `r/m` (times
-/// `1 + 1e-12`, so that rounding never rejects), positive when rejected.
-/// It returns as soon as the sign is known to be positive (both sequences
-/// only grow).
-pub(crate) fn rejects_unchecked(
-    family: TradeoffFamily,
-    theta: f64,
-    delta: f64,
-    m: u64,
-    r: u64,
-    v: u64,
-    level: f64,
-) -> bool {
-    let (mf, rf) = (m as f64, r as f64);
-    let limit = rf / mf * (1.0 + 1e-12);
-    if v == 0 {
-        // `A_0 + B_0 − limit = −limit ≤ 0`: no correct guess rejects nothing.
-        return false;
-    }
-    let mut a = level * v as f64 / mf;
-    let mut b = level * (r - v) as f64 / mf;
-    for i in (0..v).rev() {
-        if a + b > limit {
-            break;
+impl TradeoffFamily {
+    /// Whether `v` correct of `r` guesses on `m` canaries reject "f-DP" at
+    /// `level`, for the member `theta` of the family (validated inputs): the
+    /// recursion of the module docs, `A_0 + B_0` minus `r/m` (times
+    /// `1 + 1e-12`, so that rounding never rejects), positive when rejected.
+    /// It returns as soon as the sign is known to be positive (both
+    /// sequences only grow).
+    pub(crate) fn rejects_unchecked(self, theta: f64, delta: f64, g: Guesses, level: f64) -> bool {
+        let Guesses { m, r, v } = g;
+        let (mf, rf) = (m as f64, r as f64);
+        let limit = rf / mf * (1.0 + 1e-12);
+        if v == 0 {
+            // `A_0 + B_0 − limit = −limit ≤ 0`: no correct guess rejects nothing.
+            return false;
         }
-        let b_new = b.max(family.blow_up_inverse(theta, delta, a));
-        if b_new <= b {
-            break;
+        let mut a = level * v as f64 / mf;
+        let mut b = level * (r - v) as f64 / mf;
+        for i in (0..v).rev() {
+            if a + b > limit {
+                break;
+            }
+            let b_new = b.max(self.blow_up_inverse(theta, delta, a));
+            if b_new <= b {
+                break;
+            }
+            a = (a + i as f64 / (rf - i as f64) * (b_new - b)).min(1.0);
+            b = b_new;
         }
-        a = (a + i as f64 / (rf - i as f64) * (b_new - b)).min(1.0);
-        b = b_new;
+        a + b - limit > 0.0
     }
-    a + b - limit > 0.0
-}
 
-/// Whether the observation rejects "f-DP" for the member `theta` (μ or ε) of
-/// `family` at `level` (Mahloujifar et al. 2024; see the module docs).
-pub fn rejects(
-    family: TradeoffFamily,
-    theta: f64,
-    delta: f64,
-    m: u64,
-    r: u64,
-    v: u64,
-    level: f64,
-) -> Result<bool> {
-    check_counts(m, r, v)?;
-    check_delta(delta)?;
-    check_level(level)?;
-    if !(theta.is_finite() && theta >= 0.0) {
-        return Err(AuditError::InvalidParameter {
-            name: "theta",
-            value: theta.to_string(),
-            expected: "a finite μ or ε ≥ 0",
-        });
+    /// Whether the observation `g` rejects "f-DP" for the member `theta` (μ
+    /// or ε) of the family at `level` (Mahloujifar et al. 2024; see the
+    /// module docs).
+    pub fn rejects(self, theta: f64, delta: f64, g: Guesses, level: f64) -> Result<bool> {
+        check_counts(g)?;
+        check_delta(delta)?;
+        check_level(level)?;
+        if !(theta.is_finite() && theta >= 0.0) {
+            return Err(AuditError::InvalidParameter {
+                name: "theta",
+                value: theta.to_string(),
+                expected: "a finite μ or ε ≥ 0",
+            });
+        }
+        Ok(self.rejects_unchecked(theta, delta, g, level))
     }
-    Ok(rejects_unchecked(family, theta, delta, m, r, v, level))
+
+    /// The largest member parameter rejected (the low end of the final
+    /// bracket, by bisection: rejection is monotone in the parameter), or 0
+    /// when `floor` itself is not rejected (the bound is then at most
+    /// `floor`).
+    fn largest_rejected(self, delta: f64, g: Guesses, level: f64, floor: f64) -> f64 {
+        let rej = |t: f64| self.rejects_unchecked(t, delta, g, level);
+        if !rej(floor) {
+            return 0.0;
+        }
+        let mut lo = floor;
+        let mut hi = (2.0 * floor).max(1.0);
+        while rej(hi) {
+            lo = hi;
+            hi *= 2.0;
+            if hi > THETA_MAX {
+                return lo;
+            }
+        }
+        while hi - lo > THETA_TOL {
+            let mid = 0.5 * (lo + hi);
+            if rej(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 /// Largest parameter searched; a larger one is never rejected in practice.
@@ -264,132 +266,70 @@ const THETA_MAX: f64 = 128.0;
 /// Absolute tolerance of the bisection.
 const THETA_TOL: f64 = 1e-7;
 
-/// The largest member parameter rejected (the low end of the final bracket,
-/// by bisection: the excess of [`excess`] is non-increasing in the
-/// parameter), or 0 when `floor` itself is not rejected (the bound is then
-/// at most `floor`).
-fn largest_rejected(
-    family: TradeoffFamily,
-    delta: f64,
-    m: u64,
-    r: u64,
-    v: u64,
-    level: f64,
-    floor: f64,
-) -> f64 {
-    let rej = |t: f64| rejects_unchecked(family, t, delta, m, r, v, level);
-    if !rej(floor) {
-        return 0.0;
-    }
-    let mut lo = floor;
-    let mut hi = (2.0 * floor).max(1.0);
-    while rej(hi) {
-        lo = hi;
-        hi *= 2.0;
-        if hi > THETA_MAX {
-            return lo;
-        }
-    }
-    while hi - lo > THETA_TOL {
-        let mid = 0.5 * (lo + hi);
-        if rej(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 /// The μ lower bound: the largest μ such that `v` correct of `r` guesses on
 /// `m` canaries reject μ-GDP at `level` (0 when even μ = 0 is not rejected).
 pub fn mu_lower_bound(m: u64, r: u64, v: u64, level: f64) -> Result<f64> {
-    check_counts(m, r, v)?;
+    let g = Guesses { m, r, v };
+    check_counts(g)?;
     check_level(level)?;
-    Ok(largest_rejected(
-        TradeoffFamily::Gaussian,
-        0.0,
-        m,
-        r,
-        v,
-        level,
-        0.0,
-    ))
+    Ok(TradeoffFamily::Gaussian.largest_rejected(0.0, g, level, 0.0))
 }
 
 /// The ε lower bound of the (ε, δ) family: the largest ε such that the
 /// observation rejects (ε, δ)-DP at `level`.
 pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, level: f64) -> Result<f64> {
-    check_counts(m, r, v)?;
+    let g = Guesses { m, r, v };
+    check_counts(g)?;
     check_delta(delta)?;
     check_level(level)?;
-    Ok(largest_rejected(
-        TradeoffFamily::EpsDelta,
-        delta,
-        m,
-        r,
-        v,
-        level,
-        0.0,
-    ))
+    Ok(TradeoffFamily::EpsDelta.largest_rejected(delta, g, level, 0.0))
 }
 
 /// The f-DP one-run bound from canary scores (one row per canary, `member` =
-/// included), guesses chosen per `cfg.selection`.
+/// included): the design `cfg` (guesses chosen per `cfg.selection`), the
+/// curves of `family`. `cfg.delta` is the δ of the (ε, δ) curves, or, for the
+/// Gaussian family, the δ at which μ⁻ is stated as ε (then > 0).
 pub fn one_run_fdp_lower_bound(
     obs: &Observations,
-    cfg: &OneRunFdpConfig,
+    cfg: &OneRunConfig,
+    family: TradeoffFamily,
 ) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
-    match cfg.family {
+    match family {
         TradeoffFamily::Gaussian => check_gdp_delta(cfg.delta)?,
         TradeoffFamily::EpsDelta => check_delta(cfg.delta)?,
     }
-    let (family, delta) = (cfg.family, cfg.delta);
-    let bound = |m: u64, r: u64, v: u64, level: f64, floor: f64| {
-        largest_rejected(family, delta, m, r, v, level, floor)
-    };
-    let out = select_guesses(
-        obs,
-        cfg.selection,
-        cfg.fixed_guesses,
-        cfg.guesses,
-        cfg.confidence,
-        &bound,
-    )?;
-    let to_epsilon = |value: f64| match family {
-        TradeoffFamily::Gaussian => gdp_epsilon(value, delta),
-        TradeoffFamily::EpsDelta => value,
-    };
-    let mut evidence = out.evidence;
-    evidence.family = Some(family.name());
+    let delta = cfg.delta;
+    let bound =
+        |g: Guesses, level: f64, floor: f64| family.largest_rejected(delta, g, level, floor);
+    let mut out = select_guesses(obs, cfg, &bound)?;
+    out.evidence.family = Some(family.name());
     if family == TradeoffFamily::Gaussian {
-        evidence.mu_lower = Some(out.value);
+        out.evidence.mu_lower = Some(out.value);
     }
-    Ok(EpsilonLowerBound {
-        epsilon: to_epsilon(out.value),
-        confidence: cfg.confidence,
-        delta,
-        method: Method::OneRunFdp,
-        selection: cfg.selection,
-        valid_at_confidence: cfg.selection.is_valid(),
-        assumes: match family {
-            TradeoffFamily::Gaussian => MechanismAssumption::GaussianTradeoff,
-            TradeoffFamily::EpsDelta => MechanismAssumption::Nothing,
-        },
-        bounded_on: out.bounded_on,
-        split_bounds: out
-            .split_values
-            .map(|v| v.into_iter().map(to_epsilon).collect()),
-        metrics: out.metrics,
-        evidence: Evidence::OneRun(evidence),
-    })
+    let assumes = match family {
+        TradeoffFamily::Gaussian => MechanismAssumption::GaussianTradeoff,
+        TradeoffFamily::EpsDelta => MechanismAssumption::Nothing,
+    };
+    Ok(
+        out.into_bound(cfg, Method::OneRunFdp, assumes, |value| match family {
+            TradeoffFamily::Gaussian => gdp_epsilon(value, delta),
+            TradeoffFamily::EpsDelta => value,
+        }),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gaussian::inverse_cdf;
+    use crate::observations::Selection;
+    use TradeoffFamily::{EpsDelta, Gaussian};
+
+    /// `v` correct of `r` guesses on `m` canaries.
+    fn g(m: u64, r: u64, v: u64) -> Guesses {
+        Guesses { m, r, v }
+    }
 
     #[test]
     fn blow_up_inverses() {
@@ -439,7 +379,7 @@ mod tests {
             let mut last = true;
             for i in 0..400 {
                 let mu = i as f64 * 0.02;
-                let now = rejects(TradeoffFamily::Gaussian, mu, 0.0, m, r, v, 0.05).unwrap();
+                let now = Gaussian.rejects(mu, 0.0, g(m, r, v), 0.05).unwrap();
                 assert!(last || !now, "({m},{r},{v}) μ = {mu}");
                 last = now;
             }
@@ -450,8 +390,8 @@ mod tests {
     fn perfect_privacy_is_rejected_only_by_enough_correct_guesses() {
         // Under μ = 0 each guess is a fair coin whatever the mechanism does:
         // 10 of 10 correct (p = 2⁻¹⁰) rejects at 5 %, 5 of 10 does not.
-        assert!(rejects(TradeoffFamily::Gaussian, 0.0, 0.0, 10, 10, 10, 0.05).unwrap());
-        assert!(!rejects(TradeoffFamily::Gaussian, 0.0, 0.0, 10, 10, 5, 0.05).unwrap());
+        assert!(Gaussian.rejects(0.0, 0.0, g(10, 10, 10), 0.05).unwrap());
+        assert!(!Gaussian.rejects(0.0, 0.0, g(10, 10, 5), 0.05).unwrap());
         assert_eq!(mu_lower_bound(100, 100, 50, 0.05).unwrap(), 0.0);
         assert_eq!(mu_lower_bound(100, 100, 0, 0.05).unwrap(), 0.0);
     }
@@ -464,13 +404,13 @@ mod tests {
         // test is exact here.
         for n in [2_u64, 3, 6] {
             let p = 0.5_f64.powi(n as i32);
-            assert!(rejects(TradeoffFamily::Gaussian, 0.0, 0.0, n, n, n, p * 1.01).unwrap());
-            assert!(!rejects(TradeoffFamily::Gaussian, 0.0, 0.0, n, n, n, p * 0.99).unwrap());
-            assert!(rejects(TradeoffFamily::EpsDelta, 0.0, 0.0, n, n, n, p * 1.01).unwrap());
-            assert!(!rejects(TradeoffFamily::EpsDelta, 0.0, 0.0, n, n, n, p * 0.99).unwrap());
+            assert!(Gaussian.rejects(0.0, 0.0, g(n, n, n), p * 1.01).unwrap());
+            assert!(!Gaussian.rejects(0.0, 0.0, g(n, n, n), p * 0.99).unwrap());
+            assert!(EpsDelta.rejects(0.0, 0.0, g(n, n, n), p * 1.01).unwrap());
+            assert!(!EpsDelta.rejects(0.0, 0.0, g(n, n, n), p * 0.99).unwrap());
         }
         // One guess never rejects at a level below ½.
-        assert!(!rejects(TradeoffFamily::Gaussian, 0.0, 0.0, 1, 1, 1, 0.49).unwrap());
+        assert!(!Gaussian.rejects(0.0, 0.0, g(1, 1, 1), 0.49).unwrap());
     }
 
     #[test]
@@ -498,22 +438,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert!(rejects(TradeoffFamily::Gaussian, 1.0, 0.0, 10, 11, 3, 0.05).is_err());
-        assert!(rejects(TradeoffFamily::Gaussian, 1.0, 0.0, 10, 5, 6, 0.05).is_err());
-        assert!(rejects(TradeoffFamily::Gaussian, -1.0, 0.0, 10, 5, 3, 0.05).is_err());
-        assert!(rejects(TradeoffFamily::Gaussian, 1.0, 0.0, 10, 5, 3, 0.0).is_err());
+        assert!(Gaussian.rejects(1.0, 0.0, g(10, 11, 3), 0.05).is_err());
+        assert!(Gaussian.rejects(1.0, 0.0, g(10, 5, 6), 0.05).is_err());
+        assert!(Gaussian.rejects(-1.0, 0.0, g(10, 5, 3), 0.05).is_err());
+        assert!(Gaussian.rejects(1.0, 0.0, g(10, 5, 3), 0.0).is_err());
         assert!(mu_lower_bound(0, 0, 0, 0.05).is_err());
         let obs = Observations::new(vec![1.0, 0.0], vec![true, false]).unwrap();
-        let cfg = OneRunFdpConfig {
-            confidence: 0.95,
-            delta: 0.0,
-            family: TradeoffFamily::Gaussian,
-            selection: Selection::Bonferroni,
-            fixed_guesses: None,
-            guesses: GuessFamily::Symmetric,
-        };
+        let cfg = OneRunConfig::new(0.95, 0.0, Selection::Bonferroni);
         assert!(matches!(
-            one_run_fdp_lower_bound(&obs, &cfg),
+            one_run_fdp_lower_bound(&obs, &cfg, Gaussian),
             Err(AuditError::InvalidParameter { name: "delta", .. })
         ));
     }

@@ -201,21 +201,13 @@ fn one_run_coverage() {
                 -1.0
             }
         };
-        let cfg = OneRunConfig {
-            confidence: 0.95,
-            delta: 0.0,
-            selection: Selection::Fixed,
-            fixed_guesses: Some((50, 50)),
-            guesses: GuessFamily::WithOneSided,
-        };
+        let cfg = OneRunConfig::new(0.95, 0.0, Selection::Fixed)
+            .with_fixed_guesses(50, 50)
+            .with_guesses(GuessFamily::WithOneSided);
         let bad = one_run_exceedances(&mut rng, &cfg, trials(), eps0, rr);
         assert_coverage(bad, trials(), 0.05, &format!("one-run fixed, RR ε₀={eps0}"));
-        let cfg = OneRunConfig {
-            selection: Selection::Split { seed: 3 },
-            fixed_guesses: None,
-            guesses: GuessFamily::WithOneSided,
-            ..cfg
-        };
+        let cfg = OneRunConfig::new(0.95, 0.0, Selection::Split { seed: 3 })
+            .with_guesses(GuessFamily::WithOneSided);
         let bad = one_run_exceedances(&mut rng, &cfg, trials() / 4, eps0, rr);
         assert_coverage(
             bad,
@@ -228,13 +220,9 @@ fn one_run_coverage() {
     for mu in [1.0, 2.0] {
         let sigma = 2.0 / mu;
         let truth = gdp_epsilon(mu, DELTA);
-        let cfg = OneRunConfig {
-            confidence: 0.95,
-            delta: DELTA,
-            selection: Selection::Fixed,
-            fixed_guesses: Some((20, 20)),
-            guesses: GuessFamily::WithOneSided,
-        };
+        let cfg = OneRunConfig::new(0.95, DELTA, Selection::Fixed)
+            .with_fixed_guesses(20, 20)
+            .with_guesses(GuessFamily::WithOneSided);
         let bad = one_run_exceedances(&mut rng, &cfg, trials(), truth, |r, inc| {
             let z: f64 = r.sample(StandardNormal);
             (if inc { 1.0 } else { -1.0 }) + sigma * z

@@ -22,8 +22,8 @@ use common::{assert_coverage, rng, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::GuessFamily;
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run::{GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::Result;
 use rand::seq::SliceRandom;
@@ -198,15 +198,10 @@ fn one_run_fdp_default_covers_randomized_response() {
         (0..n)
             .filter(|&t| {
                 let obs = common::canaries(&mut rng, mech, 2000);
-                let cfg = OneRunFdpConfig {
-                    confidence: 1.0 - BETA,
-                    delta: DELTA,
-                    family,
-                    selection: default_selection(Method::OneRunFdp, obs.len(), t as u64),
-                    fixed_guesses: None,
-                    guesses: GuessFamily::Symmetric,
-                };
-                unless_refused(one_run_fdp_lower_bound(&obs, &cfg)).is_some_and(|b| b.epsilon > 2.0)
+                let selection = default_selection(Method::OneRunFdp, obs.len(), t as u64);
+                let cfg = OneRunConfig::new(1.0 - BETA, DELTA, selection);
+                unless_refused(one_run_fdp_lower_bound(&obs, &cfg, family))
+                    .is_some_and(|b| b.epsilon > 2.0)
             })
             .count()
     };

@@ -13,8 +13,8 @@ use common::{assert_coverage, canaries, rng, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::GuessFamily;
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run::{GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use rand::Rng;
 
 const DELTA: f64 = 1e-5;
@@ -56,20 +56,16 @@ fn check(selection: Selection, fixed: Option<(u64, u64)>, fast_trials: usize, se
     let mut rng = rng(seed);
     let n = trials(fast_trials);
     for family in [TradeoffFamily::Gaussian, TradeoffFamily::EpsDelta] {
-        let cfg = OneRunFdpConfig {
-            confidence: 0.95,
-            delta: DELTA,
-            family,
-            selection,
+        let cfg = OneRunConfig {
             fixed_guesses: fixed,
-            guesses: GuessFamily::WithOneSided,
+            ..OneRunConfig::new(0.95, DELTA, selection).with_guesses(GuessFamily::WithOneSided)
         };
         for mech in MECHANISMS {
             let mu_true = mech.mu();
             let bad = (0..n)
                 .filter(|_| {
                     let obs = canaries(&mut rng, mech, 200);
-                    unless_refused(one_run_fdp_lower_bound(&obs, &cfg))
+                    unless_refused(one_run_fdp_lower_bound(&obs, &cfg, family))
                         .is_some_and(|b| exceeds(&b, family, mech, mu_true))
                 })
                 .count();
@@ -118,20 +114,21 @@ fn covers_where_the_bound_is_close_to_the_truth() {
     let n = trials(60);
     let mech = Mechanism::Rr(2.0);
     let mut rate = |selection, fixed| {
-        let cfg = OneRunFdpConfig {
-            confidence: 0.5,
-            delta: 0.0,
-            family: TradeoffFamily::EpsDelta,
-            selection,
+        let cfg = OneRunConfig {
             fixed_guesses: fixed,
-            guesses: GuessFamily::WithOneSided,
+            ..OneRunConfig::new(0.5, 0.0, selection).with_guesses(GuessFamily::WithOneSided)
         };
         (0..n)
             .filter(|_| {
                 let obs = canaries(&mut rng, mech, 1000);
                 let jittered = obs.scores().iter().map(|s| s + 1e-3 * rng.gen::<f64>());
                 let obs = Observations::new(jittered.collect(), obs.members().to_vec()).unwrap();
-                unless_refused(one_run_fdp_lower_bound(&obs, &cfg)).is_some_and(|b| b.epsilon > 2.0)
+                unless_refused(one_run_fdp_lower_bound(
+                    &obs,
+                    &cfg,
+                    TradeoffFamily::EpsDelta,
+                ))
+                .is_some_and(|b| b.epsilon > 2.0)
             })
             .count()
     };

@@ -68,13 +68,8 @@ fn one_run_same_data_exceeds_beta_split_does_not() {
         let members: Vec<bool> = (0..100).map(|_| rng.gen()).collect();
         Observations::new(scores, members).unwrap()
     };
-    let same = OneRunConfig {
-        confidence: 1.0 - beta,
-        delta: 0.0,
-        selection: Selection::SameData,
-        fixed_guesses: None,
-        guesses: GuessFamily::WithOneSided,
-    };
+    let same = OneRunConfig::new(1.0 - beta, 0.0, Selection::SameData)
+        .with_guesses(GuessFamily::WithOneSided);
     let split = OneRunConfig {
         selection: Selection::Split { seed: 4 },
         ..same

@@ -6,7 +6,7 @@
 use dpaudit_audit::bound::{MechanismAssumption, TradeoffShape};
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, OneRunFdpConfig, TradeoffFamily};
+use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
 /// Members at 0.5 + i/n, non-members at i/n: separable enough for a
@@ -71,37 +71,21 @@ fn gdp_bounds_assume_a_gaussian_tradeoff_and_lose_validity_without_one() {
 #[test]
 fn one_run_bounds_carry_their_assumption() {
     let obs = scores(1000);
-    let fdp = |family| OneRunFdpConfig {
-        confidence: 0.95,
-        delta: 1e-5,
-        family,
-        selection: Selection::Split { seed: 1 },
-        fixed_guesses: None,
-        guesses: GuessFamily::WithOneSided,
-    };
-    let gauss = one_run_fdp_lower_bound(&obs, &fdp(TradeoffFamily::Gaussian)).unwrap();
+    let design = OneRunConfig::new(0.95, 1e-5, Selection::Split { seed: 1 })
+        .with_guesses(GuessFamily::WithOneSided);
+    let gauss = one_run_fdp_lower_bound(&obs, &design, TradeoffFamily::Gaussian).unwrap();
     assert_eq!(gauss.assumes, MechanismAssumption::GaussianTradeoff);
     assert!(
         !gauss
             .for_mechanism(TradeoffShape::NotGaussian)
             .valid_at_confidence
     );
-    let eps = one_run_fdp_lower_bound(&obs, &fdp(TradeoffFamily::EpsDelta)).unwrap();
+    let eps = one_run_fdp_lower_bound(&obs, &design, TradeoffFamily::EpsDelta).unwrap();
     assert_eq!(eps.assumes, MechanismAssumption::Nothing);
     assert!(
         eps.for_mechanism(TradeoffShape::NotGaussian)
             .valid_at_confidence
     );
-    let steinke = one_run_lower_bound(
-        &obs,
-        &OneRunConfig {
-            confidence: 0.95,
-            delta: 1e-5,
-            selection: Selection::Split { seed: 1 },
-            fixed_guesses: None,
-            guesses: GuessFamily::WithOneSided,
-        },
-    )
-    .unwrap();
+    let steinke = one_run_lower_bound(&obs, &design).unwrap();
     assert_eq!(steinke.assumes, MechanismAssumption::Nothing);
 }

@@ -104,13 +104,8 @@ fn measure(
         .collect();
     let o1_bound: EpsilonLowerBound = one_run_lower_bound(
         &Observations::new(o1_scores, o1.coins.clone())?,
-        &OneRunConfig {
-            confidence: config.confidence,
-            delta: 0.0,
-            selection: config.threshold_selection(),
-            fixed_guesses: None,
-            guesses: GuessFamily::WithOneSided,
-        },
+        &OneRunConfig::new(config.confidence, 0.0, config.threshold_selection())
+            .with_guesses(GuessFamily::WithOneSided),
     )?;
     Ok(TargetResult {
         name: name.clone(),
