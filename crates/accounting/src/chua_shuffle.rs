@@ -22,8 +22,8 @@
 use serde::Serialize;
 
 use crate::error::{check_count, check_delta, check_noise_multiplier, AccountingError, Result};
-use crate::normal;
 use crate::pld::{compose, Discrete};
+use dpaudit_gaussian as normal;
 
 /// A lower bound on ε for shuffled batches. Deliberately a different type from every upper bound.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -9,7 +9,7 @@
 
 use crate::error::{check_delta, check_epsilon, AccountingError, Result};
 use crate::event::Component;
-use crate::normal;
+use dpaudit_gaussian as normal;
 
 /// δ(ε) of μ-GDP (exact, DRS Cor. 2.13): [`dpaudit_gaussian::gdp_delta`].
 pub fn delta_for_epsilon(mu: f64, epsilon: f64) -> f64 {

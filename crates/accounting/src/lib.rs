@@ -15,7 +15,6 @@ pub mod chua_shuffle;
 pub mod error;
 pub mod event;
 pub mod gdp;
-pub mod normal;
 pub mod pld;
 pub mod rdp;
 pub mod report;

@@ -10,8 +10,8 @@
 //!   ε = ε_RDP(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1), minimised over the orders.
 
 use crate::event::Component;
-use crate::normal::log_half_erfc;
 use dpaudit_gaussian::log_add_exp;
+use dpaudit_gaussian::log_half_erfc;
 
 /// The orders used by default: fractional 1.1 … 10.9, integers 11 … 64, then a sparse tail.
 pub fn default_orders() -> Vec<f64> {

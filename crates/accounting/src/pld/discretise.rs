@@ -3,7 +3,7 @@
 //! See the module documentation of [`super`] for the method.
 
 use crate::error::{AccountingError, Result};
-use crate::normal;
+use dpaudit_gaussian as normal;
 use dpaudit_gaussian::log_add_exp;
 
 /// Largest privacy-loss grid the accountant builds (per step and after composition).

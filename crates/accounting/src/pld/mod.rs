@@ -284,7 +284,7 @@ pub(crate) fn hoeffding_delta_for(target_delta: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normal;
+    use dpaudit_gaussian as normal;
 
     fn comp(q: f64, sigma: f64, count: u64) -> Component {
         Component {
