@@ -16,190 +16,23 @@
 //! Every dataset carries its [`Source`]: the real files (with their SHA-256)
 //! or the seed of a synthetic stand-in, so no result can silently come from
 //! synthetic data.
+//!
+//! Files: `kind.rs` ([`DatasetKind`], the built-in datasets and their class
+//! names), `source.rs` ([`Source`], where a dataset's records came from),
+//! `normalization.rs` ([`Normalization`], per-channel standardisation); their
+//! items are re-exported here.
 
-use std::fmt;
-use std::path::PathBuf;
-use std::str::FromStr;
+mod kind;
+mod normalization;
+mod source;
+
+pub use kind::{DatasetKind, CIFAR10_CLASSES, FMNIST_CLASSES};
+pub use normalization::Normalization;
+pub use source::{Source, SourceFile};
 
 use rand::RngCore;
-use serde::Serialize;
 
 use crate::error::{DataError, Result};
-
-/// The datasets dpaudit knows, with the shapes and classes of the shuffling
-/// audit paper's experiments (Annamalai et al. 2024 §6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DatasetKind {
-    /// Fashion-MNIST (Xiao et al. 2017): 28×28 grayscale, 10 classes.
-    Fmnist,
-    /// CIFAR-10 (Krizhevsky 2009), binary version: 3×32×32 RGB, 10 classes.
-    Cifar10,
-    /// Purchase-100 (Shokri et al. 2017): 600 binary features, 100 classes.
-    Purchase100,
-}
-
-/// Fashion-MNIST class names, by label (zalandoresearch/fashion-mnist README).
-pub const FMNIST_CLASSES: [&str; 10] = [
-    "T-shirt/top",
-    "Trouser",
-    "Pullover",
-    "Dress",
-    "Coat",
-    "Sandal",
-    "Shirt",
-    "Sneaker",
-    "Bag",
-    "Ankle boot",
-];
-
-/// CIFAR-10 class names, by label (`batches.meta.txt` of the binary version).
-pub const CIFAR10_CLASSES: [&str; 10] = [
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
-];
-
-impl DatasetKind {
-    /// All kinds, in a fixed order.
-    pub const ALL: [DatasetKind; 3] = [
-        DatasetKind::Fmnist,
-        DatasetKind::Cifar10,
-        DatasetKind::Purchase100,
-    ];
-
-    /// The short name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            DatasetKind::Fmnist => "fmnist",
-            DatasetKind::Cifar10 => "cifar10",
-            DatasetKind::Purchase100 => "purchase100",
-        }
-    }
-
-    /// The shape of one record: `[C, H, W]` or `[D]`.
-    pub fn record_shape(self) -> Vec<usize> {
-        match self {
-            DatasetKind::Fmnist => vec![1, 28, 28],
-            DatasetKind::Cifar10 => vec![3, 32, 32],
-            DatasetKind::Purchase100 => vec![600],
-        }
-    }
-
-    /// The number of classes.
-    pub fn num_classes(self) -> usize {
-        match self {
-            DatasetKind::Fmnist | DatasetKind::Cifar10 => 10,
-            DatasetKind::Purchase100 => 100,
-        }
-    }
-
-    /// Class names by label. Purchase-100 classes are anonymous: `class-0` .. `class-99`.
-    pub fn class_names(self) -> Vec<String> {
-        match self {
-            DatasetKind::Fmnist => FMNIST_CLASSES.iter().map(|s| s.to_string()).collect(),
-            DatasetKind::Cifar10 => CIFAR10_CLASSES.iter().map(|s| s.to_string()).collect(),
-            DatasetKind::Purchase100 => (0..100).map(|c| format!("class-{c}")).collect(),
-        }
-    }
-
-    /// Where the real files are looked for when no directory is given:
-    /// the Debian package `dataset-fashion-mnist` for Fashion-MNIST; none for
-    /// the others (they are only read from an explicit directory).
-    pub fn default_dir(self) -> Option<PathBuf> {
-        match self {
-            DatasetKind::Fmnist => Some(PathBuf::from("/usr/share/datasets/fashion-mnist")),
-            DatasetKind::Cifar10 | DatasetKind::Purchase100 => None,
-        }
-    }
-}
-
-impl fmt::Display for DatasetKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for DatasetKind {
-    type Err = DataError;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "fmnist" | "fashion-mnist" | "fashion_mnist" => Ok(DatasetKind::Fmnist),
-            "cifar10" | "cifar-10" => Ok(DatasetKind::Cifar10),
-            "purchase100" | "purchase-100" | "p100" => Ok(DatasetKind::Purchase100),
-            _ => Err(DataError::InvalidArgument {
-                parameter: "dataset",
-                value: s.to_string(),
-                expected: "one of fmnist, cifar10, purchase100".to_string(),
-            }),
-        }
-    }
-}
-
-/// One source file of a real dataset, as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SourceFile {
-    /// The path the bytes were read from.
-    pub path: PathBuf,
-    /// Lowercase hex SHA-256 of the file's bytes as stored (compressed, if it is).
-    pub sha256: String,
-    /// Size of the file in bytes.
-    pub bytes: u64,
-}
-
-/// Where a dataset's records come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Source {
-    /// Real files on disk.
-    Real {
-        /// The directory the files were found in.
-        dir: PathBuf,
-        /// Every file read, with its checksum.
-        files: Vec<SourceFile>,
-    },
-    /// A deterministic synthetic stand-in ([`crate::synthetic`]), not real data.
-    Synthetic {
-        /// The seed it was generated from.
-        seed: u64,
-    },
-}
-
-impl Source {
-    /// Whether the records are synthetic.
-    pub fn is_synthetic(&self) -> bool {
-        matches!(self, Source::Synthetic { .. })
-    }
-
-    /// The directory of real files, or `"synthetic"`.
-    pub fn label(&self) -> String {
-        match self {
-            Source::Real { dir, .. } => dir.display().to_string(),
-            Source::Synthetic { .. } => "synthetic".to_string(),
-        }
-    }
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Real { dir, files } => {
-                write!(f, "real files in {} ({} files)", dir.display(), files.len())
-            }
-            Source::Synthetic { seed } => {
-                write!(f, "SYNTHETIC stand-in (seed {seed}), not the real dataset")
-            }
-        }
-    }
-}
 
 /// Records of one split of a dataset, in the layout described in the module docs.
 #[derive(Debug, Clone, PartialEq)]
@@ -534,91 +367,6 @@ impl Splits {
     /// Where the records come from (the same for both splits).
     pub fn source(&self) -> &Source {
         self.train.source()
-    }
-}
-
-/// Per-channel standardisation `x ↦ (x − mean_c) / std_c`.
-///
-/// Channels are the first dimension of `[C, H, W]` records; a `[D]` record is
-/// one channel. `mean_c` and `std_c` are the mean and the population standard
-/// deviation (divisor N) of all values of channel `c` over the records it was
-/// fitted on, accumulated in f64. Fit it on the training split only and apply
-/// the same values to the test split. A constant channel (std below 1e-12)
-/// gets std 1, so it is only centred.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Normalization {
-    /// Mean of each channel.
-    pub mean: Vec<f32>,
-    /// Standard deviation of each channel.
-    pub std: Vec<f32>,
-}
-
-impl Normalization {
-    /// Computes the per-channel mean and standard deviation of `data`.
-    pub fn fit(data: &Dataset) -> Result<Normalization> {
-        if data.is_empty() {
-            return Err(DataError::InvalidArgument {
-                parameter: "data",
-                value: "0 records".to_string(),
-                expected: "at least one record to fit a normalisation on".to_string(),
-            });
-        }
-        let channels = channel_count(data.shape());
-        let per_channel = data.record_len() / channels;
-        let mut sum = vec![0f64; channels];
-        let mut sum_sq = vec![0f64; channels];
-        for record in data.features.chunks_exact(data.record_len()) {
-            for (c, values) in record.chunks_exact(per_channel).enumerate() {
-                for &v in values {
-                    sum[c] += f64::from(v);
-                    sum_sq[c] += f64::from(v) * f64::from(v);
-                }
-            }
-        }
-        let count = (data.len() * per_channel) as f64;
-        let mut mean = Vec::with_capacity(channels);
-        let mut std = Vec::with_capacity(channels);
-        for c in 0..channels {
-            let m = sum[c] / count;
-            let var = (sum_sq[c] / count - m * m).max(0.0);
-            let s = var.sqrt();
-            mean.push(m as f32);
-            std.push(if s < 1e-12 { 1.0 } else { s as f32 });
-        }
-        Ok(Normalization { mean, std })
-    }
-
-    /// Standardises `data` in place.
-    pub fn apply(&self, data: &mut Dataset) -> Result<()> {
-        let channels = channel_count(data.shape());
-        if channels != self.mean.len() || channels != self.std.len() {
-            return Err(DataError::InvalidArgument {
-                parameter: "normalization",
-                value: format!("{} channels", self.mean.len()),
-                expected: format!(
-                    "{channels} channels, as in records of shape {:?}",
-                    data.shape()
-                ),
-            });
-        }
-        let record_len = data.record_len();
-        let per_channel = record_len / channels;
-        for record in data.features.chunks_exact_mut(record_len) {
-            for (c, values) in record.chunks_exact_mut(per_channel).enumerate() {
-                for v in values {
-                    *v = (*v - self.mean[c]) / self.std[c];
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn channel_count(shape: &[usize]) -> usize {
-    if shape.len() == 3 {
-        shape[0]
-    } else {
-        1
     }
 }
 
