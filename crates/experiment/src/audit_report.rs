@@ -609,6 +609,8 @@ pub fn write_plots(
                         plot.to_svg().as_bytes(),
                     )?;
                 }
+                // No threshold or guesses to draw: the score histogram is its plot.
+                Evidence::GaussianScores(_) => {}
             }
         }
     }
