@@ -22,7 +22,7 @@
 //! on the mechanism's trade-off curve, unlike `gdp`. Without the model
 //! neither number is a bound: scores with lighter tails than a Gaussian
 //! of their spread (randomized response, Laplace at small δ) give an ε
-//! above the truth (`docs/audit-statistics.md`, §6, measures how often).
+//! above the truth (`docs/audit-statistics.md`, §10, measures how often).
 //!
 //! # The statistic
 //! With `n₁` member and `n₀` non-member scores, class means `x̄₁, x̄₀`,
