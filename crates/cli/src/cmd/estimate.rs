@@ -279,6 +279,9 @@ fn report_bound(
         (true, MechanismAssumption::Nothing) => {
             "valid at this confidence, under the assumptions below"
         }
+        (true, MechanismAssumption::GaussianScores) => {
+            "valid at this confidence ONLY IF the canary scores are Gaussian with one variance (see assumes)"
+        }
     };
     println!("method:     {}", bound.label());
     println!(
@@ -374,7 +377,6 @@ fn report_bound(
                 "mu:         >= {:.4}  (estimate {:.4}; sd <= {:.6}; two independent statements at tail {:.3e} each)",
                 ev.mu_lower, ev.mu_estimate, ev.sd_upper, ev.tail_per_statement
             );
-            println!("assumes:    {}", bound.assumption());
         }
     }
     let m = &bound.metrics;
