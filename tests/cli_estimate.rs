@@ -140,6 +140,40 @@ fn every_method_states_assumptions_metrics_and_policy() {
 }
 
 #[test]
+fn gaussian_scores_says_what_it_assumes_and_refuses_a_split() {
+    // Never a default; asked for, it names its assumption in the label,
+    // the JSON, the confidence line and the assumptions.
+    let dir = tempfile::tempdir().unwrap();
+    let path = scores_csv(dir.path(), 500, 0.6);
+    let method = "one-run-gaussian-scores";
+    let v = json(&estimate(method, &path, "1e-5", &["--json"]));
+    assert_eq!(v["label"], method);
+    assert_eq!(v["assumes"], "gaussian-scores");
+    assert_eq!(v["selection"], "bonferroni");
+    let ev = &v["evidence"];
+    assert_eq!(ev["kind"], "gaussian-scores", "{ev}");
+    assert_eq!(ev["inclusion"]["included"], 500, "{ev}");
+    // Uniform scores on a 1/500 grid shifted by 0.6: mean difference 0.6,
+    // standard deviation ≈ 1/√12, so the estimate is ≈ 2.08 and μ⁻ > 0.
+    assert!(
+        (ev["mu_estimate"].as_f64().unwrap() - 2.078).abs() < 0.01,
+        "{ev}"
+    );
+    assert!(ev["mu_lower"].as_f64().unwrap() > 0.0, "{ev}");
+    assert!(v["assumptions"].as_array().unwrap().iter().any(|a| a
+        .as_str()
+        .unwrap()
+        .contains("assumes Gaussian canary scores")));
+    let out = ok(&estimate(method, &path, "1e-5", &[]));
+    assert!(
+        out.contains("ONLY IF the canary scores are Gaussian"),
+        "{out}"
+    );
+    let err = failure(&estimate(method, &path, "1e-5", &["--selection", "split"]));
+    assert!(err.contains("chooses no threshold or guess count"), "{err}");
+}
+
+#[test]
 fn gdp_at_delta_zero_is_a_clear_error_not_a_null() {
     let dir = tempfile::tempdir().unwrap();
     let path = scores_csv(dir.path(), 200, 0.8);

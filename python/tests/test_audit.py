@@ -77,6 +77,24 @@ def test_one_run_methods_equal_the_cli(dpaudit_bin, canary_data, method, extra_c
     assert ours == cli
 
 
+@pytest.mark.parametrize("policy,flags", THRESHOLD_POLICIES[:2])
+def test_gaussian_scores_equals_the_cli(dpaudit_bin, canary_data, policy, flags):
+    scores, members, path = canary_data
+    bound = dpaudit.audit.one_run_gaussian_scores(scores, members, delta=DELTA, **kwargs_of(policy))
+    ours = bound.to_dict()
+    cli = cli_json(dpaudit_bin, "estimate", "--method", "one-run-gaussian-scores", "--scores", path,
+                   "--delta", "1e-5", *flags)
+    assert ours == cli
+    assert bound.assumes == "gaussian-scores"
+    assert bound.evidence["mu_lower"] > 0.0
+
+
+def test_gaussian_scores_refuses_a_split():
+    scores, members = canary_rows(200, 1.0, seed=3)
+    with pytest.raises(ValueError, match="chooses no threshold or guess count"):
+        dpaudit.audit.one_run_gaussian_scores(scores, members, delta=DELTA, selection="split")
+
+
 def test_panoramia_and_metrics_equal_the_cli(dpaudit_bin, tmp_path):
     b_scores, b_members = gaussian_rows(800, 0.7, seed=5)
     m_scores, m_members = gaussian_rows(800, 1.2, seed=6)

@@ -23,6 +23,7 @@ fn summary(b: &EpsilonLowerBound) -> serde_json::Value {
     let mu = match &b.evidence {
         Evidence::Threshold(ev) => ev.mu_lower,
         Evidence::OneRun(ev) => ev.mu_lower,
+        Evidence::GaussianScores(ev) => Some(ev.mu_lower),
     };
     serde_json::json!({
         "epsilon": b.epsilon,

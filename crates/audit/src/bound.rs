@@ -56,6 +56,13 @@ pub enum MechanismAssumption {
     /// shuffled canary, whose trade-off curve is not Gaussian (Cebere et al.
     /// 2024, Remark 3). The bound on μ itself needs no assumption.
     GaussianTradeoff,
+    /// The canary **scores** are Gaussian with one variance, `N(m₁, s²)` for
+    /// members and `N(m₀, s²)` for non-members, independent given the
+    /// inclusion bits ([`crate::gaussian_scores`], after Agrawal et al.
+    /// 2026: asymptotically true of canary-aligned sums in white-box
+    /// DP-SGD). Under it the score pair is exactly μ-GDP, so its ε at δ
+    /// bounds any mechanism; without it neither μ nor ε is a bound.
+    GaussianScores,
 }
 
 /// What the auditor knows of the mechanism's trade-off curve.
@@ -107,6 +114,10 @@ impl EpsilonLowerBound {
                 "the mechanism's trade-off curve is Gaussian (e.g. a canary inserted at known steps without \
                  subsampling); NOT valid for sampled or shuffled canaries"
             }
+            MechanismAssumption::GaussianScores => {
+                "assumes Gaussian canary scores (asymptotic, DP-SGD white box): N(m1, s^2) for members and \
+                 N(m0, s^2) for non-members, independent given inclusion; NOT valid for arbitrary scores"
+            }
         }
     }
 }
@@ -134,6 +145,9 @@ pub enum Evidence {
     Threshold(ThresholdEvidence),
     /// One-run guesses (Steinke et al. 2023; Mahloujifar et al. 2024).
     OneRun(OneRunEvidence),
+    /// The class means and pooled spread of Gaussian canary scores
+    /// ([`crate::gaussian_scores`], after Agrawal et al. 2026).
+    GaussianScores(GaussianScoresEvidence),
 }
 
 /// How a threshold audit turned its error counts into the bound.
@@ -292,4 +306,34 @@ impl GuessFamily {
             GuessFamily::WithOneSided => "with-one-sided",
         }
     }
+}
+
+/// How the Gaussian-scores audit ([`crate::gaussian_scores`]) turned the
+/// class means and the pooled spread into its μ lower bound.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GaussianScoresEvidence {
+    /// Member scores (`n₁`).
+    pub members: u64,
+    /// Non-member scores (`n₀`).
+    pub nonmembers: u64,
+    /// `x̄₁ − x̄₀`, the difference of the class means.
+    pub mean_difference: f64,
+    /// The pooled standard deviation `s`, on `n₁ + n₀ − 2` degrees of freedom.
+    pub pooled_sd: f64,
+    /// The members' own standard deviation (a check of the one-variance model).
+    pub member_sd: f64,
+    /// The non-members' own standard deviation.
+    pub nonmember_sd: f64,
+    /// `(x̄₁ − x̄₀)/s`: the point estimate of μ (not a bound).
+    pub mu_estimate: f64,
+    /// The upper confidence limit on the common standard deviation.
+    pub sd_upper: f64,
+    /// The μ lower bound, floored at 0.
+    pub mu_lower: f64,
+    /// The tail of each of the two independent statements (`1 − √confidence`).
+    pub tail_per_statement: f64,
+    /// The inclusion count and its test against Bin(m, ½), reported, not
+    /// enforced: the statistic compares the two classes and needs no
+    /// balance.
+    pub inclusion: InclusionDesign,
 }

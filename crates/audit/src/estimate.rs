@@ -4,6 +4,7 @@
 
 use crate::bound::EpsilonLowerBound;
 use crate::error::{AuditError, Result};
+use crate::gaussian_scores::{gaussian_scores_lower_bound, GaussianScoresConfig};
 use crate::method::{Method, Selection};
 use crate::observations::Observations;
 use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
@@ -56,6 +57,14 @@ pub fn lower_bound(
         Method::OneRunFdpGaussian => {
             one_run_fdp_lower_bound(obs, &one_run, TradeoffFamily::Gaussian)
         }
+        Method::OneRunGaussianScores => gaussian_scores_lower_bound(
+            obs,
+            &GaussianScoresConfig {
+                confidence: s.confidence,
+                delta: s.delta,
+                selection: s.selection,
+            },
+        ),
         Method::Panoramia => Err(AuditError::InvalidParameter {
             name: "method",
             value: method.name().into(),

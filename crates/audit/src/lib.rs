@@ -18,6 +18,7 @@
 //! | [`region::gdp_lower_bound`] | Cebere et al. 2024, App. A (Lemma 1, Cor. 1) | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`one_run::one_run_lower_bound`] | Steinke, Nasr & Jagielski 2023, Thm 3.1 | [`bound::EpsilonLowerBound`] |
 //! | [`one_run_fdp::one_run_fdp_lower_bound`] | Mahloujifar, Melis & Chaudhuri 2024 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
+//! | [`gaussian_scores::gaussian_scores_lower_bound`] | after Agrawal et al. 2026; **assumes Gaussian scores** | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`panoramia::panoramia`] | Kazmi et al. 2024 | [`panoramia::PanoramiaMeasurement`] (not a bound) |
 //!
 //! Every bound carries [`metrics::Metrics`] (AUC, TPR at FPR = 10⁻³ and
@@ -58,6 +59,7 @@ pub mod curves;
 pub mod design;
 pub mod error;
 pub mod estimate;
+pub mod gaussian_scores;
 pub mod io;
 pub mod method;
 pub mod metrics;

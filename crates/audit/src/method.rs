@@ -62,6 +62,17 @@ pub enum Method {
     /// trade-off curve is Gaussian (as the name says).
     #[cfg_attr(feature = "clap", value(skip))]
     OneRunFdpGaussian,
+    /// Continuous-score one-run audit after Agrawal et al. 2026: assumes
+    /// Gaussian canary scores (asymptotic, DP-SGD white box), as the name
+    /// says; never a default.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "ASSUMES Gaussian canary scores (asymptotic, DP-SGD white box): μ from the class means \
+                    and pooled spread, then ε at δ (after Agrawal et al. 2026); not valid for arbitrary scores"
+        )
+    )]
+    OneRunGaussianScores,
     /// PANORAMIA measurement (Kazmi et al. 2024): not a lower bound.
     #[cfg_attr(
         feature = "clap",
@@ -89,12 +100,13 @@ pub const ONE_RUN_SPLIT_FROM: usize = 5000;
 
 impl Method {
     /// Every method, in the order of the documentation.
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 7] = [
         Method::EpsDelta,
         Method::Gdp,
         Method::OneRun,
         Method::OneRunFdp,
         Method::OneRunFdpGaussian,
+        Method::OneRunGaussianScores,
         Method::Panoramia,
     ];
 
@@ -106,6 +118,7 @@ impl Method {
             Method::OneRun => "one-run",
             Method::OneRunFdp => "one-run-fdp",
             Method::OneRunFdpGaussian => "one-run-fdp-gaussian",
+            Method::OneRunGaussianScores => "one-run-gaussian-scores",
             Method::Panoramia => "panoramia",
         }
     }
@@ -128,9 +141,10 @@ impl Method {
     pub fn observes(self) -> Observed {
         match self {
             Method::EpsDelta | Method::Gdp => Observed::Runs,
-            Method::OneRun | Method::OneRunFdp | Method::OneRunFdpGaussian => {
-                Observed::CanariesOfOneRun
-            }
+            Method::OneRun
+            | Method::OneRunFdp
+            | Method::OneRunFdpGaussian
+            | Method::OneRunGaussianScores => Observed::CanariesOfOneRun,
             Method::Panoramia => Observed::Measurement,
         }
     }
@@ -139,9 +153,11 @@ impl Method {
     /// [`crate::policy::default_selection`] for the rule and its evidence.
     pub fn default_selection(self, n: usize, seed: u64) -> Selection {
         match self {
-            Method::EpsDelta | Method::Gdp | Method::OneRunFdp | Method::OneRunFdpGaussian => {
-                Selection::Bonferroni
-            }
+            Method::EpsDelta
+            | Method::Gdp
+            | Method::OneRunFdp
+            | Method::OneRunFdpGaussian
+            | Method::OneRunGaussianScores => Selection::Bonferroni,
             Method::OneRun if n < ONE_RUN_SPLIT_FROM => Selection::Bonferroni,
             Method::OneRun | Method::Panoramia => Selection::Split { seed },
         }
@@ -196,6 +212,18 @@ impl Method {
                 "μ⁻ is a lower bound on μ for any mechanism claimed μ-GDP (family gaussian)",
                 "the ε derived from μ⁻ is a lower bound on the mechanism's ε(δ) only if its trade-off \
                  curve is Gaussian-shaped; use --family eps-delta for a bound on any mechanism",
+                "δ > 0",
+            ],
+            Method::OneRunGaussianScores => vec![
+                "assumes Gaussian canary scores (asymptotic, DP-SGD white box): member scores i.i.d. \
+                 N(m1, s^2), non-member scores i.i.d. N(m0, s^2), one variance, independent given the \
+                 inclusion bits (the CLT limit of canary-aligned sums, Agrawal et al. 2026); NOT valid \
+                 for arbitrary scores (randomized response, Laplace, thresholded or black-box scores)",
+                HIGHER,
+                "under that assumption the scores are exactly mu-GDP with mu = (m1 - m0)/s, so mu⁻ and \
+                 the epsilon at delta derived from it bound any mechanism the scores came from",
+                "no threshold or guess count is chosen: one statistic on all canaries (bonferroni); \
+                 the inclusion count is reported, not required to be balanced",
                 "δ > 0",
             ],
             Method::Panoramia => vec![

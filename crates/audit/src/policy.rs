@@ -71,6 +71,8 @@ pub use crate::method::ONE_RUN_SPLIT_FROM;
 ///   inflates the theorem's δ term);
 /// - `one-run-fdp` ((ε, δ) family): `bonferroni` for every `n` (best in all
 ///   35 cells);
+/// - `one-run-gaussian-scores`: `bonferroni`, the only policy it takes (one
+///   statistic, nothing chosen: [`crate::gaussian_scores`]);
 /// - `panoramia`: `split`.
 pub fn default_selection(method: Method, n: usize, seed: u64) -> Selection {
     method.default_selection(n, seed)

@@ -26,7 +26,7 @@ pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
             Some(_) => Some(TradeoffFamily::EpsDelta),
             None => None,
         },
-        Evidence::Threshold(_) => None,
+        Evidence::Threshold(_) | Evidence::GaussianScores(_) => None,
     };
     assumptions_of(bound.method, family)
 }

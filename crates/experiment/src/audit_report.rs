@@ -493,6 +493,7 @@ pub fn summary_markdown(report: &AuditReport) -> String {
                 (false, _) => "NO",
                 (true, MechanismAssumption::GaussianTradeoff) => "yes (Gaussian trade-off)",
                 (true, MechanismAssumption::Nothing) => "yes",
+                (true, MechanismAssumption::GaussianScores) => "yes (Gaussian scores)",
             },
             if b.exceeds_upper { "**YES**" } else { "no" },
             m.members,
@@ -609,6 +610,8 @@ pub fn write_plots(
                         plot.to_svg().as_bytes(),
                     )?;
                 }
+                // No threshold or guesses to draw: the score histogram is its plot.
+                Evidence::GaussianScores(_) => {}
             }
         }
     }

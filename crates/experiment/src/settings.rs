@@ -170,6 +170,18 @@ impl ExperimentConfig {
                 _ => {}
             }
         }
+        if a.methods.contains(&Method::OneRunGaussianScores)
+            && !matches!(
+                a.selection,
+                SelectionChoice::Auto | SelectionChoice::Bonferroni
+            )
+        {
+            return Err(invalid(
+                "audit.selection",
+                a.selection.file_name(),
+                "auto or bonferroni with one_run_gaussian_scores: it chooses no threshold or guess count",
+            ));
+        }
         if a.selection == SelectionChoice::Fixed {
             return Err(invalid(
                 "audit.selection",

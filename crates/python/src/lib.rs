@@ -294,7 +294,7 @@ impl LowerBound {
     fn delta(&self) -> f64 {
         self.bound.delta
     }
-    /// The method: eps-delta, gdp, one-run or one-run-fdp.
+    /// The method: eps-delta, gdp, one-run, one-run-fdp or one-run-gaussian-scores.
     #[getter]
     fn method(&self) -> &'static str {
         self.bound.method.name()
@@ -380,6 +380,12 @@ impl LowerBound {
                     .map_err(audit_error)?
                     .to_svg()
             }
+            Evidence::GaussianScores(_) => {
+                return Err(value_error(
+                    "a one-run-gaussian-scores bound has no threshold or guesses to plot; \
+                     call histogram() for its scores",
+                ))
+            }
         };
         write_or_return(path, svg)
     }
@@ -409,6 +415,8 @@ impl LowerBound {
                 dpaudit_audit::bound::MechanismAssumption::Nothing => "",
                 dpaudit_audit::bound::MechanismAssumption::GaussianTradeoff =>
                     "; assumes a Gaussian trade-off curve",
+                dpaudit_audit::bound::MechanismAssumption::GaussianScores =>
+                    "; assumes Gaussian canary scores (asymptotic, DP-SGD white box)",
             },
             b.selection.name(),
             b.metrics.members,
@@ -418,7 +426,8 @@ impl LowerBound {
 }
 
 /// The ε lower bound of `method` (`eps-delta`, `gdp`, `one-run`,
-/// `one-run-fdp` or `one-run-fdp-gaussian`; snake case too) on the arrays,
+/// `one-run-fdp`, `one-run-fdp-gaussian` or `one-run-gaussian-scores`; snake
+/// case too) on the arrays,
 /// through the same [`lower_bound`] as `dpaudit estimate`. The threshold
 /// methods ignore `family`, `k_plus`, `k_minus` and `guesses` (and refuse
 /// selection `fixed` themselves); `family` is that of `one-run-fdp`.

@@ -27,7 +27,7 @@ class Bound:
     def delta(self) -> float: ...
     @property
     def method(self) -> str:
-        """eps-delta, gdp, one-run or one-run-fdp."""
+        """eps-delta, gdp, one-run, one-run-fdp or one-run-gaussian-scores."""
     @property
     def label(self) -> str:
         """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian)."""
@@ -36,7 +36,8 @@ class Bound:
         """False for same-data selection (the papers' practice)."""
     @property
     def assumes(self) -> str:
-        """`nothing`, or `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve."""
+        """`nothing`, `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve, or
+        `gaussian-scores` for a bound that assumes Gaussian canary scores."""
     @property
     def selection(self) -> str: ...
     @property
@@ -72,7 +73,8 @@ def bound(
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
 ) -> Bound:
-    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp or one-run-fdp-gaussian)."""
+    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian or
+    one-run-gaussian-scores)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

@@ -44,6 +44,7 @@ __all__ = [
     "gdp",
     "one_run",
     "one_run_fdp",
+    "one_run_gaussian_scores",
     "panoramia",
     "metrics",
     "inclusion_check",
@@ -222,6 +223,36 @@ def one_run_fdp(
     return _bound(
         "one-run-fdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
         family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses,
+    )
+
+
+def one_run_gaussian_scores(
+    scores=None,
+    members=None,
+    *,
+    delta: float,
+    confidence: float = 0.95,
+    selection: str = "auto",
+    seed: int = 0,
+    in_scores=None,
+    out_scores=None,
+) -> Bound:
+    """The continuous-score one-run audit after Agrawal et al. 2026 ("Let's
+    Ask Gauss"). **Assumes Gaussian canary scores** (asymptotic, DP-SGD white
+    box): member scores i.i.d. N(m1, s²), non-member scores i.i.d. N(m0, s²).
+
+    ``evidence["mu_lower"]`` is a lower confidence limit on (m1 − m0)/s, from
+    the class means and the pooled spread; the ε at δ is that of μ-GDP, which
+    under the assumption bounds any mechanism (``assumes`` is
+    ``"gaussian-scores"``). Not valid for arbitrary scores: on randomized
+    response or Laplace scores the ε exceeds the truth (see
+    ``docs/audit-statistics.md``). Never a default. ``selection`` must be
+    ``"auto"`` or ``"bonferroni"`` (nothing is chosen from the data);
+    ``delta`` must be > 0; ``seed`` is unused (nothing is split) and accepted
+    for the signature the other methods share.
+    """
+    return _bound(
+        "one-run-gaussian-scores", scores, members, in_scores, out_scores, delta, confidence, selection, seed, None,
     )
 
 

@@ -448,8 +448,9 @@ _METHODS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "one-run": ("one_run", {"guesses": "with-one-sided"}),
     "one-run-fdp": ("one_run_fdp", {"family": "eps-delta", "guesses": "with-one-sided"}),
     "one-run-fdp-gaussian": ("one_run_fdp", {"family": "gaussian", "guesses": "with-one-sided"}),
+    "one-run-gaussian-scores": ("one_run_gaussian_scores", {}),
 }
-_ONE_RUN = ("one-run", "one-run-fdp", "one-run-fdp-gaussian")
+_ONE_RUN = ("one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-gaussian-scores")
 # audit.selection of an experiment file → dpaudit.audit's `selection=`
 _SELECTIONS = {
     "auto": "auto",

@@ -170,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let what = match args.method {
         Method::OneRun => "one-run audit of",
         Method::OneRunFdp | Method::OneRunFdpGaussian => "f-DP one-run audit of",
+        Method::OneRunGaussianScores => "Gaussian-scores one-run audit of",
         _ => "estimating ε from",
     };
     let bound = lower_bound(args.method, &obs, &settings)
@@ -231,6 +232,8 @@ fn write_plots(
             write_file(path, &plot.to_svg())?;
             written.push(path.clone());
         }
+        // No threshold or guesses to draw: the score histogram below is its plot.
+        Evidence::GaussianScores(_) => {}
     }
     let (members, nonmembers) = obs.classes();
     let hist = histogram_auto(&members, &nonmembers).context("binning the scores")?;
@@ -275,6 +278,9 @@ fn report_bound(
         }
         (true, MechanismAssumption::Nothing) => {
             "valid at this confidence, under the assumptions below"
+        }
+        (true, MechanismAssumption::GaussianScores) => {
+            "valid at this confidence ONLY IF the canary scores are Gaussian with one variance (see assumes)"
         }
     };
     println!("method:     {}", bound.label());
@@ -355,6 +361,22 @@ fn report_bound(
             if let Some(mu) = ev.mu_lower {
                 println!("mu:         >= {mu:.4}  (GDP lower bound)");
             }
+        }
+        Evidence::GaussianScores(ev) => {
+            println!(
+                "scores:     {} members, {} non-members; mean difference {:.6}, pooled sd {:.6} \
+                 (members {:.6}, non-members {:.6})",
+                ev.members,
+                ev.nonmembers,
+                ev.mean_difference,
+                ev.pooled_sd,
+                ev.member_sd,
+                ev.nonmember_sd
+            );
+            println!(
+                "mu:         >= {:.4}  (estimate {:.4}; sd <= {:.6}; two independent statements at tail {:.3e} each)",
+                ev.mu_lower, ev.mu_estimate, ev.sd_upper, ev.tail_per_statement
+            );
         }
     }
     let m = &bound.metrics;
