@@ -85,13 +85,17 @@ impl EpsilonLowerBound {
     }
 
     /// The method's name as printed, saying what it assumes:
-    /// `one-run-fdp-gaussian` for the f-DP one-run audit with the Gaussian
-    /// family (its ε assumes a Gaussian trade-off curve), else the method's
+    /// `one-run-fdp-gaussian` (`one-run-order-gaussian`) for the f-DP
+    /// (order-statistics) one-run audit with the Gaussian family (its ε
+    /// assumes a Gaussian trade-off curve), else the method's
     /// own name (`gdp` says so by itself).
     pub fn label(&self) -> &'static str {
         match (self.method, &self.evidence) {
             (Method::OneRunFdp, Evidence::OneRun(ev)) if ev.family == Some("gaussian") => {
                 "one-run-fdp-gaussian"
+            }
+            (Method::OneRunOrder, Evidence::OneRun(ev)) if ev.family == Some("gaussian") => {
+                "one-run-order-gaussian"
             }
             (method, _) => method.name(),
         }
