@@ -70,9 +70,11 @@
 
 use crate::bound::{EpsilonLowerBound, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::gaussian::{gdp_epsilon, interval, log_add_exp, log_sf};
+use crate::gaussian::{gdp_epsilon, interval, inverse_sf, log_add_exp, log_sf, pdf};
 use crate::observations::{Method, Observations};
-use crate::one_run::{p_value_unchecked, select_guesses, Guesses, OneRunConfig};
+use crate::one_run::{
+    epsilon_lower_bound, p_value_unchecked, select_guesses, Guesses, OneRunConfig,
+};
 use crate::one_run_fdp::TradeoffFamily;
 use crate::region::check_gdp_delta;
 use crate::special::{ln_beta_inc_tails, ln_binomial_cdf};
@@ -88,7 +90,7 @@ const TAIL_MASS: f64 = 1e-20;
 /// Largest μ or ε searched.
 const THETA_MAX: f64 = 64.0;
 /// Tolerance of the search, relative to max(1, θ).
-const THETA_TOL: f64 = 1e-6;
+const THETA_TOL: f64 = 1e-4;
 
 /// A grid point of `U ~ Beta(r, m − r + 1)`: `s` and both tails of the law
 /// at it, each computed directly.
@@ -139,26 +141,41 @@ fn gaussian_channel(mu: f64, s: f64) -> Channel {
     let c = if s >= 1.0 || above_mass_at_most(0.0) {
         0.0
     } else {
-        let mut hi = half + 1.0;
-        while !above_mass_at_most(hi) {
-            hi *= 2.0;
-            if hi > 1e3 {
-                return certain;
-            }
+        // Q(c − μ/2) ≤ s(c) ≤ 2Q(c − μ/2) brackets the root: c lies in
+        // [μ/2 + Q⁻¹(s), μ/2 + Q⁻¹(s/2)] (and c ≥ 0). Newton on ln s(c) =
+        // ln s inside the bracket (bisection when a step leaves it), then
+        // a nudge to the side where s(c) ≤ s.
+        let mut lo = (half + inverse_sf(s)).max(0.0);
+        let mut hi = (half + inverse_sf(0.5 * s)).max(lo) * (1.0 + 1e-12) + 1e-300;
+        if !hi.is_finite() {
+            return certain;
         }
-        let mut lo = 0.0;
-        for _ in 0..200 {
-            let mid = 0.5 * (lo + hi);
-            if mid <= lo || mid >= hi {
+        let mut c = 0.5 * (lo + hi);
+        for _ in 0..100 {
+            let ln_mass = log_add_exp(log_sf(c + half), log_sf(c - half));
+            if ln_mass <= ln_s {
+                hi = c;
+            } else {
+                lo = c;
+            }
+            let slope = -(pdf(c + half) + pdf(c - half)) / ln_mass.exp();
+            let step = (ln_mass - ln_s) / slope;
+            if step.abs() <= 1e-11 * c.max(1e-3) || hi - lo <= 1e-11 * hi {
                 break;
             }
-            if above_mass_at_most(mid) {
-                hi = mid;
+            let next = c - step;
+            c = if next.is_finite() && next > lo && next < hi {
+                next
             } else {
-                lo = mid;
-            }
+                0.5 * (lo + hi)
+            };
         }
-        hi
+        let mut step = 1e-12 * c.max(1e-3);
+        while !above_mass_at_most(c) {
+            c += step;
+            step *= 2.0;
+        }
+        c
     };
     // w = 1/(1 + e^{μc}); p = e/s = 1/(1 + R), R = Q(c − μ/2)/Q(c + μ/2).
     let l = mu * c;
@@ -227,10 +244,7 @@ impl GaussianTest {
         // masses are exact whatever the points).
         let mean = a / (a + b);
         let sd = (a * b / ((a + b) * (a + b) * (a + b + 1.0))).sqrt();
-        let steps = [
-            0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 15.0,
-            20.0, 30.0, 50.0, 100.0,
-        ];
+        let steps = [0.0, 1.0, 2.0, 3.0, 4.5, 6.0, 8.0, 12.0, 20.0, 40.0, 100.0];
         for z in steps {
             let s = mean + z * sd;
             if s >= 1.0 || test.insert(s).above < TAIL_MASS {
@@ -350,28 +364,63 @@ fn split(lo: f64, hi: f64) -> f64 {
     }
 }
 
-/// The largest θ in `[floor, THETA_MAX]` that `rejects` rejects (the low end
-/// of the final bracket: rejection is monotone in θ), or 0 when `floor`
-/// itself is not rejected (the bound is then at most `floor`).
-fn largest_rejected(mut rejects: impl FnMut(f64) -> bool, floor: f64) -> f64 {
-    if !rejects(floor) {
+/// The largest θ in `[floor, THETA_MAX]` rejected, or 0 when `floor` itself
+/// is not rejected (the bound is then at most `floor`). `test(θ)` says
+/// whether θ is rejected and gives `ln p − ln level`, which places the next
+/// θ: the bracket `[lo, hi]` keeps `lo` rejected and `hi` not, new points
+/// come from the Illinois variant of regula falsi (a bisection whenever
+/// that fails to halve the bracket), and the low end is returned
+/// (rejection is monotone in θ).
+fn largest_rejected(mut test: impl FnMut(f64) -> (bool, f64), floor: f64) -> f64 {
+    let (rejected, mut h_lo) = test(floor);
+    if !rejected {
         return 0.0;
     }
     let mut lo = floor;
     let mut hi = (2.0 * floor).max(1.0);
-    while rejects(hi) {
-        lo = hi;
+    let mut h_hi = loop {
+        let (rejected, h) = test(hi);
+        if !rejected {
+            break h.max(f64::MIN_POSITIVE);
+        }
+        (lo, h_lo) = (hi, h.min(0.0));
         hi *= 2.0;
         if hi > THETA_MAX {
             return lo;
         }
-    }
+    };
+    let mut side = 0_i8;
     while hi - lo > THETA_TOL * lo.max(1.0) {
-        let mid = 0.5 * (lo + hi);
-        if rejects(mid) {
-            lo = mid;
+        let width = hi - lo;
+        let secant = (lo * h_hi - hi * h_lo) / (h_hi - h_lo);
+        let theta = if secant.is_finite() && secant > lo && secant < hi {
+            secant
         } else {
-            hi = mid;
+            0.5 * (lo + hi)
+        };
+        let (rejected, h) = test(theta);
+        if rejected {
+            (lo, h_lo) = (theta, h.min(0.0));
+            if side == -1 {
+                h_hi *= 0.5;
+            }
+            side = -1;
+        } else {
+            (hi, h_hi) = (theta, h.max(f64::MIN_POSITIVE));
+            if side == 1 {
+                h_lo *= 0.5;
+            }
+            side = 1;
+        }
+        if hi - lo > 0.5 * width {
+            let mid = 0.5 * (lo + hi);
+            let (rejected, h) = test(mid);
+            if rejected {
+                (lo, h_lo) = (mid, h.min(0.0));
+            } else {
+                (hi, h_hi) = (mid, h.max(f64::MIN_POSITIVE));
+            }
+            side = 0;
         }
     }
     lo
@@ -386,12 +435,23 @@ fn bound_unchecked(family: TradeoffFamily, delta: f64, g: Guesses, level: f64, f
     match family {
         TradeoffFamily::Gaussian => {
             let mut test = GaussianTest::new(g);
-            largest_rejected(|mu| test.riemann(mu, Some(level)).0 <= level, floor)
+            largest_rejected(
+                |mu| {
+                    let p = test.riemann(mu, Some(level)).0;
+                    (p <= level, log_ratio(p, level))
+                },
+                floor,
+            )
         }
-        TradeoffFamily::EpsDelta => {
-            largest_rejected(|eps| p_value_unchecked(g, eps, delta) < level, floor)
-        }
+        // Steinke et al.'s procedure itself (inputs validated: it cannot
+        // fail; 0 would be a valid answer if it did).
+        TradeoffFamily::EpsDelta => epsilon_lower_bound(g.m, g.r, g.v, delta, level).unwrap_or(0.0),
     }
+}
+
+/// `ln p − ln level`, finite.
+fn log_ratio(p: f64, level: f64) -> f64 {
+    p.max(1e-300).ln() - level.ln()
 }
 
 /// Whether `v` right of `r` guesses on `m` canaries reject the member
@@ -512,7 +572,6 @@ pub fn one_run_order_lower_bound(
 mod tests {
     use super::*;
     use crate::gaussian::sf;
-    use crate::one_run::epsilon_lower_bound;
     use crate::special::ln_binomial_cdf;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
