@@ -15,10 +15,11 @@
 //! **The reference channel of a curve.** For μ-GDP it is the Gaussian pair:
 //! the output of canary `i` is `Y_i ~ N(μ·S_i, 1)`, `S_i ∈ {0, 1}` uniform.
 //! The best decoder guesses by the sign of `Y_i − μ/2` and is confident by
-//! `c_i = |Y_i − μ/2|` (the privacy loss is `μ·c_i`). With `s(c) = Q(c + μ/2)
-//! + Q(c − μ/2)` the probability of a confidence above `c` and `e(c) = Q(c +
-//! μ/2)` that of a confidence above `c` with a wrong guess, a guess of
-//! confidence exactly `c` is wrong with probability `w(c) = 1/(1 + e^{μc})`.
+//! `c_i = |Y_i − μ/2|` (the privacy loss is `μ·c_i`). With
+//! `s(c) = Q(c + μ/2) + Q(c − μ/2)` the probability of a confidence above
+//! `c` and `e(c) = Q(c + μ/2)` that of a confidence above `c` with a wrong
+//! guess, a guess of confidence exactly `c` is wrong with probability
+//! `w(c) = 1/(1 + e^{μc})`.
 //!
 //! **The law of the released errors, exactly, for every rank.** Let `T` be
 //! the `r`-th largest of the `m` confidences and `U = s(T)`, the mass above

@@ -418,10 +418,11 @@ impl LowerBound {
 }
 
 /// The ε lower bound of `method` (`eps-delta`, `gdp`, `one-run`,
-/// `one-run-fdp` or `one-run-fdp-gaussian`; snake case too) on the arrays,
-/// through the same [`lower_bound`] as `dpaudit estimate`. The threshold
-/// methods ignore `family`, `k_plus`, `k_minus` and `guesses` (and refuse
-/// selection `fixed` themselves); `family` is that of `one-run-fdp`.
+/// `one-run-fdp`, `one-run-fdp-gaussian`, `one-run-order` or
+/// `one-run-order-gaussian`; snake case too) on the arrays, through the same
+/// [`lower_bound`] as `dpaudit estimate`. The threshold methods ignore
+/// `family`, `k_plus`, `k_minus` and `guesses` (and refuse selection `fixed`
+/// themselves); `family` is that of `one-run-fdp` and `one-run-order`.
 #[pyfunction]
 #[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric"))]
 #[allow(clippy::too_many_arguments)]

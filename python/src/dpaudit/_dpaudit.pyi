@@ -27,10 +27,10 @@ class Bound:
     def delta(self) -> float: ...
     @property
     def method(self) -> str:
-        """eps-delta, gdp, one-run or one-run-fdp."""
+        """eps-delta, gdp, one-run, one-run-fdp or one-run-order."""
     @property
     def label(self) -> str:
-        """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian)."""
+        """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian, one-run-order-gaussian)."""
     @property
     def valid_at_confidence(self) -> bool:
         """False for same-data selection (the papers' practice)."""
@@ -72,7 +72,8 @@ def bound(
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
 ) -> Bound:
-    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp or one-run-fdp-gaussian)."""
+    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
+    one-run-order or one-run-order-gaussian)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,
