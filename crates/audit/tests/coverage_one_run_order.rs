@@ -167,36 +167,30 @@ fn a_mechanism_that_couples_the_canaries_breaks_the_gaussian_family() {
     // With probability 0.1 (a published coin) every canary goes through
     // randomized response at ε = 2, otherwise its score is pure noise. For
     // each canary, given the others, this is 1-GDP (its trade-off curve is
-    // (0.9)·Id + (0.1)·f_{2,0} with the component revealed, which lies above
+    // 0.9·Id ⊕ 0.1·f_{2,0} with the component revealed, which lies above
     // G_1 everywhere: a scan of α on a 4500-point grid finds the gap ≥ 0).
-    // Scores are perturbed by a tiny continuous jitter so that ties do not
-    // hide the signal. The Gaussian family's μ⁻ exceeds 1 about a tenth of
-    // the time: far more than β, as the module docs say.
+    // In the informative tenth the Gaussian family's μ⁻ exceeds 1 (almost)
+    // always, so overall it exceeds μ = 1 about 10 % of the time, twice β:
+    // the assumption of canaries that do not interact is not a formality.
+    // Scores carry a tiny continuous jitter so that ties do not hide the
+    // signal; only the informative branch is simulated.
     let mut rng = rng(7);
-    let n = trials(200);
+    let n = trials(40);
     let m = 1000;
     let bad = (0..n)
         .filter(|&t| {
-            let coupled = rng.gen::<f64>() < 0.1;
             let members: Vec<bool> = (0..m).map(|_| rng.gen()).collect();
             let scores: Vec<f64> = members
                 .iter()
-                .map(|&inc| {
-                    let jitter = 1e-6 * rng.gen::<f64>();
-                    let signal = if coupled {
-                        Mechanism::Rr(2.0).score(&mut rng, inc)
-                    } else {
-                        f64::from(u8::from(rng.gen::<bool>()))
-                    };
-                    signal + jitter
-                })
+                .map(|&inc| Mechanism::Rr(2.0).score(&mut rng, inc) + 1e-6 * rng.gen::<f64>())
                 .collect();
             let obs = Observations::new(scores, members).unwrap();
             bound(&obs, TradeoffFamily::Gaussian, t as u64).is_some_and(|b| mu_of(&b) > 1.0)
         })
         .count();
+    println!("coupled canaries, informative branch: μ⁻ > 1 in {bad} of {n}");
     assert!(
-        bad as f64 > 0.06 * n as f64,
-        "{bad} of {n} exceed μ = 1 (expected about a tenth)"
+        bad as f64 >= 0.9 * n as f64,
+        "{bad} of {n} exceed μ = 1 in the informative branch (expected almost all)"
     );
 }
