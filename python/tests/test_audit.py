@@ -62,6 +62,8 @@ def test_threshold_methods_equal_the_cli(dpaudit_bin, threshold_data, method, po
     ("one-run", [], {}),
     ("one-run-fdp", [], {}),
     ("one-run-fdp", ["--family", "gaussian"], {"family": "gaussian"}),
+    ("one-run-order", [], {}),
+    ("one-run-order", ["--family", "gaussian"], {"family": "gaussian"}),
     ("one-run", ["--guesses", "with-one-sided"], {"guesses": "with-one-sided"}),
 ])
 @pytest.mark.parametrize("policy,flags", THRESHOLD_POLICIES + [
@@ -69,7 +71,7 @@ def test_threshold_methods_equal_the_cli(dpaudit_bin, threshold_data, method, po
 ])
 def test_one_run_methods_equal_the_cli(dpaudit_bin, canary_data, method, extra_cli, extra_py, policy, flags):
     scores, members, path = canary_data
-    fn = dpaudit.audit.one_run if method == "one-run" else dpaudit.audit.one_run_fdp
+    fn = getattr(dpaudit.audit, method.replace("-", "_"))
     kw = {"selection": "fixed", "k_plus": 100, "k_minus": 50} if policy == "fixed" else kwargs_of(policy)
     ours = fn(scores, members, delta=DELTA, **kw, **extra_py).to_dict()
     cli = cli_json(dpaudit_bin, "estimate", "--method", method, "--scores", path, "--delta", "1e-5",

@@ -63,6 +63,14 @@ pub enum MechanismAssumption {
     /// DP-SGD). Under it the score pair is exactly μ-GDP, so its ε at δ
     /// bounds any mechanism; without it neither μ nor ε is a bound.
     GaussianScores,
+    /// The canaries do not interact (each passes through its own channel,
+    /// independent of the others' given the inclusion bits) and each channel
+    /// is μ-GDP; the ε from μ besides assumes a Gaussian trade-off curve.
+    /// The order-statistics one-run audit with the Gaussian family
+    /// ([`crate::one_run_order`]) needs both: a mechanism that is μ-GDP for
+    /// each canary but couples them can exceed its μ bound
+    /// (`docs/audit-statistics.md` §11 has such a mechanism).
+    IndependentGaussianChannels,
 }
 
 /// What the auditor knows of the mechanism's trade-off curve.
@@ -83,8 +91,10 @@ impl EpsilonLowerBound {
     /// one.
     #[must_use]
     pub fn for_mechanism(mut self, shape: TradeoffShape) -> Self {
-        if self.assumes == MechanismAssumption::GaussianTradeoff
-            && shape == TradeoffShape::NotGaussian
+        if matches!(
+            self.assumes,
+            MechanismAssumption::GaussianTradeoff | MechanismAssumption::IndependentGaussianChannels
+        ) && shape == TradeoffShape::NotGaussian
         {
             self.valid_at_confidence = false;
         }
@@ -92,13 +102,17 @@ impl EpsilonLowerBound {
     }
 
     /// The method's name as printed, saying what it assumes:
-    /// `one-run-fdp-gaussian` for the f-DP one-run audit with the Gaussian
-    /// family (its ε assumes a Gaussian trade-off curve), else the method's
+    /// `one-run-fdp-gaussian` (`one-run-order-gaussian`) for the f-DP
+    /// (order-statistics) one-run audit with the Gaussian family (its ε
+    /// assumes a Gaussian trade-off curve), else the method's
     /// own name (`gdp` says so by itself).
     pub fn label(&self) -> &'static str {
         match (self.method, &self.evidence) {
             (Method::OneRunFdp, Evidence::OneRun(ev)) if ev.family == Some("gaussian") => {
                 "one-run-fdp-gaussian"
+            }
+            (Method::OneRunOrder, Evidence::OneRun(ev)) if ev.family == Some("gaussian") => {
+                "one-run-order-gaussian"
             }
             (method, _) => method.name(),
         }
@@ -117,6 +131,11 @@ impl EpsilonLowerBound {
             MechanismAssumption::GaussianScores => {
                 "assumes Gaussian canary scores (asymptotic, DP-SGD white box): N(m1, s^2) for members and \
                  N(m0, s^2) for non-members, independent given inclusion; NOT valid for arbitrary scores"
+            }
+            MechanismAssumption::IndependentGaussianChannels => {
+                "the canaries do not interact (each its own channel, independent of the others given \
+                 inclusion) and each channel is mu-GDP, and the mechanism's trade-off curve is Gaussian; \
+                 NOT valid for mechanisms that couple the canaries, nor for sampled or shuffled canaries"
             }
         }
     }

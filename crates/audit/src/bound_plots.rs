@@ -10,6 +10,7 @@ use crate::error::{AuditError, Result};
 use crate::observations::{Method, Observations, Selection};
 use crate::one_run::{p_value_unchecked, Guesses, Ranked};
 use crate::one_run_fdp::TradeoffFamily;
+use crate::one_run_order;
 use crate::region::{error_points, ErrorPoint};
 
 /// The observations `bound` was computed on.
@@ -196,7 +197,7 @@ pub fn one_run_plot(
     };
     // What was certified, as the parameter the test rejects.
     let (theta, what) = match (bound.method, family, ev.mu_lower) {
-        (Method::OneRunFdp, Some(TradeoffFamily::Gaussian), Some(mu)) => {
+        (Method::OneRunFdp | Method::OneRunOrder, Some(TradeoffFamily::Gaussian), Some(mu)) => {
             (mu, format!("μ ≥ {mu:.3}"))
         }
         _ => (bound.epsilon, format!("ε ≥ {:.3}", bound.epsilon)),
@@ -205,6 +206,9 @@ pub fn one_run_plot(
     let certifies = |r: u64, v: u64| {
         let g = Guesses { m, r, v };
         match family {
+            Some(f) if bound.method == Method::OneRunOrder => {
+                one_run_order::rejects_unchecked(f, theta, delta, g, level)
+            }
             Some(f) => f.rejects_unchecked(theta, delta, g, level),
             None => p_value_unchecked(g, theta, delta) < level,
         }

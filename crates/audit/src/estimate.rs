@@ -9,6 +9,7 @@ use crate::method::{Method, Selection};
 use crate::observations::Observations;
 use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
 use crate::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
+use crate::one_run_order::one_run_order_lower_bound;
 use crate::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
 /// What a bound needs besides the method and the observations. Each method
@@ -21,8 +22,9 @@ pub struct BoundSettings {
     pub delta: f64,
     /// The resolved selection policy.
     pub selection: Selection,
-    /// The trade-off family of [`Method::OneRunFdp`]
-    /// ([`Method::OneRunFdpGaussian`] is always Gaussian).
+    /// The trade-off family of [`Method::OneRunFdp`] and
+    /// [`Method::OneRunOrder`] ([`Method::OneRunFdpGaussian`] and
+    /// [`Method::OneRunOrderGaussian`] are always Gaussian).
     pub family: TradeoffFamily,
     /// The one-run methods' searched (k+, k−) candidates.
     pub guesses: GuessFamily,
@@ -65,6 +67,10 @@ pub fn lower_bound(
                 selection: s.selection,
             },
         ),
+        Method::OneRunOrder => one_run_order_lower_bound(obs, &one_run, s.family),
+        Method::OneRunOrderGaussian => {
+            one_run_order_lower_bound(obs, &one_run, TradeoffFamily::Gaussian)
+        }
         Method::Panoramia => Err(AuditError::InvalidParameter {
             name: "method",
             value: method.name().into(),

@@ -19,6 +19,7 @@
 //! | [`one_run::one_run_lower_bound`] | Steinke, Nasr & Jagielski 2023, Thm 3.1 | [`bound::EpsilonLowerBound`] |
 //! | [`one_run_fdp::one_run_fdp_lower_bound`] | Mahloujifar, Melis & Chaudhuri 2024 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`gaussian_scores::gaussian_scores_lower_bound`] | after Agrawal et al. 2026; **assumes Gaussian scores** | [`bound::EpsilonLowerBound`] (+ μ⁻) |
+//! | [`one_run_order::one_run_order_lower_bound`] | Xiang, Wang, Xiao, Tian & Wang 2025 | [`bound::EpsilonLowerBound`] (+ μ⁻) |
 //! | [`panoramia::panoramia`] | Kazmi et al. 2024 | [`panoramia::PanoramiaMeasurement`] (not a bound) |
 //!
 //! Every bound carries [`metrics::Metrics`] (AUC, TPR at FPR = 10⁻³ and
@@ -69,6 +70,7 @@ pub mod bound_plots;
 pub mod observations;
 pub mod one_run;
 pub mod one_run_fdp;
+pub mod one_run_order;
 pub mod panoramia;
 pub mod plots;
 pub mod policy;

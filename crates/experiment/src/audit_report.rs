@@ -494,6 +494,9 @@ pub fn summary_markdown(report: &AuditReport) -> String {
                 (true, MechanismAssumption::GaussianTradeoff) => "yes (Gaussian trade-off)",
                 (true, MechanismAssumption::Nothing) => "yes",
                 (true, MechanismAssumption::GaussianScores) => "yes (Gaussian scores)",
+                (true, MechanismAssumption::IndependentGaussianChannels) => {
+                    "yes (independent Gaussian canary channels)"
+                }
             },
             if b.exceeds_upper { "**YES**" } else { "no" },
             m.members,
@@ -572,7 +575,11 @@ pub fn write_plots(
         {
             // Not valid for a sampled canary: ε from μ assumes a Gaussian curve.
             let extra = (!gaussian_shaped
-                && b.bound.assumes == MechanismAssumption::GaussianTradeoff)
+                && matches!(
+                    b.bound.assumes,
+                    MechanismAssumption::GaussianTradeoff
+                        | MechanismAssumption::IndependentGaussianChannels
+                ))
                 .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
             let stem = format!("{}-{}", kind.name(), b.method);
             match &b.bound.evidence {

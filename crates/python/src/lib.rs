@@ -309,7 +309,8 @@ impl LowerBound {
     fn valid_at_confidence(&self) -> bool {
         self.bound.valid_at_confidence
     }
-    /// `nothing`, or `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve.
+    /// `nothing`, `gaussian-tradeoff` (an ε that assumes a Gaussian trade-off curve),
+    /// `gaussian-scores` or `independent-gaussian-channels` (see the stubs).
     #[getter]
     fn assumes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_python(py, &self.json["assumes"])
@@ -415,6 +416,8 @@ impl LowerBound {
                 dpaudit_audit::bound::MechanismAssumption::Nothing => "",
                 dpaudit_audit::bound::MechanismAssumption::GaussianTradeoff =>
                     "; assumes a Gaussian trade-off curve",
+                dpaudit_audit::bound::MechanismAssumption::IndependentGaussianChannels =>
+                    "; assumes independent Gaussian canary channels and a Gaussian trade-off curve",
                 dpaudit_audit::bound::MechanismAssumption::GaussianScores =>
                     "; assumes Gaussian canary scores (asymptotic, DP-SGD white box)",
             },
@@ -426,11 +429,11 @@ impl LowerBound {
 }
 
 /// The ε lower bound of `method` (`eps-delta`, `gdp`, `one-run`,
-/// `one-run-fdp`, `one-run-fdp-gaussian` or `one-run-gaussian-scores`; snake
-/// case too) on the arrays,
-/// through the same [`lower_bound`] as `dpaudit estimate`. The threshold
-/// methods ignore `family`, `k_plus`, `k_minus` and `guesses` (and refuse
-/// selection `fixed` themselves); `family` is that of `one-run-fdp`.
+/// `one-run-fdp`, `one-run-fdp-gaussian`, `one-run-order`,
+/// `one-run-order-gaussian` or `one-run-gaussian-scores`; snake case too) on the arrays, through the same
+/// [`lower_bound`] as `dpaudit estimate`. The threshold methods ignore
+/// `family`, `k_plus`, `k_minus` and `guesses` (and refuse selection `fixed`
+/// themselves); `family` is that of `one-run-fdp` and `one-run-order`.
 #[pyfunction]
 #[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric"))]
 #[allow(clippy::too_many_arguments)]

@@ -27,17 +27,19 @@ class Bound:
     def delta(self) -> float: ...
     @property
     def method(self) -> str:
-        """eps-delta, gdp, one-run, one-run-fdp or one-run-gaussian-scores."""
+        """eps-delta, gdp, one-run, one-run-fdp, one-run-order or one-run-gaussian-scores."""
     @property
     def label(self) -> str:
-        """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian)."""
+        """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian, one-run-order-gaussian)."""
     @property
     def valid_at_confidence(self) -> bool:
         """False for same-data selection (the papers' practice)."""
     @property
     def assumes(self) -> str:
         """`nothing`, `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve, or
-        `gaussian-scores` for a bound that assumes Gaussian canary scores."""
+        `gaussian-scores` for a bound that assumes Gaussian canary scores, or
+        `independent-gaussian-channels` (one-run-order-gaussian: canaries that do not interact, each
+        channel μ-GDP, and a Gaussian trade-off curve)."""
     @property
     def selection(self) -> str: ...
     @property
@@ -73,8 +75,8 @@ def bound(
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
 ) -> Bound:
-    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian or
-    one-run-gaussian-scores)."""
+    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
+    one-run-order, one-run-order-gaussian or one-run-gaussian-scores)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

@@ -45,6 +45,7 @@ __all__ = [
     "one_run",
     "one_run_fdp",
     "one_run_gaussian_scores",
+    "one_run_order",
     "panoramia",
     "metrics",
     "inclusion_check",
@@ -253,6 +254,39 @@ def one_run_gaussian_scores(
     """
     return _bound(
         "one-run-gaussian-scores", scores, members, in_scores, out_scores, delta, confidence, selection, seed, None,
+    )
+
+
+def one_run_order(
+    scores=None,
+    members=None,
+    *,
+    delta: float,
+    confidence: float = 0.95,
+    family: str = "eps-delta",
+    selection: str = "auto",
+    seed: int = 0,
+    splits: Optional[int] = None,
+    k_plus: Optional[int] = None,
+    k_minus: Optional[int] = None,
+    guesses: str = "symmetric",
+    in_scores=None,
+    out_scores=None,
+) -> Bound:
+    """The order-statistics one-run audit of Xiang, Wang, Xiao, Tian & Wang 2025.
+
+    ``family="gaussian"`` bounds μ (``evidence["mu_lower"]``) from the exact
+    law of the wrong guesses among the most confident ones (every rank, any
+    number of canaries), assuming canaries that do not interact (each its own
+    channel, e.g. white-box canaries on separate coordinates); its ε also
+    assumes a Gaussian trade-off curve (label ``one-run-order-gaussian``).
+    ``family="eps-delta"`` (the default) is valid for any mechanism and is
+    Steinke et al.'s test. The design and ties are handled as in
+    :func:`one_run`.
+    """
+    return _bound(
+        "one-run-order", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
+        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses,
     )
 
 

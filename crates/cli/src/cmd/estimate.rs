@@ -80,11 +80,13 @@ pub struct Args {
     /// Number of random halvings of `--selection multi-split`.
     #[arg(long, default_value_t = DEFAULT_SPLITS)]
     pub splits: u32,
-    /// one-run-fdp: the trade-off family tested (eps-delta: valid for any
-    /// mechanism; gaussian: μ⁻, and an ε that assumes a Gaussian trade-off curve).
+    /// one-run-fdp, one-run-order: the trade-off family tested (eps-delta: valid for
+    /// any mechanism; gaussian: μ⁻, and an ε that assumes a Gaussian trade-off curve;
+    /// for one-run-order also canaries that do not interact).
     #[arg(long, value_enum, default_value = "eps-delta")]
     pub family: FamilyArg,
-    /// one-run, one-run-fdp: the (k+, k−) candidates searched (not with --selection fixed).
+    /// one-run, one-run-fdp, one-run-order: the (k+, k−) candidates searched (not with
+    /// --selection fixed).
     #[arg(long, value_enum, default_value = "symmetric")]
     pub guesses: GuessesArg,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
@@ -171,6 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Method::OneRun => "one-run audit of",
         Method::OneRunFdp | Method::OneRunFdpGaussian => "f-DP one-run audit of",
         Method::OneRunGaussianScores => "Gaussian-scores one-run audit of",
+        Method::OneRunOrder | Method::OneRunOrderGaussian => "order-statistics one-run audit of",
         _ => "estimating ε from",
     };
     let bound = lower_bound(args.method, &obs, &settings)
@@ -278,6 +281,10 @@ fn report_bound(
         }
         (true, MechanismAssumption::Nothing) => {
             "valid at this confidence, under the assumptions below"
+        }
+        (true, MechanismAssumption::IndependentGaussianChannels) => {
+            "valid at this confidence ONLY IF the canaries do not interact and the trade-off curve is Gaussian \
+             (see assumes)"
         }
         (true, MechanismAssumption::GaussianScores) => {
             "valid at this confidence ONLY IF the canary scores are Gaussian with one variance (see assumes)"
