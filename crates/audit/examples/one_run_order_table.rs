@@ -31,6 +31,7 @@ fn mu_of(b: &EpsilonLowerBound) -> f64 {
     match &b.evidence {
         Evidence::OneRun(ev) => ev.mu_lower.unwrap_or(f64::NAN),
         Evidence::Threshold(ev) => ev.mu_lower.unwrap_or(f64::NAN),
+        Evidence::GaussianScores(ev) => ev.mu_lower,
     }
 }
 

@@ -252,6 +252,8 @@ impl Method {
                  the epsilon at delta derived from it bound any mechanism the scores came from",
                 "no threshold or guess count is chosen: one statistic on all canaries (bonferroni); \
                  the inclusion count is reported, not required to be balanced",
+                "δ > 0",
+            ],
             Method::OneRunOrder if !gaussian_family => vec![
                 CANARIES,
                 GUESSES,
