@@ -76,5 +76,6 @@ pub mod report;
 mod sort;
 pub mod special;
 pub mod svg;
+pub mod tie_break;
 
 pub use error::{AuditError, Result};

@@ -442,7 +442,8 @@ impl Selection {
         const RUNS: &str = "the bound does not depend on the row order: thresholds and their \
                             events are set by the sorted scores";
         const CANARIES: &str = "the bound does not depend on the row order: a guess set that cuts \
-                                through tied scores counts them against the auditor";
+                                through tied scores counts them as 95 % of random tie-breaks would, \
+                                tested at 95 % of the level";
         match (self, observed) {
             (Selection::Split { .. } | Selection::MultiSplit { .. }, _) => SPLIT,
             (

@@ -310,3 +310,39 @@ fn support_family_covers_at_confidence_one_half() {
         );
     }
 }
+
+#[test]
+fn cut_tied_runs_cover_at_confidence_one_half() {
+    // Randomized-response canaries (ε₀ = 2, m = 1000, δ = 0) guessed with
+    // k+ = k− = 300 fixed: both guess sets end inside a run of about 500
+    // tied scores, so both counts come from the share rule of
+    // `dpaudit_audit::tie_break`. At β = ½ the bound sits near ε₀, so an
+    // invalid count would overshoot often.
+    let n = trials(200);
+    let mut rng = rng(65);
+    let beta = 0.5;
+    let mech = Tied::Rr(2.0);
+    for method in ONE_RUN {
+        let settings = BoundSettings {
+            confidence: 1.0 - beta,
+            delta: 0.0,
+            selection: dpaudit_audit::observations::Selection::Fixed,
+            family: TradeoffFamily::EpsDelta,
+            guesses: GuessFamily::Symmetric,
+            fixed_guesses: Some((300, 300)),
+        };
+        let bad = (0..n)
+            .filter(|_| {
+                let obs = canaries(&mut rng, mech, 1000, false);
+                unless_refused(lower_bound(method, &obs, &settings))
+                    .is_some_and(|b| b.epsilon > mech.epsilon())
+            })
+            .count();
+        assert_coverage(
+            bad,
+            n,
+            beta,
+            &format!("{method} fixed 300/300 at ½, {mech:?}, 1000 canaries"),
+        );
+    }
+}
