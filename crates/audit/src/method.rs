@@ -405,11 +405,13 @@ pub enum Selection {
     /// The maximum over candidates is **not** a valid bound at the stated
     /// confidence.
     SameData,
-    /// Choose on all the data, with a union bound over a family declared in
-    /// advance. Threshold audits: every error-rate bound holds simultaneously
-    /// over all thresholds, via a grid of count levels fixed by the class
-    /// sizes (see [`crate::region`]). One-run audits: every (k+, k−) candidate
-    /// of the fixed grid is tested at level `(1 − confidence)/K`. Valid.
+    /// Choose on all the data, with a union bound over a family fixed
+    /// without looking at the labels. Threshold audits: the rank tests at a
+    /// grid of ranks fixed by the class sizes, or, when the pooled scores
+    /// take at most [`crate::region::FEW_VALUES_MAX`] distinct values, one
+    /// event per value (see [`crate::region`]). One-run audits: every
+    /// (k+, k−) candidate of the fixed grid is tested at level
+    /// `γ(1 − confidence)/K` ([`crate::tie_break`]). Valid.
     Bonferroni,
     /// No search: the guess counts were fixed before looking at the data
     /// (one-run only). Valid.

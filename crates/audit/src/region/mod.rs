@@ -35,7 +35,11 @@
 //!   independent of the non-members. The member-rank thresholds are the
 //!   mirror image. Every one of the `S = 2(|G(n₀)| + |G(n₁)|)` one-sided
 //!   statements is made at tail `(1 − confidence)/S`, so all hold together,
-//!   and the maximum over the family is valid.
+//!   and the maximum over the family is valid. When the pooled scores take
+//!   at most [`FEW_VALUES_MAX`] distinct values (binary outputs, rounded
+//!   scores), the family is instead one event `score ≥ v` per value, both
+//!   rates bounded by Clopper–Pearson (`support`; the argument and its
+//!   condition are in `docs/audit-statistics.md`).
 //!
 //! Requirements, for every policy: the member scores are independent and
 //! identically distributed, so are the non-member scores, and the two
