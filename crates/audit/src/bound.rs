@@ -93,7 +93,8 @@ impl EpsilonLowerBound {
     pub fn for_mechanism(mut self, shape: TradeoffShape) -> Self {
         if matches!(
             self.assumes,
-            MechanismAssumption::GaussianTradeoff | MechanismAssumption::IndependentGaussianChannels
+            MechanismAssumption::GaussianTradeoff
+                | MechanismAssumption::IndependentGaussianChannels
         ) && shape == TradeoffShape::NotGaussian
         {
             self.valid_at_confidence = false;
@@ -186,7 +187,9 @@ pub enum ThresholdTest {
         level: f64,
     },
     /// Two one-sided Clopper–Pearson upper limits, one per error rate, each
-    /// at `tail_per_rate` (`same-data`: the papers' practice).
+    /// at `tail_per_rate` (`same-data`: the papers' practice; `bonferroni`
+    /// on at most [`crate::region::FEW_VALUES_MAX`] distinct scores: one
+    /// event per value).
     ClopperPearson {
         /// Upper limit on the false-positive rate.
         fpr_upper: f64,
@@ -272,10 +275,12 @@ pub struct OneRunEvidence {
     pub k_minus: u64,
     /// `r = k+ + k−`.
     pub guesses: u64,
-    /// Correct guesses `v`.
+    /// Correct guesses `v` (a cut run of tied scores counted at the share
+    /// [`crate::tie_break::TIE_BREAK_SHARE`] of its random tie-breaks).
     pub correct: u64,
-    /// Level each candidate was tested at (`1 − confidence`, or divided by the
-    /// number of candidates for `bonferroni`).
+    /// Level each candidate was tested at (`γ(1 − confidence)` with γ =
+    /// [`crate::tie_break::TIE_BREAK_SHARE`], divided by the number of
+    /// candidates for `bonferroni`, halved for each `multi-split` halving).
     pub level: f64,
     /// Number of (k+, k−) candidates searched.
     pub candidates: u64,

@@ -187,7 +187,7 @@ pub fn one_run_plot(
     let at = |r: u64| {
         let kp = ((r as f64 * share).round() as u64).min(m);
         let km = (r - kp.min(r)).min(m - kp);
-        (kp + km, ranked.correct(kp, km))
+        (kp + km, ranked.correct_share(kp, km))
     };
     let observed: Vec<(u64, u64)> = guess_grid(m, 120, ev.guesses).into_iter().map(at).collect();
     let family = match ev.family {

@@ -36,7 +36,7 @@
 //!
 //! # Selection is explicit
 //! Every bound names its [`observations::Selection`]: `bonferroni` (all data, a
-//! union bound over a family fixed in advance), `split` (choose on a seeded
+//! union bound over a family fixed without looking at the labels), `split` (choose on a seeded
 //! random half, bound on the other half), `multi-split` (several halvings,
 //! the median-rank bound at half the level), `fixed` (one-run guess counts
 //! given in advance), or `same-data` (the papers' practice; flagged
@@ -80,5 +80,6 @@ pub mod report;
 mod sort;
 pub mod special;
 pub mod svg;
+pub mod tie_break;
 
 pub use error::{AuditError, Result};

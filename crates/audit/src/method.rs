@@ -190,17 +190,26 @@ impl Method {
         }
     }
 
-    /// What the method's bound assumes, in words; `gaussian_family` says
-    /// whether [`Method::OneRunFdp`] or [`Method::OneRunOrder`] tested the
-    /// Gaussian trade-off family.
-    pub fn assumptions(self, gaussian_family: bool) -> Vec<&'static str> {
+    /// What the method's bound assumes, in words, under `selection`;
+    /// `gaussian_family` says whether [`Method::OneRunFdp`] or
+    /// [`Method::OneRunOrder`] tested the Gaussian trade-off family. Every sentence is true of the selection
+    /// used: whether the bound depends on the row order is said per policy
+    /// ([`Selection::order_dependence`]).
+    pub fn assumptions(self, gaussian_family: bool, selection: Selection) -> Vec<&'static str> {
+        let mut out = self.method_assumptions(gaussian_family);
+        if self.observes() != Observed::Measurement {
+            out.insert(1, selection.order_dependence(self.observes()));
+        }
+        out
+    }
+
+    fn method_assumptions(self, gaussian_family: bool) -> Vec<&'static str> {
         const RUNS: &str =
             "each score comes from an independent run: the member scores are i.i.d., \
                             the non-member scores are i.i.d., and the two classes are independent";
         const CANARIES: &str = "the rows are the canaries of one run, each included independently \
                                 with probability 1/2 (member = included; a count implausible under \
-                                that design is refused); row order does not matter (a guess set that \
-                                cuts through tied scores counts them against the auditor)";
+                                that design is refused)";
         const GUESSES: &str =
             "the guesses are a function of the scores only, never of the inclusion bits";
         const HIGHER: &str = "a higher score means \"member\"";
@@ -326,10 +335,13 @@ pub enum SelectionChoice {
         )
     )]
     Auto,
-    /// All data, a union bound over a family fixed in advance (valid).
+    /// All data, a union bound over a family fixed without looking at the
+    /// labels (valid).
     #[cfg_attr(
         feature = "clap",
-        value(help = "All data, a union bound over a family fixed in advance (valid)")
+        value(
+            help = "All data, a union bound over a family fixed without looking at the labels (valid)"
+        )
     )]
     Bonferroni,
     /// Choose on a random half, bound on the other (valid).
@@ -467,11 +479,13 @@ pub enum Selection {
     /// The maximum over candidates is **not** a valid bound at the stated
     /// confidence.
     SameData,
-    /// Choose on all the data, with a union bound over a family declared in
-    /// advance. Threshold audits: every error-rate bound holds simultaneously
-    /// over all thresholds, via a grid of count levels fixed by the class
-    /// sizes (see [`crate::region`]). One-run audits: every (k+, k−) candidate
-    /// of the fixed grid is tested at level `(1 − confidence)/K`. Valid.
+    /// Choose on all the data, with a union bound over a family fixed
+    /// without looking at the labels. Threshold audits: the rank tests at a
+    /// grid of ranks fixed by the class sizes, or, when the pooled scores
+    /// take at most [`crate::region::FEW_VALUES_MAX`] distinct values, one
+    /// event per value (see [`crate::region`]). One-run audits: every
+    /// (k+, k−) candidate of the fixed grid is tested at level
+    /// `γ(1 − confidence)/K` ([`crate::tie_break`]). Valid.
     Bonferroni,
     /// No search: the guess counts were fixed before looking at the data
     /// (one-run only). Valid.
@@ -487,6 +501,35 @@ impl Selection {
             Selection::SameData => "same-data",
             Selection::Bonferroni => "bonferroni",
             Selection::Fixed => "fixed",
+        }
+    }
+
+    /// Whether the bound depends on the order of the rows under this
+    /// policy, in words, for a method that observes `observed`. `split` and
+    /// `multi-split` assign each row to a half by its position and a seeded
+    /// coin ([`crate::observations::Observations::split`]), so their bound
+    /// changes with the row order and the seed (it is valid for every order
+    /// and seed fixed before the scores are seen); the other policies read
+    /// the scores as a multiset.
+    pub fn order_dependence(&self, observed: Observed) -> &'static str {
+        const SPLIT: &str = "the bound depends on the row order and the seed: the random halving \
+                             assigns each row by its position and a seeded coin (valid for every \
+                             order and seed fixed before the scores are seen)";
+        const RUNS: &str = "the bound does not depend on the row order: thresholds and their \
+                            events are set by the sorted scores";
+        const CANARIES: &str = "the bound does not depend on the row order: a guess set that cuts \
+                                through tied scores counts them as 95 % of random tie-breaks would, \
+                                tested at 95 % of the level";
+        match (self, observed) {
+            (Selection::Split { .. } | Selection::MultiSplit { .. }, _) => SPLIT,
+            (
+                Selection::SameData | Selection::Bonferroni | Selection::Fixed,
+                Observed::CanariesOfOneRun,
+            ) => CANARIES,
+            (
+                Selection::SameData | Selection::Bonferroni | Selection::Fixed,
+                Observed::Runs | Observed::Measurement,
+            ) => RUNS,
         }
     }
 
@@ -512,7 +555,7 @@ impl fmt::Display for Selection {
             ),
             Selection::Bonferroni => write!(
                 f,
-                "bonferroni (all scores; a union bound over a family fixed in advance)"
+                "bonferroni (all scores; a union bound over a family fixed without looking at the labels)"
             ),
             Selection::Fixed => write!(f, "fixed (guess counts fixed in advance, no search)"),
         }
@@ -542,6 +585,38 @@ mod tests {
         }
         assert!("eps delta".parse::<Method>().is_err());
         assert!("auto-split".parse::<SelectionChoice>().is_err());
+    }
+
+    #[test]
+    fn assumptions_say_whether_the_row_order_matters_under_the_selection_used() {
+        let split = "the bound depends on the row order and the seed";
+        let free = "the bound does not depend on the row order";
+        for m in Method::ALL {
+            for c in SelectionChoice::ALL {
+                for n in [100, ONE_RUN_SPLIT_FROM] {
+                    let sel = c.resolve(m, n, 3, 4);
+                    let said = m.assumptions(false, sel);
+                    let count = |s: &str| said.iter().filter(|a| a.contains(s)).count();
+                    match (m.observes(), sel) {
+                        (Observed::Measurement, _) => {
+                            assert_eq!((count(split), count(free)), (0, 0), "{m} {sel}")
+                        }
+                        (_, Selection::Split { .. } | Selection::MultiSplit { .. }) => {
+                            assert_eq!((count(split), count(free)), (1, 0), "{m} {sel}")
+                        }
+                        (_, _) => assert_eq!((count(split), count(free)), (0, 1), "{m} {sel}"),
+                    }
+                    // No other sentence speaks of the row order.
+                    let order = said.iter().filter(|a| a.contains("order")).count();
+                    assert!(order <= 1, "{m} {sel}: {said:?}");
+                }
+            }
+        }
+        // The one-run default: bonferroni below ONE_RUN_SPLIT_FROM canaries
+        // (order-free), split from there on (order and seed matter).
+        let at = |n| Method::OneRun.assumptions(false, Method::OneRun.default_selection(n, 1));
+        assert!(at(ONE_RUN_SPLIT_FROM - 1).iter().any(|a| a.contains(free)));
+        assert!(at(ONE_RUN_SPLIT_FROM).iter().any(|a| a.contains(split)));
     }
 
     #[test]

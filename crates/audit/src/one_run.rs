@@ -18,14 +18,14 @@
 //! means `S_i = +1` (included). Higher score means "guess included".
 //!
 //! **Ties carry no information.** A guess set that cuts through a run of
-//! equal scores is counted as the worst order of that run would count it
-//! (its non-members guessed "in" first, its members guessed "out" first;
-//! `Ranked::new`). Any tie-breaking blind to the inclusion bits, e.g. a
-//! uniformly random one, keeps the theorem's premise (the guesses are a
-//! function of the output and of independent coins); our count is never
-//! above the count of such a tie-breaking, and the p-value only grows as the
-//! count falls, so the bound stays valid. It no longer depends on the order
-//! of the rows: all-equal scores give 0 however the file is sorted.
+//! equal scores is counted at the number of correct guesses that a share
+//! γ = 0.95 of the uniformly random orders of the run reach, and every test
+//! runs at γ times the level ([`crate::tie_break`]: any tie-breaking blind
+//! to the inclusion bits keeps the theorem's premise, and the γ-quantile
+//! over tie-breaks is valid by Markov's inequality); where both guess sets
+//! cut the same run, at the worst order's count (`Ranked::new`), which every
+//! tie-break reaches. Neither depends on the order of the rows: all-equal
+//! scores give 0 however the file is sorted.
 //!
 //! **The design is checked.** The theorem needs every canary included
 //! independently with probability ½; a member count implausible under that
@@ -54,6 +54,7 @@ use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
 
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
+use crate::tie_break::{hypergeometric_quantile, TIE_BREAK_SHARE};
 
 pub use crate::bound::GuessFamily;
 
@@ -273,13 +274,16 @@ pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
     out
 }
 
-/// Canaries ranked by score (descending; ties counted against the auditor,
-/// see [`Ranked::new`]) with prefix counts of correct guesses.
+/// Canaries ranked by score (descending; within a tie the worst order, see
+/// [`Ranked::new`]) with prefix counts of correct guesses and the runs of
+/// tied scores ([`Ranked::correct_share`]).
 pub(crate) struct Ranked {
     /// `plus[k]` = included canaries among the k largest scores.
     plus: Vec<u64>,
     /// `minus[k]` = excluded canaries among the k smallest scores.
     minus: Vec<u64>,
+    /// Positions (from the top) where a run of equal scores starts, then m.
+    run_starts: Vec<usize>,
 }
 
 impl Ranked {
@@ -308,7 +312,67 @@ impl Ranked {
         for &i in order.iter().rev() {
             minus.push(minus.last().copied().unwrap_or(0) + u64::from(!members[i]));
         }
-        Self { plus, minus }
+        let mut run_starts: Vec<usize> = (0..order.len())
+            .filter(|&p| p == 0 || scores[order[p]] + 0.0 != scores[order[p - 1]] + 0.0)
+            .collect();
+        run_starts.push(order.len());
+        Self {
+            plus,
+            minus,
+            run_starts,
+        }
+    }
+
+    /// The run of equal scores holding position `pos` (from the top), as
+    /// `[start, end)`.
+    fn run_at(&self, pos: usize) -> (usize, usize) {
+        let i = self.run_starts.partition_point(|&s| s <= pos) - 1;
+        (self.run_starts[i], self.run_starts[i + 1])
+    }
+
+    /// Correct guesses with `k+` positive and `k−` negative guesses that a
+    /// share [`TIE_BREAK_SHARE`] of the uniformly random orders of a cut
+    /// tied run reach (see [`crate::tie_break`]); the worst order's count
+    /// where both guess sets cut the same run. Equal to [`Ranked::correct`]
+    /// when no run is cut.
+    pub(crate) fn correct_share(&self, k_plus: u64, k_minus: u64) -> u64 {
+        let m = self.m() as usize;
+        let (kp, km) = (k_plus as usize, k_minus as usize);
+        let top = (kp > 0)
+            .then(|| self.run_at(kp - 1))
+            .filter(|&(_, end)| end > kp);
+        let bottom_start = m - km;
+        let bottom = (km > 0)
+            .then(|| self.run_at(bottom_start))
+            .filter(|&(start, _)| start < bottom_start);
+        if top.is_some() && top == bottom {
+            return self.correct(k_plus, k_minus);
+        }
+        // Two cut runs: each at 1 − (1 − γ)/2, so both reach their counts
+        // together for at least a share γ of the tie-breaks.
+        let share = if top.is_some() && bottom.is_some() {
+            1.0 - (1.0 - TIE_BREAK_SHARE) / 2.0
+        } else {
+            TIE_BREAK_SHARE
+        };
+        let plus = match top {
+            None => self.plus[kp],
+            Some((start, end)) => {
+                let members = self.plus[end] - self.plus[start];
+                let len = (end - start) as u64;
+                self.plus[start] + hypergeometric_quantile(len, members, (kp - start) as u64, share)
+            }
+        };
+        let minus = match bottom {
+            None => self.minus[km],
+            Some((start, end)) => {
+                let len = (end - start) as u64;
+                let nonmembers = len - (self.plus[end] - self.plus[start]);
+                self.minus[m - end]
+                    + hypergeometric_quantile(len, nonmembers, (end - bottom_start) as u64, share)
+            }
+        };
+        plus + minus
     }
 
     pub(crate) fn m(&self) -> u64 {
@@ -374,7 +438,7 @@ fn best_candidate(
         if kp + km == 0 || kp + km > m {
             continue;
         }
-        let v = ranked.correct(kp, km);
+        let v = ranked.correct_share(kp, km);
         let floor = best.as_ref().map_or(0.0, |c| c.value);
         let value = bound(Guesses { m, r: kp + km, v }, level, floor);
         if best.as_ref().is_none_or(|c| value > c.value) {
@@ -447,7 +511,7 @@ fn split_guesses(
             evidence(m, 0, 0, 0, level, cands.len(), design, family),
         ));
     }
-    let v = ranked_b.correct(kp, km);
+    let v = ranked_b.correct_share(kp, km);
     let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
     Ok((
         value,
@@ -468,7 +532,9 @@ pub(crate) fn select_guesses(
         guesses: family,
         ..
     } = *cfg;
-    let level = 1.0 - confidence;
+    // Every count is the one a share γ of the tie-breaks reach, so every
+    // test runs at γ times the level (crate::tie_break).
+    let level = (1.0 - confidence) * TIE_BREAK_SHARE;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
     let design = check_inclusion(obs.members())?;
@@ -498,7 +564,7 @@ pub(crate) fn select_guesses(
                     expected: "1 ≤ k+ + k− ≤ number of canaries",
                 });
             }
-            let v = ranked.correct(kp, km);
+            let v = ranked.correct_share(kp, km);
             let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
             Ok(outcome(
                 value,
@@ -522,7 +588,7 @@ pub(crate) fn select_guesses(
                     expected: "at least one canary to guess on",
                 }
             })?;
-            let v = ranked.correct(c.k_plus, c.k_minus);
+            let v = ranked.correct_share(c.k_plus, c.k_minus);
             Ok(outcome(
                 c.value,
                 evidence(
@@ -615,6 +681,45 @@ mod tests {
         assert_eq!(r.correct(2, 0), 1); // 3.0 excluded
         assert_eq!(r.correct(0, 1), 1); // bottom: 1.0 excluded
         assert_eq!(r.correct(2, 2), 2);
+        // No ties: the share rule counts the same.
+        for (kp, km) in [(1, 0), (2, 0), (0, 1), (2, 2), (1, 3)] {
+            assert_eq!(r.correct_share(kp, km), r.correct(kp, km));
+        }
+    }
+
+    #[test]
+    fn a_cut_tied_run_counts_at_the_share_of_its_tie_breaks() {
+        // From the top: 2.0 (member), then a run of ten 1.0s holding five
+        // members, then 0.0 (non-member). Two positive guesses take the
+        // member at 2.0 and one of the run: the worst order counts 1, and
+        // 1 + the 5th percentile of Hyp(10, 5, 1) (P[H ≥ 1] = ½) = 1.
+        // Five positive guesses take four of the run: Hyp(10, 5, 4) has
+        // P[H ≥ 1] = 205/210 ≥ 0.95 > P[H ≥ 2] = 155/210, so 1 + 1 = 2,
+        // against 1 + max(0, 4 − 5) = 1 in the worst order.
+        let mut scores = vec![2.0, 0.0];
+        let mut members = vec![true, false];
+        for i in 0..10 {
+            scores.push(1.0);
+            members.push(i % 2 == 0);
+        }
+        let obs = Observations::new(scores, members).unwrap();
+        let r = Ranked::new(&obs);
+        assert_eq!((r.correct(2, 0), r.correct_share(2, 0)), (1, 1));
+        assert_eq!((r.correct(5, 0), r.correct_share(5, 0)), (1, 2));
+        // The negative side mirrors it: the 0.0 and four of the run.
+        assert_eq!((r.correct(0, 5), r.correct_share(0, 5)), (1, 2));
+        // Both sides cut the same run: the worst order.
+        assert_eq!(r.correct_share(5, 5), r.correct(5, 5));
+        // The same multiset in any row order gives the same counts.
+        let rev = Observations::new(
+            obs.scores().iter().rev().copied().collect(),
+            obs.members().iter().rev().copied().collect(),
+        )
+        .unwrap();
+        let r2 = Ranked::new(&rev);
+        for (kp, km) in [(2, 0), (5, 0), (0, 5), (5, 5), (3, 2)] {
+            assert_eq!(r2.correct_share(kp, km), r.correct_share(kp, km));
+        }
     }
 
     #[test]

@@ -11,14 +11,18 @@ use crate::observations::{Method, Selection};
 use crate::one_run_fdp::TradeoffFamily;
 use crate::panoramia::PanoramiaMeasurement;
 
-/// What a method's bound assumes, in words (printed and in the JSON);
-/// `family` is the f-DP one-run audit's trade-off family.
-pub fn assumptions_of(method: Method, family: Option<TradeoffFamily>) -> Vec<&'static str> {
-    method.assumptions(!matches!(family, Some(TradeoffFamily::EpsDelta)))
+/// What a method's bound assumes under `selection`, in words (printed and
+/// in the JSON); `family` is the f-DP one-run audit's trade-off family.
+pub fn assumptions_of(
+    method: Method,
+    family: Option<TradeoffFamily>,
+    selection: Selection,
+) -> Vec<&'static str> {
+    method.assumptions(!matches!(family, Some(TradeoffFamily::EpsDelta)), selection)
 }
 
-/// What `bound` assumes, in words: [`assumptions_of`] its method and, for
-/// the f-DP one-run audit, its trade-off family.
+/// What `bound` assumes, in words: [`assumptions_of`] its method, its
+/// selection and, for the f-DP one-run audit, its trade-off family.
 pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
     let family = match &bound.evidence {
         Evidence::OneRun(ev) => match ev.family {
@@ -28,7 +32,7 @@ pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
         },
         Evidence::Threshold(_) | Evidence::GaussianScores(_) => None,
     };
-    assumptions_of(bound.method, family)
+    assumptions_of(bound.method, family, bound.selection)
 }
 
 fn serialize<T: serde::Serialize>(value: &T, what: &str) -> Result<Value> {
@@ -70,7 +74,7 @@ pub fn panoramia_json(m: &PanoramiaMeasurement) -> Result<Value> {
     v["bound"] = Value::from("none: PANORAMIA's epsilon_tilde is a measurement, not a lower bound");
     v["method"] = Value::from("panoramia");
     v["selection"] = Value::from(m.selection.name());
-    v["assumptions"] = json!(assumptions_of(Method::Panoramia, None));
+    v["assumptions"] = json!(assumptions_of(Method::Panoramia, None, m.selection));
     if let Selection::Split { seed } = m.selection {
         v["seed"] = Value::from(seed);
     }

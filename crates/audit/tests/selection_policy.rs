@@ -98,3 +98,49 @@ fn one_run_same_data_exceeds_beta_split_does_not() {
     assert!(r_split <= beta + se3, "split: {r_split}");
     assert!(r_same > beta + se3, "same-data: {r_same}");
 }
+
+#[test]
+fn the_printed_order_sentence_is_true_of_the_selection_used() {
+    // 5000 canaries (the one-run default is `split` from there), scores
+    // μ·included + N(0, 1) with μ = 1: the same rows reversed give another
+    // halving, so another `split` bound, and the assumptions say so;
+    // `bonferroni` gives the same bound in both orders, and says so.
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let rows: Vec<(f64, bool)> = (0..5000)
+        .map(|_| {
+            let inc: bool = rng.gen();
+            let z: f64 = rng.sample(StandardNormal);
+            (z + f64::from(u8::from(inc)), inc)
+        })
+        .collect();
+    let obs = |rows: &[(f64, bool)]| {
+        let (s, m): (Vec<f64>, Vec<bool>) = rows.iter().copied().unzip();
+        Observations::new(s, m).unwrap()
+    };
+    let reversed: Vec<(f64, bool)> = rows.iter().rev().copied().collect();
+    for (selection, changes) in [
+        (Selection::Split { seed: 5 }, true),
+        (Selection::Bonferroni, false),
+    ] {
+        let cfg = OneRunConfig::new(0.95, 0.0, selection);
+        let a = one_run_lower_bound(&obs(&rows), &cfg).unwrap();
+        let b = one_run_lower_bound(&obs(&reversed), &cfg).unwrap();
+        assert_eq!(
+            a.epsilon != b.epsilon,
+            changes,
+            "{selection}: {} {}",
+            a.epsilon,
+            b.epsilon
+        );
+        let said = dpaudit_audit::report::assumptions(&a);
+        let sentence = if changes {
+            "the bound depends on the row order and the seed"
+        } else {
+            "the bound does not depend on the row order"
+        };
+        assert!(
+            said.iter().any(|s| s.contains(sentence)),
+            "{selection}: {said:?}"
+        );
+    }
+}

@@ -580,7 +580,7 @@ pub fn write_plots(
                     MechanismAssumption::GaussianTradeoff
                         | MechanismAssumption::IndependentGaussianChannels
                 ))
-                .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
+            .then_some("ε from μ assumes a Gaussian trade-off curve; the canary is sampled");
             let stem = format!("{}-{}", kind.name(), b.method);
             match &b.bound.evidence {
                 Evidence::Threshold(_) => {

@@ -187,8 +187,14 @@ def one_run(
     The rows are the canaries of one training run, each included
     independently with probability ½ (``members``). A member count
     implausible under that design (exact binomial test, p < ``DESIGN_LEVEL``)
-    is refused with ``ValueError``. Row order does not matter: tied scores
-    are counted against the auditor. ``guesses="with-one-sided"`` adds
+    is refused with ``ValueError``. Under ``bonferroni``, ``fixed`` and
+    ``same-data`` the row order does not matter (a guess set that cuts tied
+    scores counts them as 95 % of random tie-breaks would, at 95 % of the
+    level); under ``split`` and ``multi-split`` (the default
+    from 5000 canaries) the random halving assigns rows by position and
+    ``seed``, so the bound depends on the row order and the seed (valid for
+    any order and seed fixed before the scores are seen). ``Bound.assumptions()``
+    says which holds. ``guesses="with-one-sided"`` adds
     one-sided guess counts (stronger for one-sided signals such as loss
     attacks; needs inclusion with probability exactly ½).
     """

@@ -35,7 +35,11 @@
 //!   independent of the non-members. The member-rank thresholds are the
 //!   mirror image. Every one of the `S = 2(|G(n₀)| + |G(n₁)|)` one-sided
 //!   statements is made at tail `(1 − confidence)/S`, so all hold together,
-//!   and the maximum over the family is valid.
+//!   and the maximum over the family is valid. When the pooled scores take
+//!   at most [`FEW_VALUES_MAX`] distinct values (binary outputs, rounded
+//!   scores), the family is instead one event `score ≥ v` per value, both
+//!   rates bounded by Clopper–Pearson (`support`; the argument and its
+//!   condition are in `docs/audit-statistics.md`).
 //!
 //! Requirements, for every policy: the member scores are independent and
 //! identically distributed, so are the non-member scores, and the two
@@ -56,10 +60,12 @@
 
 mod points;
 mod rank;
+mod support;
 mod sweep;
 
 pub use points::{empirical_points, error_points, ErrorPoint};
 pub use rank::{rank_grid, RANK_GRID_RATIO};
+pub use support::FEW_VALUES_MAX;
 
 use crate::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdEvidence, ThresholdTest,
@@ -71,6 +77,7 @@ use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
 use crate::rank_test::Curve;
 use rank::{bonferroni_best, split_evidence};
+use support::{few_values, support_best};
 use sweep::{pointwise_evidence, sweep, Sorted};
 
 /// Settings shared by the threshold audits.
@@ -183,7 +190,10 @@ fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> 
             Ok(found((ev, value), BoundedOn::All))
         }
         Selection::Bonferroni => Ok(found(
-            bonferroni_best(&all, cfg.confidence, stat),
+            match few_values(&all) {
+                Some(values) => support_best(&all, &values, cfg.confidence, stat),
+                None => bonferroni_best(&all, cfg.confidence, stat),
+            },
             BoundedOn::All,
         )),
         Selection::Split { seed } => Ok(found(
@@ -356,13 +366,16 @@ mod tests {
 
     #[test]
     fn bonferroni_bounds_by_the_rank_not_the_tied_count() {
-        // Non-members: 14 at 5.0, 14 at 1.0, 172 at 0.0; members: 100 at 2.0
-        // and 100 below everything (−1.0), so only the non-member ranks help.
+        // Non-members: 14 at 5.0, 14 at 1.0, 172 distinct values in
+        // (−0.2, 0]; members: 100 at 2.0 and 100 below everything (−1.0), so
+        // only the non-member ranks help. (Too many distinct values for the
+        // support family of `support`.)
         // Ranks 0, 1 and 4 give the threshold 5.0 (no true positive); rank 16
         // gives the tied value 1.0, the 17th largest non-member, with 14
         // non-members above it. Its FPR is bounded as if 16 were: only the
         // statement of rank 16 is in the union.
-        let neg = [[5.0; 14].as_slice(), &[1.0; 14], &[0.0; 172]].concat();
+        let low: Vec<f64> = (0..172).map(|i| -f64::from(i) * 1e-3).collect();
+        let neg = [[5.0; 14].as_slice(), &[1.0; 14], &low].concat();
         let pos = [[2.0; 100], [-1.0; 100]].concat();
         let obs = Observations::from_classes(&pos, &neg).unwrap();
         let cfg = RegionConfig {

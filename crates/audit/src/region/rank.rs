@@ -30,7 +30,7 @@ pub fn rank_grid(n: u64) -> Vec<u64> {
 
 /// The largest f64 below `x` (finite `x`), so "score > below(t)" is
 /// "score ≥ t".
-fn below(x: f64) -> f64 {
+pub(super) fn below(x: f64) -> f64 {
     if x == 0.0 {
         -f64::from_bits(1)
     } else if x > 0.0 {
