@@ -607,7 +607,7 @@ mod tests {
                         (_, _) => assert_eq!((count(split), count(free)), (0, 1), "{m} {sel}"),
                     }
                     // No other sentence speaks of the row order.
-                    let order = said.iter().filter(|a| a.contains("order")).count();
+                    let order = said.iter().filter(|a| a.contains("row order")).count();
                     assert!(order <= 1, "{m} {sel}: {said:?}");
                 }
             }
