@@ -49,9 +49,11 @@
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, OneRunEvidence};
 use crate::design::{check_inclusion, InclusionDesign};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::metrics::{metrics, Metrics};
-use crate::observations::{Method, Observations, Selection};
+use crate::interrupt::Interrupt;
+use crate::metrics::{metrics_sorted, Metrics};
+use crate::observations::{split_bits, Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
+use crate::sort::{merge_sorted, sorted_classes, split_sorted_classes};
 
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
 
@@ -231,9 +233,20 @@ pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> R
 }
 
 fn epsilon_lower_bound_unchecked(g: Guesses, delta: f64, p_conf: f64) -> f64 {
+    // Interrupt::NEVER never stops: the bisection cannot fail.
+    bisect_epsilon(g, delta, p_conf, Interrupt::NEVER).unwrap_or(0.0)
+}
+
+/// The bisection of [`epsilon_lower_bound`], asking `stop` before each
+/// p-value (one p-value is O(v) at most).
+fn bisect_epsilon(g: Guesses, delta: f64, p_conf: f64, stop: Interrupt) -> Result<f64> {
+    let rejected = |eps: f64| -> Result<bool> {
+        stop.check("one-run bound")?;
+        Ok(p_value_unchecked(g, eps, delta) < p_conf)
+    };
     let mut eps_min = 0.0;
     let mut eps_max = 1.0;
-    while p_value_unchecked(g, eps_max, delta) < p_conf {
+    while rejected(eps_max)? {
         eps_max += 1.0;
         if eps_max > 1e4 {
             break;
@@ -241,13 +254,13 @@ fn epsilon_lower_bound_unchecked(g: Guesses, delta: f64, p_conf: f64) -> f64 {
     }
     for _ in 0..30 {
         let eps = 0.5 * (eps_min + eps_max);
-        if p_value_unchecked(g, eps, delta) < p_conf {
+        if rejected(eps)? {
             eps_min = eps;
         } else {
             eps_max = eps;
         }
     }
-    eps_min
+    Ok(eps_min)
 }
 
 /// The fractions of the candidate guess counts: `f ∈ {0.001, 0.002, 0.005,
@@ -274,50 +287,68 @@ pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
 }
 
 /// Canaries ranked by score (descending; ties counted against the auditor,
-/// see [`Ranked::new`]) with prefix counts of correct guesses.
+/// see [`Ranked::new`]), held as the two classes sorted ascending; the
+/// counts of correct guesses are read off them by binary search.
 pub(crate) struct Ranked {
-    /// `plus[k]` = included canaries among the k largest scores.
-    plus: Vec<u64>,
-    /// `minus[k]` = excluded canaries among the k smallest scores.
-    minus: Vec<u64>,
+    /// Included canaries' scores, ascending.
+    pos: Vec<f64>,
+    /// Excluded canaries' scores, ascending.
+    neg: Vec<f64>,
 }
 
 impl Ranked {
+    /// The ranking: descending score; among equal scores (−0.0 = 0.0) the
+    /// non-members first. Read from the top this puts a tie's non-members
+    /// into the positive guesses first, read from the bottom its members
+    /// into the negative guesses first: a guess set that cuts through a tie
+    /// counts the fewest correct guesses any order of the tie could give.
+    /// The result is the same for every order of the rows.
     pub(crate) fn new(obs: &Observations) -> Self {
-        let scores = obs.scores();
-        let members = obs.members();
-        // Descending score; among equal scores (−0.0 = 0.0) the non-members
-        // first. Read from the top this puts a tie's non-members into the
-        // positive guesses first, read from the bottom its members into the
-        // negative guesses first: a guess set that cuts through a tie counts
-        // the fewest correct guesses any order of the tie could give. The
-        // result is the same for every order of the rows.
-        let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| {
-            (scores[b] + 0.0)
-                .total_cmp(&(scores[a] + 0.0))
-                .then(members[a].cmp(&members[b]))
-        });
-        let mut plus = Vec::with_capacity(order.len() + 1);
-        plus.push(0);
-        for &i in &order {
-            plus.push(plus.last().copied().unwrap_or(0) + u64::from(members[i]));
-        }
-        let mut minus = Vec::with_capacity(order.len() + 1);
-        minus.push(0);
-        for &i in order.iter().rev() {
-            minus.push(minus.last().copied().unwrap_or(0) + u64::from(!members[i]));
-        }
-        Self { plus, minus }
+        let (pos, neg) = sorted_classes(obs.scores(), obs.members());
+        Self { pos, neg }
+    }
+
+    /// From the two classes, each sorted ascending.
+    fn from_sorted(pos: Vec<f64>, neg: Vec<f64>) -> Self {
+        Self { pos, neg }
     }
 
     pub(crate) fn m(&self) -> u64 {
-        (self.plus.len() - 1) as u64
+        (self.pos.len() + self.neg.len()) as u64
     }
 
-    /// Correct guesses with `k+` positive and `k−` negative guesses.
+    /// Included canaries among the first `k` of the ranking. With `a` of
+    /// them and `b = k − a` excluded ones, `a` is the smallest count for
+    /// which the `b`-th largest excluded score comes before the `(a+1)`-th
+    /// largest included one in the ranking (`≥`: ties put the excluded
+    /// first), and that condition holds for every larger `a` and no smaller
+    /// one, so a binary search finds it.
+    fn included_in_top(&self, k: usize) -> usize {
+        let (n1, n0) = (self.pos.len(), self.neg.len());
+        let before = |a: usize| {
+            let b = k - a;
+            b == 0 || a == n1 || self.neg[n0 - b] >= self.pos[n1 - a - 1]
+        };
+        let (mut lo, mut hi) = (k.saturating_sub(n0), k.min(n1));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Correct guesses with `k+` positive and `k−` negative guesses
+    /// (`k+ + k− ≤ m`): the included canaries among the first `k+`, and the
+    /// excluded ones among the last `k−`.
     pub(crate) fn correct(&self, k_plus: u64, k_minus: u64) -> u64 {
-        self.plus[k_plus as usize] + self.minus[k_minus as usize]
+        let m = self.pos.len() + self.neg.len();
+        let (kp, km) = (k_plus as usize, k_minus as usize);
+        let included_last = self.pos.len() - self.included_in_top(m - km);
+        (self.included_in_top(kp) + (km - included_last)) as u64
     }
 }
 
@@ -340,8 +371,8 @@ fn round_count(fraction: f64, m: u64) -> u64 {
 /// A statistic of one guess set: `bound(guesses, level, floor)` returns the
 /// bound (ε or μ) from `v` correct of `r` guesses on `m` canaries at `level`;
 /// it may return any value ≤ `floor` when the bound is at most `floor` (a
-/// shortcut for searches).
-pub(crate) type GuessBound<'a> = dyn Fn(Guesses, f64, f64) -> f64 + 'a;
+/// shortcut for searches). Its error is [`AuditError::Interrupted`].
+pub(crate) type GuessBound<'a> = dyn Fn(Guesses, f64, f64) -> Result<f64> + 'a;
 
 /// The guesses a policy chose and the bound they give.
 #[derive(Debug, Clone)]
@@ -366,7 +397,7 @@ fn best_candidate(
     level: f64,
     cands: &[(f64, f64)],
     bound: &GuessBound<'_>,
-) -> Option<Choice> {
+) -> Result<Option<Choice>> {
     let m = ranked.m();
     let mut best: Option<Choice> = None;
     for &(a, b) in cands {
@@ -376,7 +407,7 @@ fn best_candidate(
         }
         let v = ranked.correct(kp, km);
         let floor = best.as_ref().map_or(0.0, |c| c.value);
-        let value = bound(Guesses { m, r: kp + km, v }, level, floor);
+        let value = bound(Guesses { m, r: kp + km, v }, level, floor)?;
         if best.as_ref().is_none_or(|c| value > c.value) {
             best = Some(Choice {
                 k_plus: kp,
@@ -386,7 +417,7 @@ fn best_candidate(
             });
         }
     }
-    best
+    Ok(best)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -415,10 +446,19 @@ fn evidence(
     }
 }
 
-/// Split with `seed`: choose the fractions on one half of the canaries,
-/// bound the other half with them at `level`.
+/// The two halves of the split with `seed` ([`Observations::split`]), each
+/// ranked.
+fn ranked_halves(obs: &Observations, seed: u64) -> [Ranked; 2] {
+    let bits = split_bits(obs.len(), seed);
+    split_sorted_classes(obs.scores(), obs.members(), &bits)
+        .map(|(pos, neg)| Ranked::from_sorted(pos, neg))
+}
+
+/// Split with `seed`: choose the fractions on the `select` half of the
+/// canaries, bound the `evaluate` half with them at `level`.
+#[allow(clippy::too_many_arguments)]
 fn split_guesses(
-    obs: &Observations,
+    [select, evaluate]: &[Ranked; 2],
     seed: u64,
     level: f64,
     bound: &GuessBound<'_>,
@@ -427,18 +467,15 @@ fn split_guesses(
 ) -> Result<(f64, OneRunEvidence)> {
     // Label-blind split: stratifying on inclusion would break the
     // independence of the evaluation half's coins.
-    let (select, evaluate) = obs.split(seed);
-    let ranked_a = Ranked::new(&select);
-    let cands = candidates(ranked_a.m(), family);
-    let c = best_candidate(&ranked_a, level, &cands, bound).ok_or_else(|| {
+    let cands = candidates(select.m(), family);
+    let c = best_candidate(select, level, &cands, bound)?.ok_or_else(|| {
         AuditError::InvalidParameter {
             name: "canaries",
-            value: format!("{} in the selection half (seed {seed})", select.len()),
+            value: format!("{} in the selection half (seed {seed})", select.m()),
             expected: "at least one canary to guess on in each half of the split",
         }
     })?;
-    let ranked_b = Ranked::new(&evaluate);
-    let m = ranked_b.m();
+    let m = evaluate.m();
     let kp = round_count(c.fractions.0, m);
     let km = round_count(c.fractions.1, m).min(m - kp);
     if kp + km == 0 {
@@ -447,19 +484,23 @@ fn split_guesses(
             evidence(m, 0, 0, 0, level, cands.len(), design, family),
         ));
     }
-    let v = ranked_b.correct(kp, km);
-    let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
+    let v = evaluate.correct(kp, km);
+    let value = bound(Guesses { m, r: kp + km, v }, level, 0.0)?;
     Ok((
         value,
         evidence(m, kp, km, v, level, cands.len(), design, family),
     ))
 }
 
-/// Chooses the guesses per the design `cfg` and bounds them with `bound`.
+/// Chooses the guesses per the design `cfg` and bounds them with `bound`,
+/// asking `stop` between candidates and halvings. Each class is sorted once
+/// per set of canaries a policy ranks (a split sorts its halves and merges
+/// them for the metrics).
 pub(crate) fn select_guesses(
     obs: &Observations,
     cfg: &OneRunConfig,
     bound: &GuessBound<'_>,
+    stop: Interrupt,
 ) -> Result<GuessOutcome> {
     let OneRunConfig {
         confidence,
@@ -468,17 +509,17 @@ pub(crate) fn select_guesses(
         guesses: family,
         ..
     } = *cfg;
+    check_confidence(confidence)?;
     let level = 1.0 - confidence;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
     let design = check_inclusion(obs.members())?;
-    let metrics = metrics(obs, confidence)?;
-    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on| GuessOutcome {
+    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on, metrics| GuessOutcome {
         value,
         evidence,
         bounded_on,
         split_values: None,
-        metrics: metrics.clone(),
+        metrics,
     };
     match selection {
         Selection::Fixed => {
@@ -489,8 +530,7 @@ pub(crate) fn select_guesses(
                     expected: "k+ and k− for `fixed` selection",
                 });
             };
-            let ranked = Ranked::new(obs);
-            let m = ranked.m();
+            let m = obs.len() as u64;
             if kp.saturating_add(km) > m || kp + km == 0 {
                 return Err(AuditError::InvalidParameter {
                     name: "fixed_guesses",
@@ -498,16 +538,22 @@ pub(crate) fn select_guesses(
                     expected: "1 ≤ k+ + k− ≤ number of canaries",
                 });
             }
+            let ranked = Ranked::new(obs);
+            stop.check("one-run bound")?;
+            let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
             let v = ranked.correct(kp, km);
-            let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
+            let value = bound(Guesses { m, r: kp + km, v }, level, 0.0)?;
             Ok(outcome(
                 value,
                 evidence(m, kp, km, v, level, 1, design, family),
                 BoundedOn::All,
+                metrics,
             ))
         }
         Selection::SameData | Selection::Bonferroni => {
             let ranked = Ranked::new(obs);
+            stop.check("one-run bound")?;
+            let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
             let m = ranked.m();
             let cands = candidates(m, family);
             let level = if selection == Selection::Bonferroni {
@@ -515,7 +561,7 @@ pub(crate) fn select_guesses(
             } else {
                 level
             };
-            let c = best_candidate(&ranked, level, &cands, bound).ok_or_else(|| {
+            let c = best_candidate(&ranked, level, &cands, bound)?.ok_or_else(|| {
                 AuditError::InvalidParameter {
                     name: "canaries",
                     value: obs.len().to_string(),
@@ -536,17 +582,38 @@ pub(crate) fn select_guesses(
                     family,
                 ),
                 BoundedOn::All,
+                metrics,
             ))
         }
         Selection::Split { seed } => {
-            let (value, ev) = split_guesses(obs, seed, level, bound, design, family)?;
-            Ok(outcome(value, ev, BoundedOn::EvaluationHalf { seed }))
+            let halves = ranked_halves(obs, seed);
+            stop.check("one-run bound")?;
+            let [a, b] = &halves;
+            let metrics = metrics_sorted(
+                &merge_sorted(&a.pos, &b.pos),
+                &merge_sorted(&a.neg, &b.neg),
+                confidence,
+            );
+            let (value, ev) = split_guesses(&halves, seed, level, bound, design, family)?;
+            Ok(outcome(
+                value,
+                ev,
+                BoundedOn::EvaluationHalf { seed },
+                metrics,
+            ))
         }
         Selection::MultiSplit { seed, splits } => {
-            let seeds = multi_split_seeds(seed, splits)?;
+            let seeds = multi_split_seeds(seed, splits, obs.len())?;
+            let all_ranked = Ranked::new(obs);
+            let metrics = metrics_sorted(&all_ranked.pos, &all_ranked.neg, confidence);
+            drop(all_ranked);
             let all = seeds
                 .iter()
-                .map(|&s| split_guesses(obs, s, level / 2.0, bound, design, family))
+                .map(|&s| {
+                    stop.check("multi-split")?;
+                    let halves = ranked_halves(obs, s);
+                    split_guesses(&halves, s, level / 2.0, bound, design, family)
+                })
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();
             let i = median_rank_index(&values);
@@ -592,12 +659,20 @@ impl GuessOutcome {
 
 /// The one-run ε lower bound from canary scores (Steinke et al. 2023 Thm 3.1).
 pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
+    one_run_interruptible(obs, cfg, Interrupt::NEVER)
+}
+
+/// [`one_run_lower_bound`], asking `stop` between units of work.
+pub fn one_run_interruptible(
+    obs: &Observations,
+    cfg: &OneRunConfig,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
     let delta = cfg.delta;
-    let bound =
-        |g: Guesses, level: f64, _floor: f64| epsilon_lower_bound_unchecked(g, delta, level);
-    let out = select_guesses(obs, cfg, &bound)?;
+    let bound = |g: Guesses, level: f64, _floor: f64| bisect_epsilon(g, delta, level, stop);
+    let out = select_guesses(obs, cfg, &bound, stop)?;
     Ok(out.into_bound(cfg, Method::OneRun, MechanismAssumption::Nothing, |eps| eps))
 }
 
@@ -615,6 +690,56 @@ mod tests {
         assert_eq!(r.correct(2, 0), 1); // 3.0 excluded
         assert_eq!(r.correct(0, 1), 1); // bottom: 1.0 excluded
         assert_eq!(r.correct(2, 2), 2);
+    }
+
+    /// The ranking of [`Ranked::new`] written out: every row sorted by
+    /// (score descending, non-members first), then prefix counts.
+    fn correct_by_sorting_rows(obs: &Observations, kp: usize, km: usize) -> u64 {
+        let (scores, members) = (obs.scores(), obs.members());
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| {
+            (scores[b] + 0.0)
+                .total_cmp(&(scores[a] + 0.0))
+                .then(members[a].cmp(&members[b]))
+        });
+        let top = order[..kp].iter().filter(|&&i| members[i]).count();
+        let bottom = order[order.len() - km..]
+            .iter()
+            .filter(|&&i| !members[i])
+            .count();
+        (top + bottom) as u64
+    }
+
+    #[test]
+    fn binary_search_counts_equal_the_sorted_rows() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for trial in 0..40 {
+            let n = rng.gen_range(2..60);
+            // Few distinct values (many ties, ±0.0) in half the trials.
+            let levels = if trial % 2 == 0 { 3 } else { 1000 };
+            let scores: Vec<f64> = (0..n)
+                .map(|_| match rng.gen_range(0..levels) {
+                    0 => -0.0,
+                    1 => 0.0,
+                    l => f64::from(l) * if rng.gen() { 1.0 } else { -1.0 },
+                })
+                .collect();
+            let mut members: Vec<bool> = (0..n).map(|_| rng.gen()).collect();
+            members[0] = true;
+            members[1] = false;
+            let obs = Observations::new(scores, members).unwrap();
+            let ranked = Ranked::new(&obs);
+            for kp in 0..=n {
+                for km in 0..=(n - kp) {
+                    assert_eq!(
+                        ranked.correct(kp as u64, km as u64),
+                        correct_by_sorting_rows(&obs, kp, km),
+                        "trial {trial}, k+ = {kp}, k− = {km}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,9 @@ _Members = npt.NDArray[Any]
 _Path = Union[str, PathLike[str]]
 
 class Bound:
-    """An ε lower bound with what produced it."""
+    """An ε lower bound with what produced it. Frozen; picklable and copyable
+    (with the arrays it was computed from); equal to another bound, and
+    hashed alike, when every field of `to_dict()` is equal."""
 
     @property
     def epsilon(self) -> float:
@@ -57,6 +59,11 @@ class Bound:
     ) -> Optional[str]:
         """The SVG of `--plot` (to `path`, or returned)."""
     def histogram(self, path: Optional[_Path] = None, title: str = "scores") -> Optional[str]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[str, _Scores, _Members, bool]]: ...
+    @staticmethod
+    def _from_state(state: str, scores: _Scores, members: _Members, by_default: bool) -> Bound: ...
 
 def bound(
     method: str,
@@ -72,7 +79,11 @@ def bound(
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
 ) -> Bound:
-    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp or one-run-fdp-gaussian)."""
+    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp or one-run-fdp-gaussian).
+
+    `members`: booleans (any non-zero byte is a member, as NumPy reads them) or
+    the numbers 0 and 1. Raises KeyboardInterrupt on Ctrl-C, and ValueError for
+    a multi-split of more `splits` than the rows allow (with the estimate)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,
