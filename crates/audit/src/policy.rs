@@ -38,15 +38,15 @@ pub const MAX_SPLITS: u32 = 10_000;
 
 /// The most rows × halvings a `multi-split` may ask for: each halving
 /// copies and sorts its rows, so the work grows with their product
-/// (2·10⁹ is about [`SECONDS_PER_SPLIT_ROW`] × 2·10⁹ ≈ 4 minutes on the
-/// development machine).
+/// (2·10⁹ is about 10 minutes at [`SECONDS_PER_SPLIT_ROW`]).
 pub const MAX_SPLIT_ROWS: u64 = 2_000_000_000;
 
-/// Measured seconds per row and halving of a `multi-split` on the
-/// development machine (2-core EPYC, release build, 10⁷ rows; one-run and
-/// eps-delta alike within a factor of 2; `benches/RESULTS.md`, "Audit
-/// statistics"), for the estimate in a refusal.
-pub const SECONDS_PER_SPLIT_ROW: f64 = 1.2e-7;
+/// Seconds per row and halving of a `multi-split`, for the estimate in a
+/// refusal: measured on the development machine (2-core EPYC at load 11,
+/// release build, 10⁶ and 10⁷ rows, 2026-11-28) from 0.8·10⁻⁷ (f-DP
+/// one-run) to 6.5·10⁻⁷ (gdp); eps-delta 1.9–2.1·10⁻⁷, one-run
+/// 1.1–1.4·10⁻⁷ (`benches/RESULTS.md`, "Audit statistics").
+pub const SECONDS_PER_SPLIT_ROW: f64 = 3e-7;
 
 /// The seeds of a `multi-split` with seed `seed` and `splits` halvings of
 /// `rows` rows, refusing `splits = 0` and more work than [`MAX_SPLITS`] and
