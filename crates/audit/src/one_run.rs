@@ -456,7 +456,6 @@ fn ranked_halves(obs: &Observations, seed: u64) -> [Ranked; 2] {
 
 /// Split with `seed`: choose the fractions on the `select` half of the
 /// canaries, bound the `evaluate` half with them at `level`.
-#[allow(clippy::too_many_arguments)]
 fn split_guesses(
     [select, evaluate]: &[Ranked; 2],
     seed: u64,

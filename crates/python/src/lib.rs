@@ -14,8 +14,7 @@
 //!   reinterpreted as `[bool]`.
 //! - Long computations release the GIL ([`Python::detach`]) and check for
 //!   Ctrl-C through the audit crate's [`Interrupt`] hook (at most every
-//!   [`SIGNAL_CHECK_EVERY`]): a signal's exception (`KeyboardInterrupt`)
-//!   ends them.
+//!   50 ms): a signal's exception (`KeyboardInterrupt`) ends them.
 //! - Bad input raises `ValueError` (or `TypeError` for a wrong kind of
 //!   argument) with the library's message; library code does not panic on
 //!   input, and nothing here unwraps one.
