@@ -1,7 +1,7 @@
 //! Typed results. A lower bound on ε never shares a type with an upper bound
 //! or with a measurement that is not a bound (PANORAMIA's ε̃).
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::design::InclusionDesign;
 use crate::metrics::Metrics;
@@ -10,7 +10,11 @@ use crate::observations::{Method, Selection};
 /// A lower bound on ε: with probability at least `confidence` (when
 /// `valid_at_confidence` is true), the audited mechanism is not
 /// (ε′, δ)-DP for any ε′ < `epsilon`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Serialised as the bound's own fields, it reads back as the same value
+/// (every float to the bit: the workspace's `serde_json` has
+/// `float_roundtrip`); the Python binding pickles a bound that way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpsilonLowerBound {
     /// The lower bound on ε (finite, ≥ 0).
     pub epsilon: f64,
@@ -44,7 +48,7 @@ pub struct EpsilonLowerBound {
 }
 
 /// What a bound assumes of the audited mechanism.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MechanismAssumption {
     /// Nothing: the bound holds for any (ε, δ)-DP mechanism.
@@ -74,7 +78,7 @@ pub enum MechanismAssumption {
 }
 
 /// What the auditor knows of the mechanism's trade-off curve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TradeoffShape {
     /// Gaussian: Gaussian mechanisms composed at known steps, no subsampling.
@@ -143,7 +147,7 @@ impl EpsilonLowerBound {
 }
 
 /// The observations a bound was computed on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "data", rename_all = "kebab-case")]
 pub enum BoundedOn {
     /// All observations.
@@ -157,7 +161,7 @@ pub enum BoundedOn {
 }
 
 /// Method-specific evidence behind a bound.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Evidence {
     /// Threshold test with Clopper–Pearson upper bounds on both error rates
@@ -171,7 +175,7 @@ pub enum Evidence {
 }
 
 /// How a threshold audit turned its error counts into the bound.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "test", rename_all = "kebab-case")]
 pub enum ThresholdTest {
     /// The rank test ([`crate::rank_test`]): the threshold is the order
@@ -180,7 +184,8 @@ pub enum ThresholdTest {
     Rank {
         /// `non-member`: the threshold is the (rank+1)-th largest non-member
         /// score; `member`: just below the (rank+1)-th smallest member score.
-        class: &'static str,
+        #[serde(deserialize_with = "rank_class")]
+        class: Name,
         /// The rank.
         rank: u64,
         /// Level of the statement (`(1 − confidence)/statements`).
@@ -202,7 +207,7 @@ pub enum ThresholdTest {
 
 /// A threshold test "member iff score > threshold" and its error counts,
 /// on the data the bound was computed from (the evaluation half for `split`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdEvidence {
     /// Predict "member" iff `score > threshold`.
     pub threshold: f64,
@@ -265,7 +270,7 @@ impl ThresholdEvidence {
 }
 
 /// The guesses of a one-run audit and the test that rejected.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OneRunEvidence {
     /// Randomized canaries in the bounded set (`m`).
     pub canaries: u64,
@@ -285,8 +290,12 @@ pub struct OneRunEvidence {
     /// Number of (k+, k−) candidates searched.
     pub candidates: u64,
     /// f-DP one-run only: the trade-off family whose member was rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub family: Option<&'static str>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        deserialize_with = "tradeoff_family"
+    )]
+    pub family: Option<Name>,
     /// f-DP one-run with the Gaussian family: the μ lower bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mu_lower: Option<f64>,
@@ -298,9 +307,38 @@ pub struct OneRunEvidence {
     pub guess_family: GuessFamily,
 }
 
+/// A name out of a fixed set. (An alias, so that serde's derive does not
+/// take the field for a string borrowed from the input.)
+type Name = &'static str;
+
+/// One of `names`, read back into the `&'static str` a bound holds.
+fn one_of<'de, D: Deserializer<'de>>(
+    d: D,
+    names: &[&'static str],
+) -> std::result::Result<&'static str, D::Error> {
+    let s = String::deserialize(d)?;
+    names.iter().copied().find(|n| *n == s).ok_or_else(|| {
+        serde::de::Error::custom(format!("`{s}` is unknown; expected one of {names:?}"))
+    })
+}
+
+/// [`ThresholdTest::Rank`]'s class.
+fn rank_class<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<&'static str, D::Error> {
+    one_of(d, &["member", "non-member"])
+}
+
+/// [`OneRunEvidence::family`]: the name of a
+/// `crate::one_run_fdp::TradeoffFamily` (written out here, since that module
+/// builds on this one; its tests read both names back).
+fn tradeoff_family<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<&'static str>, D::Error> {
+    one_of(d, &["eps-delta", "gaussian"]).map(Some)
+}
+
 /// The (k+, k−) candidates a searching policy (`bonferroni`, `split`,
 /// `multi-split`, `same-data`) tries; `fixed` uses the caller's counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GuessFamily {
     /// `k+ = k− = f·m` only. Robust to an unbalanced design: when the scores
@@ -334,7 +372,7 @@ impl GuessFamily {
 
 /// How the Gaussian-scores audit ([`crate::gaussian_scores`]) turned the
 /// class means and the pooled spread into its μ lower bound.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GaussianScoresEvidence {
     /// Member scores (`n₁`).
     pub members: u64,

@@ -12,13 +12,13 @@
 //! of the final bracket is returned (the larger value for an upper limit, the
 //! smaller for a lower limit), so rounding never makes an interval narrower.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{AuditError, Result};
 use crate::special::{ln_binomial_cdf, ln_binomial_sf};
 
 /// A two-sided confidence interval for a proportion.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     /// Lower limit.
     pub lower: f64,

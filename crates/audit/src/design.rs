@@ -32,7 +32,7 @@
 //! 10⁵ and check that every default bound is 0 or the input is refused at
 //! least as often as a valid test allows.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{AuditError, Result};
 use crate::special::ln_binomial_cdf;
@@ -43,7 +43,7 @@ pub const DESIGN_LEVEL: f64 = 1e-3;
 
 /// The inclusion count of a set of canaries and its test against
 /// independent inclusion with probability ½.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct InclusionDesign {
     /// Canaries (`m`).
     pub canaries: u64,

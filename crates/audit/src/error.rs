@@ -63,6 +63,27 @@ pub enum AuditError {
         /// The level below which one-run audits refuse.
         level: f64,
     },
+    /// The caller asked for more work than [`crate::policy`] accepts (e.g.
+    /// `splits` × rows of a multi-split): refused before any of it is done,
+    /// with the estimate.
+    #[error("parameter `{name}` = {value} is refused: {estimate}; expected {maximum}")]
+    TooMuchWork {
+        /// The parameter that sets the amount of work (`splits`).
+        name: &'static str,
+        /// Its value, formatted.
+        value: String,
+        /// What the work would be: operations and an estimated time.
+        estimate: String,
+        /// The largest value accepted for this input.
+        maximum: String,
+    },
+    /// The caller's [`crate::interrupt::Interrupt`] asked a long computation
+    /// to stop (e.g. Ctrl-C in Python); nothing was computed.
+    #[error("interrupted before the {what} was finished")]
+    Interrupted {
+        /// What was being computed.
+        what: &'static str,
+    },
     /// A CSV line could not be parsed.
     #[error("{path}:{line}: {message}")]
     Csv {

@@ -5,12 +5,13 @@
 use crate::bound::EpsilonLowerBound;
 use crate::error::{AuditError, Result};
 use crate::gaussian_scores::{gaussian_scores_lower_bound, GaussianScoresConfig};
+use crate::interrupt::Interrupt;
 use crate::method::{Method, Selection};
 use crate::observations::Observations;
-use crate::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
-use crate::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
-use crate::one_run_order::one_run_order_lower_bound;
-use crate::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
+use crate::one_run::{one_run_interruptible, GuessFamily, OneRunConfig};
+use crate::one_run_fdp::{one_run_fdp_interruptible, TradeoffFamily};
+use crate::one_run_order::one_run_order_interruptible;
+use crate::region::{eps_delta_interruptible, gdp_interruptible, RegionConfig};
 
 /// What a bound needs besides the method and the observations. Each method
 /// reads the fields it uses.
@@ -39,6 +40,18 @@ pub fn lower_bound(
     obs: &Observations,
     s: &BoundSettings,
 ) -> Result<EpsilonLowerBound> {
+    lower_bound_interruptible(method, obs, s, Interrupt::NEVER)
+}
+
+/// [`lower_bound`], asking `stop` between units of work (each halving of a
+/// multi-split, each step of a guess search, after each sort); a `true`
+/// answer ends it with [`AuditError::Interrupted`].
+pub fn lower_bound_interruptible(
+    method: Method,
+    obs: &Observations,
+    s: &BoundSettings,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     let region = RegionConfig {
         confidence: s.confidence,
         delta: s.delta,
@@ -52,12 +65,12 @@ pub fn lower_bound(
         guesses: s.guesses,
     };
     match method {
-        Method::EpsDelta => eps_delta_lower_bound(obs, &region),
-        Method::Gdp => gdp_lower_bound(obs, &region),
-        Method::OneRun => one_run_lower_bound(obs, &one_run),
-        Method::OneRunFdp => one_run_fdp_lower_bound(obs, &one_run, s.family),
+        Method::EpsDelta => eps_delta_interruptible(obs, &region, stop),
+        Method::Gdp => gdp_interruptible(obs, &region, stop),
+        Method::OneRun => one_run_interruptible(obs, &one_run, stop),
+        Method::OneRunFdp => one_run_fdp_interruptible(obs, &one_run, s.family, stop),
         Method::OneRunFdpGaussian => {
-            one_run_fdp_lower_bound(obs, &one_run, TradeoffFamily::Gaussian)
+            one_run_fdp_interruptible(obs, &one_run, TradeoffFamily::Gaussian, stop)
         }
         Method::OneRunGaussianScores => gaussian_scores_lower_bound(
             obs,
@@ -67,9 +80,9 @@ pub fn lower_bound(
                 selection: s.selection,
             },
         ),
-        Method::OneRunOrder => one_run_order_lower_bound(obs, &one_run, s.family),
+        Method::OneRunOrder => one_run_order_interruptible(obs, &one_run, s.family, stop),
         Method::OneRunOrderGaussian => {
-            one_run_order_lower_bound(obs, &one_run, TradeoffFamily::Gaussian)
+            one_run_order_interruptible(obs, &one_run, TradeoffFamily::Gaussian, stop)
         }
         Method::Panoramia => Err(AuditError::InvalidParameter {
             name: "method",

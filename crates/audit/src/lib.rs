@@ -51,6 +51,10 @@
 //!   limits return the outer end of the final bracket, ε bisections the
 //!   lower end).
 //! - Library code returns [`AuditError`] on bad input; it never panics on it.
+//! - Long computations ask the caller's [`interrupt::Interrupt`] whether to
+//!   stop between units of work, and refuse absurd amounts of work (a
+//!   `multi-split` of too many halvings, [`policy::check_split_work`]) with
+//!   an estimate before starting.
 //! - A reported ε is finite: where a conversion would give ∞ (GDP at δ = 0)
 //!   the input is refused with the reason.
 
@@ -61,6 +65,7 @@ pub mod design;
 pub mod error;
 pub mod estimate;
 pub mod gaussian_scores;
+pub mod interrupt;
 pub mod io;
 pub mod method;
 pub mod metrics;

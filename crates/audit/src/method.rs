@@ -454,7 +454,7 @@ impl TryFrom<String> for SelectionChoice {
 /// Which policies are valid, and why, is written out in
 /// `docs/audit-statistics.md`; [`crate::policy::default_selection`] picks
 /// one from the method and the number of observations alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "kebab-case")]
 pub enum Selection {
     /// Choose on a random half (see [`Observations::split`](crate::observations::Observations::split)), bound on the

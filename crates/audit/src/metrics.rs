@@ -16,7 +16,7 @@
 //! (`k = 0`) and the entry says `resolvable: false`: the data cannot show an
 //! FPR as small as `f`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clopper_pearson::{lower_unchecked, upper_unchecked, Interval};
 use crate::error::{check_confidence, Result};
@@ -27,7 +27,7 @@ use crate::sort::sorted_classes;
 pub const LOW_FPRS: [f64; 2] = [1e-3, 1e-2];
 
 /// Metrics of a set of scores.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     /// Number of member scores.
     pub members: u64,
@@ -43,7 +43,7 @@ pub struct Metrics {
 }
 
 /// The TPR of the threshold test at one target FPR.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TprAtFpr {
     /// The target false-positive rate.
     pub target_fpr: f64,

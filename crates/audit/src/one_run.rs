@@ -49,9 +49,11 @@
 use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, OneRunEvidence};
 use crate::design::{check_inclusion, InclusionDesign};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::metrics::{metrics, Metrics};
-use crate::observations::{Method, Observations, Selection};
+use crate::interrupt::Interrupt;
+use crate::metrics::{metrics_sorted, Metrics};
+use crate::observations::{split_bits, Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
+use crate::sort::{merge_sorted, sorted_classes, split_sorted_classes};
 
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
 use crate::tie_break::{hypergeometric_quantile, TIE_BREAK_SHARE};
@@ -232,9 +234,20 @@ pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, p_conf: f64) -> R
 }
 
 fn epsilon_lower_bound_unchecked(g: Guesses, delta: f64, p_conf: f64) -> f64 {
+    // Interrupt::NEVER never stops: the bisection cannot fail.
+    bisect_epsilon(g, delta, p_conf, Interrupt::NEVER).unwrap_or(0.0)
+}
+
+/// The bisection of [`epsilon_lower_bound`], asking `stop` before each
+/// p-value (one p-value is O(v) at most).
+fn bisect_epsilon(g: Guesses, delta: f64, p_conf: f64, stop: Interrupt) -> Result<f64> {
+    let rejected = |eps: f64| -> Result<bool> {
+        stop.check("one-run bound")?;
+        Ok(p_value_unchecked(g, eps, delta) < p_conf)
+    };
     let mut eps_min = 0.0;
     let mut eps_max = 1.0;
-    while p_value_unchecked(g, eps_max, delta) < p_conf {
+    while rejected(eps_max)? {
         eps_max += 1.0;
         if eps_max > 1e4 {
             break;
@@ -242,13 +255,13 @@ fn epsilon_lower_bound_unchecked(g: Guesses, delta: f64, p_conf: f64) -> f64 {
     }
     for _ in 0..30 {
         let eps = 0.5 * (eps_min + eps_max);
-        if p_value_unchecked(g, eps, delta) < p_conf {
+        if rejected(eps)? {
             eps_min = eps;
         } else {
             eps_max = eps;
         }
     }
-    eps_min
+    Ok(eps_min)
 }
 
 /// The fractions of the candidate guess counts: `f ∈ {0.001, 0.002, 0.005,
@@ -274,60 +287,65 @@ pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
     out
 }
 
-/// Canaries ranked by score (descending; within a tie the worst order, see
-/// [`Ranked::new`]) with prefix counts of correct guesses and the runs of
-/// tied scores ([`Ranked::correct_share`]).
+/// Canaries ranked by score (descending; ties counted against the auditor,
+/// see [`Ranked::new`]), held as the two classes sorted ascending; the
+/// counts of correct guesses are read off them by binary search, and a
+/// guess set that cuts a run of tied scores is counted by the law of its
+/// random tie-breaks ([`Ranked::correct_share`]).
 pub(crate) struct Ranked {
-    /// `plus[k]` = included canaries among the k largest scores.
-    plus: Vec<u64>,
-    /// `minus[k]` = excluded canaries among the k smallest scores.
-    minus: Vec<u64>,
-    /// Positions (from the top) where a run of equal scores starts, then m.
-    run_starts: Vec<usize>,
+    /// Included canaries' scores, ascending.
+    pos: Vec<f64>,
+    /// Excluded canaries' scores, ascending.
+    neg: Vec<f64>,
 }
 
 impl Ranked {
+    /// The ranking: descending score; among equal scores (−0.0 = 0.0) the
+    /// non-members first. Read from the top this puts a tie's non-members
+    /// into the positive guesses first, read from the bottom its members
+    /// into the negative guesses first: a guess set that cuts through a tie
+    /// counts the fewest correct guesses any order of the tie could give.
+    /// The result is the same for every order of the rows.
     pub(crate) fn new(obs: &Observations) -> Self {
-        let scores = obs.scores();
-        let members = obs.members();
-        // Descending score; among equal scores (−0.0 = 0.0) the non-members
-        // first. Read from the top this puts a tie's non-members into the
-        // positive guesses first, read from the bottom its members into the
-        // negative guesses first: a guess set that cuts through a tie counts
-        // the fewest correct guesses any order of the tie could give. The
-        // result is the same for every order of the rows.
-        let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| {
-            (scores[b] + 0.0)
-                .total_cmp(&(scores[a] + 0.0))
-                .then(members[a].cmp(&members[b]))
-        });
-        let mut plus = Vec::with_capacity(order.len() + 1);
-        plus.push(0);
-        for &i in &order {
-            plus.push(plus.last().copied().unwrap_or(0) + u64::from(members[i]));
-        }
-        let mut minus = Vec::with_capacity(order.len() + 1);
-        minus.push(0);
-        for &i in order.iter().rev() {
-            minus.push(minus.last().copied().unwrap_or(0) + u64::from(!members[i]));
-        }
-        let mut run_starts: Vec<usize> = (0..order.len())
-            .filter(|&p| p == 0 || scores[order[p]] + 0.0 != scores[order[p - 1]] + 0.0)
-            .collect();
-        run_starts.push(order.len());
-        Self {
-            plus,
-            minus,
-            run_starts,
-        }
+        let (pos, neg) = sorted_classes(obs.scores(), obs.members());
+        Self { pos, neg }
     }
 
-    /// The run of equal scores holding position `pos` (from the top), as
-    /// `[start, end)`.
-    fn run_at(&self, pos: usize) -> (usize, usize) {
-        let i = self.run_starts.partition_point(|&s| s <= pos) - 1;
-        (self.run_starts[i], self.run_starts[i + 1])
+    /// From the two classes, each sorted ascending.
+    fn from_sorted(pos: Vec<f64>, neg: Vec<f64>) -> Self {
+        Self { pos, neg }
+    }
+
+    /// `(above, equal)`: canaries of `class` (sorted ascending) scoring
+    /// above `value`, and equal to it.
+    fn above_and_equal(class: &[f64], value: f64) -> (usize, usize) {
+        let below_or_equal = class.partition_point(|&x| x <= value);
+        let below = class.partition_point(|&x| x < value);
+        (class.len() - below_or_equal, below_or_equal - below)
+    }
+
+    /// The run of equal scores holding `value`, as positions `[start, end)`
+    /// from the top, with its included and excluded canaries.
+    fn run_of(&self, value: f64) -> ((usize, usize), usize, usize) {
+        let (pos_above, pos_equal) = Self::above_and_equal(&self.pos, value);
+        let (neg_above, neg_equal) = Self::above_and_equal(&self.neg, value);
+        let start = pos_above + neg_above;
+        ((start, start + pos_equal + neg_equal), pos_equal, neg_equal)
+    }
+
+    /// The score at position `k` from the top (`k < m`): the smallest of the
+    /// first `k + 1`, which are the largest of each class.
+    fn score_at(&self, k: usize) -> f64 {
+        let (n1, n0) = (self.pos.len(), self.neg.len());
+        let a = self.included_in_top(k + 1);
+        let b = k + 1 - a;
+        let lowest_included = (a > 0).then(|| self.pos[n1 - a]);
+        let lowest_excluded = (b > 0).then(|| self.neg[n0 - b]);
+        match (lowest_included, lowest_excluded) {
+            (Some(x), Some(y)) => x.min(y),
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => unreachable!("k < m, so the first k + 1 are not empty"),
+        }
     }
 
     /// Correct guesses with `k+` positive and `k−` negative guesses that a
@@ -339,13 +357,13 @@ impl Ranked {
         let m = self.m() as usize;
         let (kp, km) = (k_plus as usize, k_minus as usize);
         let top = (kp > 0)
-            .then(|| self.run_at(kp - 1))
-            .filter(|&(_, end)| end > kp);
+            .then(|| self.run_of(self.score_at(kp - 1)))
+            .filter(|&((_, end), _, _)| end > kp);
         let bottom_start = m - km;
         let bottom = (km > 0)
-            .then(|| self.run_at(bottom_start))
-            .filter(|&(start, _)| start < bottom_start);
-        if top.is_some() && top == bottom {
+            .then(|| self.run_of(self.score_at(bottom_start)))
+            .filter(|&((start, _), _, _)| start < bottom_start);
+        if top.is_some() && top.map(|t| t.0) == bottom.map(|b| b.0) {
             return self.correct(k_plus, k_minus);
         }
         // Two cut runs: each at 1 − (1 − γ)/2, so both reach their counts
@@ -356,32 +374,72 @@ impl Ranked {
             TIE_BREAK_SHARE
         };
         let plus = match top {
-            None => self.plus[kp],
-            Some((start, end)) => {
-                let members = self.plus[end] - self.plus[start];
+            None => self.included_in_top(kp) as u64,
+            Some(((start, end), pos_equal, _)) => {
+                // Included canaries above the run, then the run's share.
+                let above =
+                    self.pos.len() - self.pos.partition_point(|&x| x <= self.score_at(kp - 1));
                 let len = (end - start) as u64;
-                self.plus[start] + hypergeometric_quantile(len, members, (kp - start) as u64, share)
+                above as u64
+                    + hypergeometric_quantile(len, pos_equal as u64, (kp - start) as u64, share)
             }
         };
         let minus = match bottom {
-            None => self.minus[km],
-            Some((start, end)) => {
+            None => (km - (self.pos.len() - self.included_in_top(bottom_start))) as u64,
+            Some(((start, end), _, neg_equal)) => {
+                // Excluded canaries below the run, then the run's share.
+                let below = self
+                    .neg
+                    .partition_point(|&x| x < self.score_at(bottom_start));
                 let len = (end - start) as u64;
-                let nonmembers = len - (self.plus[end] - self.plus[start]);
-                self.minus[m - end]
-                    + hypergeometric_quantile(len, nonmembers, (end - bottom_start) as u64, share)
+                below as u64
+                    + hypergeometric_quantile(
+                        len,
+                        neg_equal as u64,
+                        (end - bottom_start) as u64,
+                        share,
+                    )
             }
         };
         plus + minus
     }
 
     pub(crate) fn m(&self) -> u64 {
-        (self.plus.len() - 1) as u64
+        (self.pos.len() + self.neg.len()) as u64
     }
 
-    /// Correct guesses with `k+` positive and `k−` negative guesses.
+    /// Included canaries among the first `k` of the ranking. With `a` of
+    /// them and `b = k − a` excluded ones, `a` is the smallest count for
+    /// which the `b`-th largest excluded score comes before the `(a+1)`-th
+    /// largest included one in the ranking (`≥`: ties put the excluded
+    /// first), and that condition holds for every larger `a` and no smaller
+    /// one, so a binary search finds it.
+    fn included_in_top(&self, k: usize) -> usize {
+        let (n1, n0) = (self.pos.len(), self.neg.len());
+        let before = |a: usize| {
+            let b = k - a;
+            b == 0 || a == n1 || self.neg[n0 - b] >= self.pos[n1 - a - 1]
+        };
+        let (mut lo, mut hi) = (k.saturating_sub(n0), k.min(n1));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Correct guesses with `k+` positive and `k−` negative guesses
+    /// (`k+ + k− ≤ m`): the included canaries among the first `k+`, and the
+    /// excluded ones among the last `k−`.
     pub(crate) fn correct(&self, k_plus: u64, k_minus: u64) -> u64 {
-        self.plus[k_plus as usize] + self.minus[k_minus as usize]
+        let m = self.pos.len() + self.neg.len();
+        let (kp, km) = (k_plus as usize, k_minus as usize);
+        let included_last = self.pos.len() - self.included_in_top(m - km);
+        (self.included_in_top(kp) + (km - included_last)) as u64
     }
 }
 
@@ -404,8 +462,8 @@ fn round_count(fraction: f64, m: u64) -> u64 {
 /// A statistic of one guess set: `bound(guesses, level, floor)` returns the
 /// bound (ε or μ) from `v` correct of `r` guesses on `m` canaries at `level`;
 /// it may return any value ≤ `floor` when the bound is at most `floor` (a
-/// shortcut for searches).
-pub(crate) type GuessBound<'a> = dyn Fn(Guesses, f64, f64) -> f64 + 'a;
+/// shortcut for searches). Its error is [`AuditError::Interrupted`].
+pub(crate) type GuessBound<'a> = dyn Fn(Guesses, f64, f64) -> Result<f64> + 'a;
 
 /// The guesses a policy chose and the bound they give.
 #[derive(Debug, Clone)]
@@ -430,7 +488,7 @@ fn best_candidate(
     level: f64,
     cands: &[(f64, f64)],
     bound: &GuessBound<'_>,
-) -> Option<Choice> {
+) -> Result<Option<Choice>> {
     let m = ranked.m();
     let mut best: Option<Choice> = None;
     for &(a, b) in cands {
@@ -440,7 +498,7 @@ fn best_candidate(
         }
         let v = ranked.correct_share(kp, km);
         let floor = best.as_ref().map_or(0.0, |c| c.value);
-        let value = bound(Guesses { m, r: kp + km, v }, level, floor);
+        let value = bound(Guesses { m, r: kp + km, v }, level, floor)?;
         if best.as_ref().is_none_or(|c| value > c.value) {
             best = Some(Choice {
                 k_plus: kp,
@@ -450,7 +508,7 @@ fn best_candidate(
             });
         }
     }
-    best
+    Ok(best)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -479,10 +537,18 @@ fn evidence(
     }
 }
 
-/// Split with `seed`: choose the fractions on one half of the canaries,
-/// bound the other half with them at `level`.
+/// The two halves of the split with `seed` ([`Observations::split`]), each
+/// ranked.
+fn ranked_halves(obs: &Observations, seed: u64) -> [Ranked; 2] {
+    let bits = split_bits(obs.len(), seed);
+    split_sorted_classes(obs.scores(), obs.members(), &bits)
+        .map(|(pos, neg)| Ranked::from_sorted(pos, neg))
+}
+
+/// Split with `seed`: choose the fractions on the `select` half of the
+/// canaries, bound the `evaluate` half with them at `level`.
 fn split_guesses(
-    obs: &Observations,
+    [select, evaluate]: &[Ranked; 2],
     seed: u64,
     level: f64,
     bound: &GuessBound<'_>,
@@ -491,18 +557,15 @@ fn split_guesses(
 ) -> Result<(f64, OneRunEvidence)> {
     // Label-blind split: stratifying on inclusion would break the
     // independence of the evaluation half's coins.
-    let (select, evaluate) = obs.split(seed);
-    let ranked_a = Ranked::new(&select);
-    let cands = candidates(ranked_a.m(), family);
-    let c = best_candidate(&ranked_a, level, &cands, bound).ok_or_else(|| {
+    let cands = candidates(select.m(), family);
+    let c = best_candidate(select, level, &cands, bound)?.ok_or_else(|| {
         AuditError::InvalidParameter {
             name: "canaries",
-            value: format!("{} in the selection half (seed {seed})", select.len()),
+            value: format!("{} in the selection half (seed {seed})", select.m()),
             expected: "at least one canary to guess on in each half of the split",
         }
     })?;
-    let ranked_b = Ranked::new(&evaluate);
-    let m = ranked_b.m();
+    let m = evaluate.m();
     let kp = round_count(c.fractions.0, m);
     let km = round_count(c.fractions.1, m).min(m - kp);
     if kp + km == 0 {
@@ -511,19 +574,23 @@ fn split_guesses(
             evidence(m, 0, 0, 0, level, cands.len(), design, family),
         ));
     }
-    let v = ranked_b.correct_share(kp, km);
-    let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
+    let v = evaluate.correct_share(kp, km);
+    let value = bound(Guesses { m, r: kp + km, v }, level, 0.0)?;
     Ok((
         value,
         evidence(m, kp, km, v, level, cands.len(), design, family),
     ))
 }
 
-/// Chooses the guesses per the design `cfg` and bounds them with `bound`.
+/// Chooses the guesses per the design `cfg` and bounds them with `bound`,
+/// asking `stop` between candidates and halvings. Each class is sorted once
+/// per set of canaries a policy ranks (a split sorts its halves and merges
+/// them for the metrics).
 pub(crate) fn select_guesses(
     obs: &Observations,
     cfg: &OneRunConfig,
     bound: &GuessBound<'_>,
+    stop: Interrupt,
 ) -> Result<GuessOutcome> {
     let OneRunConfig {
         confidence,
@@ -532,19 +599,19 @@ pub(crate) fn select_guesses(
         guesses: family,
         ..
     } = *cfg;
+    check_confidence(confidence)?;
     // Every count is the one a share γ of the tie-breaks reach, so every
     // test runs at γ times the level (crate::tie_break).
     let level = (1.0 - confidence) * TIE_BREAK_SHARE;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
     let design = check_inclusion(obs.members())?;
-    let metrics = metrics(obs, confidence)?;
-    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on| GuessOutcome {
+    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on, metrics| GuessOutcome {
         value,
         evidence,
         bounded_on,
         split_values: None,
-        metrics: metrics.clone(),
+        metrics,
     };
     match selection {
         Selection::Fixed => {
@@ -555,8 +622,7 @@ pub(crate) fn select_guesses(
                     expected: "k+ and k− for `fixed` selection",
                 });
             };
-            let ranked = Ranked::new(obs);
-            let m = ranked.m();
+            let m = obs.len() as u64;
             if kp.saturating_add(km) > m || kp + km == 0 {
                 return Err(AuditError::InvalidParameter {
                     name: "fixed_guesses",
@@ -564,16 +630,22 @@ pub(crate) fn select_guesses(
                     expected: "1 ≤ k+ + k− ≤ number of canaries",
                 });
             }
+            let ranked = Ranked::new(obs);
+            stop.check("one-run bound")?;
+            let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
             let v = ranked.correct_share(kp, km);
-            let value = bound(Guesses { m, r: kp + km, v }, level, 0.0);
+            let value = bound(Guesses { m, r: kp + km, v }, level, 0.0)?;
             Ok(outcome(
                 value,
                 evidence(m, kp, km, v, level, 1, design, family),
                 BoundedOn::All,
+                metrics,
             ))
         }
         Selection::SameData | Selection::Bonferroni => {
             let ranked = Ranked::new(obs);
+            stop.check("one-run bound")?;
+            let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
             let m = ranked.m();
             let cands = candidates(m, family);
             let level = if selection == Selection::Bonferroni {
@@ -581,7 +653,7 @@ pub(crate) fn select_guesses(
             } else {
                 level
             };
-            let c = best_candidate(&ranked, level, &cands, bound).ok_or_else(|| {
+            let c = best_candidate(&ranked, level, &cands, bound)?.ok_or_else(|| {
                 AuditError::InvalidParameter {
                     name: "canaries",
                     value: obs.len().to_string(),
@@ -602,17 +674,38 @@ pub(crate) fn select_guesses(
                     family,
                 ),
                 BoundedOn::All,
+                metrics,
             ))
         }
         Selection::Split { seed } => {
-            let (value, ev) = split_guesses(obs, seed, level, bound, design, family)?;
-            Ok(outcome(value, ev, BoundedOn::EvaluationHalf { seed }))
+            let halves = ranked_halves(obs, seed);
+            stop.check("one-run bound")?;
+            let [a, b] = &halves;
+            let metrics = metrics_sorted(
+                &merge_sorted(&a.pos, &b.pos),
+                &merge_sorted(&a.neg, &b.neg),
+                confidence,
+            );
+            let (value, ev) = split_guesses(&halves, seed, level, bound, design, family)?;
+            Ok(outcome(
+                value,
+                ev,
+                BoundedOn::EvaluationHalf { seed },
+                metrics,
+            ))
         }
         Selection::MultiSplit { seed, splits } => {
-            let seeds = multi_split_seeds(seed, splits)?;
+            let seeds = multi_split_seeds(seed, splits, obs.len())?;
+            let all_ranked = Ranked::new(obs);
+            let metrics = metrics_sorted(&all_ranked.pos, &all_ranked.neg, confidence);
+            drop(all_ranked);
             let all = seeds
                 .iter()
-                .map(|&s| split_guesses(obs, s, level / 2.0, bound, design, family))
+                .map(|&s| {
+                    stop.check("multi-split")?;
+                    let halves = ranked_halves(obs, s);
+                    split_guesses(&halves, s, level / 2.0, bound, design, family)
+                })
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();
             let i = median_rank_index(&values);
@@ -658,12 +751,20 @@ impl GuessOutcome {
 
 /// The one-run ε lower bound from canary scores (Steinke et al. 2023 Thm 3.1).
 pub fn one_run_lower_bound(obs: &Observations, cfg: &OneRunConfig) -> Result<EpsilonLowerBound> {
+    one_run_interruptible(obs, cfg, Interrupt::NEVER)
+}
+
+/// [`one_run_lower_bound`], asking `stop` between units of work.
+pub fn one_run_interruptible(
+    obs: &Observations,
+    cfg: &OneRunConfig,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
     let delta = cfg.delta;
-    let bound =
-        |g: Guesses, level: f64, _floor: f64| epsilon_lower_bound_unchecked(g, delta, level);
-    let out = select_guesses(obs, cfg, &bound)?;
+    let bound = |g: Guesses, level: f64, _floor: f64| bisect_epsilon(g, delta, level, stop);
+    let out = select_guesses(obs, cfg, &bound, stop)?;
     Ok(out.into_bound(cfg, Method::OneRun, MechanismAssumption::Nothing, |eps| eps))
 }
 
@@ -719,6 +820,56 @@ mod tests {
         let r2 = Ranked::new(&rev);
         for (kp, km) in [(2, 0), (5, 0), (0, 5), (5, 5), (3, 2)] {
             assert_eq!(r2.correct_share(kp, km), r.correct_share(kp, km));
+        }
+    }
+
+    /// The ranking of [`Ranked::new`] written out: every row sorted by
+    /// (score descending, non-members first), then prefix counts.
+    fn correct_by_sorting_rows(obs: &Observations, kp: usize, km: usize) -> u64 {
+        let (scores, members) = (obs.scores(), obs.members());
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| {
+            (scores[b] + 0.0)
+                .total_cmp(&(scores[a] + 0.0))
+                .then(members[a].cmp(&members[b]))
+        });
+        let top = order[..kp].iter().filter(|&&i| members[i]).count();
+        let bottom = order[order.len() - km..]
+            .iter()
+            .filter(|&&i| !members[i])
+            .count();
+        (top + bottom) as u64
+    }
+
+    #[test]
+    fn binary_search_counts_equal_the_sorted_rows() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for trial in 0..40 {
+            let n = rng.gen_range(2..60);
+            // Few distinct values (many ties, ±0.0) in half the trials.
+            let levels = if trial % 2 == 0 { 3 } else { 1000 };
+            let scores: Vec<f64> = (0..n)
+                .map(|_| match rng.gen_range(0..levels) {
+                    0 => -0.0,
+                    1 => 0.0,
+                    l => f64::from(l) * if rng.gen() { 1.0 } else { -1.0 },
+                })
+                .collect();
+            let mut members: Vec<bool> = (0..n).map(|_| rng.gen()).collect();
+            members[0] = true;
+            members[1] = false;
+            let obs = Observations::new(scores, members).unwrap();
+            let ranked = Ranked::new(&obs);
+            for kp in 0..=n {
+                for km in 0..=(n - kp) {
+                    assert_eq!(
+                        ranked.correct(kp as u64, km as u64),
+                        correct_by_sorting_rows(&obs, kp, km),
+                        "trial {trial}, k+ = {kp}, k− = {km}"
+                    );
+                }
+            }
         }
     }
 

@@ -49,6 +49,7 @@ use serde::Serialize;
 use crate::bound::{EpsilonLowerBound, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{cdf, gdp_epsilon, pdf};
+use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
 use crate::one_run::{select_guesses, Guesses, OneRunConfig};
 use crate::region::check_gdp_delta;
@@ -234,30 +235,40 @@ impl TradeoffFamily {
     /// The largest member parameter rejected (the low end of the final
     /// bracket, by bisection: rejection is monotone in the parameter), or 0
     /// when `floor` itself is not rejected (the bound is then at most
-    /// `floor`).
-    fn largest_rejected(self, delta: f64, g: Guesses, level: f64, floor: f64) -> f64 {
-        let rej = |t: f64| self.rejects_unchecked(t, delta, g, level);
-        if !rej(floor) {
-            return 0.0;
+    /// `floor`). Asks `stop` before each test (one test is O(v) at most).
+    fn largest_rejected(
+        self,
+        delta: f64,
+        g: Guesses,
+        level: f64,
+        floor: f64,
+        stop: Interrupt,
+    ) -> Result<f64> {
+        let rej = |t: f64| -> Result<bool> {
+            stop.check("f-DP one-run bound")?;
+            Ok(self.rejects_unchecked(t, delta, g, level))
+        };
+        if !rej(floor)? {
+            return Ok(0.0);
         }
         let mut lo = floor;
         let mut hi = (2.0 * floor).max(1.0);
-        while rej(hi) {
+        while rej(hi)? {
             lo = hi;
             hi *= 2.0;
             if hi > THETA_MAX {
-                return lo;
+                return Ok(lo);
             }
         }
         while hi - lo > THETA_TOL {
             let mid = 0.5 * (lo + hi);
-            if rej(mid) {
+            if rej(mid)? {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        lo
+        Ok(lo)
     }
 }
 
@@ -272,7 +283,7 @@ pub fn mu_lower_bound(m: u64, r: u64, v: u64, level: f64) -> Result<f64> {
     let g = Guesses { m, r, v };
     check_counts(g)?;
     check_level(level)?;
-    Ok(TradeoffFamily::Gaussian.largest_rejected(0.0, g, level, 0.0))
+    TradeoffFamily::Gaussian.largest_rejected(0.0, g, level, 0.0, Interrupt::NEVER)
 }
 
 /// The ε lower bound of the (ε, δ) family: the largest ε such that the
@@ -282,7 +293,7 @@ pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, level: f64) -> Re
     check_counts(g)?;
     check_delta(delta)?;
     check_level(level)?;
-    Ok(TradeoffFamily::EpsDelta.largest_rejected(delta, g, level, 0.0))
+    TradeoffFamily::EpsDelta.largest_rejected(delta, g, level, 0.0, Interrupt::NEVER)
 }
 
 /// The f-DP one-run bound from canary scores (one row per canary, `member` =
@@ -294,6 +305,16 @@ pub fn one_run_fdp_lower_bound(
     cfg: &OneRunConfig,
     family: TradeoffFamily,
 ) -> Result<EpsilonLowerBound> {
+    one_run_fdp_interruptible(obs, cfg, family, Interrupt::NEVER)
+}
+
+/// [`one_run_fdp_lower_bound`], asking `stop` between units of work.
+pub fn one_run_fdp_interruptible(
+    obs: &Observations,
+    cfg: &OneRunConfig,
+    family: TradeoffFamily,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     match family {
         TradeoffFamily::Gaussian => check_gdp_delta(cfg.delta)?,
@@ -301,8 +322,8 @@ pub fn one_run_fdp_lower_bound(
     }
     let delta = cfg.delta;
     let bound =
-        |g: Guesses, level: f64, floor: f64| family.largest_rejected(delta, g, level, floor);
-    let mut out = select_guesses(obs, cfg, &bound)?;
+        |g: Guesses, level: f64, floor: f64| family.largest_rejected(delta, g, level, floor, stop);
+    let mut out = select_guesses(obs, cfg, &bound, stop)?;
     out.evidence.family = Some(family.name());
     if family == TradeoffFamily::Gaussian {
         out.evidence.mu_lower = Some(out.value);

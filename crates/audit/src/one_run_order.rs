@@ -72,6 +72,7 @@
 use crate::bound::{EpsilonLowerBound, MechanismAssumption};
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{gdp_epsilon, interval, inverse_sf, log_add_exp, log_sf, pdf};
+use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
 use crate::one_run::{
     epsilon_lower_bound, p_value_unchecked, select_guesses, Guesses, OneRunConfig,
@@ -544,15 +545,27 @@ pub fn one_run_order_lower_bound(
     cfg: &OneRunConfig,
     family: TradeoffFamily,
 ) -> Result<EpsilonLowerBound> {
+    one_run_order_interruptible(obs, cfg, family, Interrupt::NEVER)
+}
+
+/// [`one_run_order_lower_bound`], asking `stop` between units of work.
+pub fn one_run_order_interruptible(
+    obs: &Observations,
+    cfg: &OneRunConfig,
+    family: TradeoffFamily,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     match family {
         TradeoffFamily::Gaussian => check_gdp_delta(cfg.delta)?,
         TradeoffFamily::EpsDelta => check_delta(cfg.delta)?,
     }
     let delta = cfg.delta;
-    let bound =
-        |g: Guesses, level: f64, floor: f64| bound_unchecked(family, delta, g, level, floor);
-    let mut out = select_guesses(obs, cfg, &bound)?;
+    let bound = |g: Guesses, level: f64, floor: f64| {
+        stop.check("one-run-order bound")?;
+        Ok(bound_unchecked(family, delta, g, level, floor))
+    };
+    let mut out = select_guesses(obs, cfg, &bound, stop)?;
     out.evidence.family = Some(family.name());
     if family == TradeoffFamily::Gaussian {
         out.evidence.mu_lower = Some(out.value);

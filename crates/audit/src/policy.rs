@@ -31,9 +31,27 @@ pub fn split_seeds(seed: u64, splits: u32) -> Vec<u64> {
     (0..splits).map(|_| rng.next_u64()).collect()
 }
 
-/// The seeds of a `multi-split` with seed `seed` and `splits` halvings,
-/// refusing `splits = 0`.
-pub(crate) fn multi_split_seeds(seed: u64, splits: u32) -> Result<Vec<u64>> {
+/// The most halvings a `multi-split` may ask for, whatever the number of
+/// rows. The median-rank aggregation gains nothing measurable beyond a few
+/// hundred halvings, and each one has a fixed cost (its candidate search).
+pub const MAX_SPLITS: u32 = 10_000;
+
+/// The most rows × halvings a `multi-split` may ask for: each halving
+/// copies and sorts its rows, so the work grows with their product
+/// (2·10⁹ is about 10 minutes at [`SECONDS_PER_SPLIT_ROW`]).
+pub const MAX_SPLIT_ROWS: u64 = 2_000_000_000;
+
+/// Seconds per row and halving of a `multi-split`, for the estimate in a
+/// refusal: measured on the development machine (2-core EPYC at load 11,
+/// release build, 10⁶ and 10⁷ rows, 2026-11-28) from 0.8·10⁻⁷ (f-DP
+/// one-run) to 6.5·10⁻⁷ (gdp); eps-delta 1.9–2.1·10⁻⁷, one-run
+/// 1.1–1.4·10⁻⁷ (`benches/RESULTS.md`, "Audit statistics").
+pub const SECONDS_PER_SPLIT_ROW: f64 = 3e-7;
+
+/// The seeds of a `multi-split` with seed `seed` and `splits` halvings of
+/// `rows` rows, refusing `splits = 0` and more work than [`MAX_SPLITS`] and
+/// [`MAX_SPLIT_ROWS`] allow, with the estimate (before any of it is done).
+pub(crate) fn multi_split_seeds(seed: u64, splits: u32, rows: usize) -> Result<Vec<u64>> {
     if splits == 0 {
         return Err(AuditError::InvalidParameter {
             name: "splits",
@@ -41,7 +59,46 @@ pub(crate) fn multi_split_seeds(seed: u64, splits: u32) -> Result<Vec<u64>> {
             expected: "at least one random halving for `multi-split`",
         });
     }
+    check_split_work(splits, rows)?;
     Ok(split_seeds(seed, splits))
+}
+
+/// Refuses a `multi-split` of `splits` halvings of `rows` rows beyond
+/// [`MAX_SPLITS`] or [`MAX_SPLIT_ROWS`], naming `splits`, the estimated work
+/// and time, and the largest `splits` accepted for `rows`.
+pub fn check_split_work(splits: u32, rows: usize) -> Result<()> {
+    let work = u64::from(splits).saturating_mul(rows as u64);
+    if splits <= MAX_SPLITS && work <= MAX_SPLIT_ROWS {
+        return Ok(());
+    }
+    let most = (MAX_SPLIT_ROWS / (rows as u64).max(1)).min(u64::from(MAX_SPLITS));
+    let seconds = work as f64 * SECONDS_PER_SPLIT_ROW;
+    Err(AuditError::TooMuchWork {
+        name: "splits",
+        value: splits.to_string(),
+        estimate: format!(
+            "{splits} random halvings of {rows} rows are {work:.1e} row-halvings, an estimated {} \
+             (at {SECONDS_PER_SPLIT_ROW:e} s per row and halving)",
+            human_seconds(seconds)
+        ),
+        maximum: format!(
+            "at most {most} splits for {rows} rows (at most {MAX_SPLITS} splits and \
+             {MAX_SPLIT_ROWS:.0e} rows × splits; a few dozen are usual, the default is {DEFAULT_SPLITS})"
+        ),
+    })
+}
+
+/// `seconds` in the largest unit that keeps it readable.
+fn human_seconds(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else if seconds < 172_800.0 {
+        format!("{:.1} h", seconds / 3600.0)
+    } else {
+        format!("{:.0} days", seconds / 86_400.0)
+    }
 }
 
 /// Index (in `bounds`) of the `⌈B/2⌉`-th largest bound, ties broken by the
@@ -114,6 +171,25 @@ mod tests {
             default_selection(Method::OneRunFdp, 50_000, 7),
             Selection::Bonferroni
         );
+    }
+
+    #[test]
+    fn absurd_splits_are_refused_with_the_estimate() {
+        assert!(check_split_work(10, 10_000_000).is_ok());
+        assert!(check_split_work(MAX_SPLITS, 2000).is_ok());
+        // The issue's call: 10⁶ halvings of 2000 rows.
+        let e = multi_split_seeds(0, 1_000_000, 2000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`splits` = 1000000"), "{e}");
+        assert!(e.contains("2.0e9 row-halvings"), "{e}");
+        assert!(e.contains("at most 10000 splits for 2000 rows"), "{e}");
+        // 10⁷ rows: 200 halvings at most (2·10⁹ / 10⁷).
+        let e = check_split_work(201, 10_000_000).unwrap_err().to_string();
+        assert!(e.contains("at most 200 splits for 10000000 rows"), "{e}");
+        assert!(check_split_work(200, 10_000_000).is_ok());
+        assert_eq!(human_seconds(30.0), "30 s");
+        assert_eq!(human_seconds(3.0 * 86_400.0), "3 days");
     }
 
     #[test]

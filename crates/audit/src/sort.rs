@@ -82,6 +82,66 @@ pub(crate) fn sorted_classes(scores: &[f64], members: &[bool]) -> (Vec<f64>, Vec
     })
 }
 
+/// The two halves of a split (`selection[i]`: row `i` goes to the first
+/// half), each as its (member, non-member) scores sorted ascending: the
+/// same as [`sorted_classes`] of each half of
+/// [`Observations::split`](crate::observations::Observations::split),
+/// without copying the halves first. The four classes are sorted two per
+/// thread.
+pub(crate) fn split_sorted_classes(
+    scores: &[f64],
+    members: &[bool],
+    selection: &[bool],
+) -> [(Vec<f64>, Vec<f64>); 2] {
+    const PARALLEL_FROM: usize = 1 << 17;
+    // [selection members, selection non-members, evaluation members, evaluation non-members]
+    let slot = |m: bool, s: bool| 2 * usize::from(!s) + usize::from(!m);
+    let mut sizes = [0_usize; 4];
+    for (&m, &s) in members.iter().zip(selection) {
+        sizes[slot(m, s)] += 1;
+    }
+    let mut keys: [Vec<u64>; 4] = sizes.map(Vec::with_capacity);
+    for ((&x, &m), &s) in scores.iter().zip(members).zip(selection) {
+        keys[slot(m, s)].push(key(x));
+    }
+    let finish = |mut k: Vec<u64>| {
+        k.sort_unstable();
+        k.into_iter().map(from_key).collect::<Vec<f64>>()
+    };
+    let [a, b, c, d] = keys;
+    if scores.len() < PARALLEL_FROM {
+        return [(finish(a), finish(b)), (finish(c), finish(d))];
+    }
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| (finish(c), finish(d)));
+        let first = (finish(a), finish(b));
+        // A panic in the other thread (none is possible here) would be re-raised.
+        let second = match other.join() {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e),
+        };
+        [first, second]
+    })
+}
+
+/// Two ascending score vectors merged into one (ascending).
+pub(crate) fn merge_sorted(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 #[cfg(test)]
 fn sort_key_pair(mut a: Vec<u64>, mut b: Vec<u64>) -> (Vec<u64>, Vec<u64>) {
     const PARALLEL_FROM: usize = 1 << 16;
@@ -137,6 +197,19 @@ mod tests {
             c
         };
         assert_eq!((pos, neg), (split(true), split(false)));
+        // By half of a split, then merged back.
+        let halves: Vec<bool> = (0..v.len()).map(|i| i % 3 == 0).collect();
+        let [(sp, sn), (ep, en)] = split_sorted_classes(&v, &members, &halves);
+        let of_half = |keep_half: bool| {
+            let rows: Vec<usize> = (0..v.len()).filter(|&i| halves[i] == keep_half).collect();
+            let s: Vec<f64> = rows.iter().map(|&i| v[i]).collect();
+            let m: Vec<bool> = rows.iter().map(|&i| members[i]).collect();
+            sorted_classes(&s, &m)
+        };
+        assert_eq!((sp.clone(), sn.clone()), of_half(true));
+        assert_eq!((ep.clone(), en.clone()), of_half(false));
+        assert_eq!(merge_sorted(&sp, &ep), split(true));
+        assert_eq!(merge_sorted(&sn, &en), split(false));
         for x in [-2.5, -0.0, 0.0, 1e-300, 7.0] {
             assert_eq!(from_key(key(x)), x + 0.0);
         }

@@ -7,19 +7,27 @@
 //!
 //! - NumPy in: scores are read where they lie when they are a contiguous
 //!   float64 array (validated in place, then copied once into the audit's own
-//!   storage, which sorts them); other numeric dtypes are converted.
-//! - Long computations release the GIL ([`Python::detach`]).
+//!   storage, which sorts them); other numeric dtypes are converted. Member
+//!   flags are read as bytes, non-zero = member, NumPy's own rule: a NumPy
+//!   `bool` array may hold any byte (`u8_array.view(bool)`, `np.fromfile`),
+//!   and a Rust `bool` may hold only 0 or 1, so no boolean array is ever
+//!   reinterpreted as `[bool]`.
+//! - Long computations release the GIL ([`Python::detach`]) and check for
+//!   Ctrl-C through the audit crate's [`Interrupt`] hook (at most every
+//!   50 ms): a signal's exception (`KeyboardInterrupt`) ends them.
 //! - Bad input raises `ValueError` (or `TypeError` for a wrong kind of
 //!   argument) with the library's message; library code does not panic on
 //!   input, and nothing here unwraps one.
+//! - A `Bound` pickles (and copies) as its bound's own JSON and the arrays
+//!   it was computed from; equal bounds compare equal and hash alike.
 
-use numpy::{
-    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
-use std::borrow::Cow;
+mod inputs;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use inputs::{read_members, read_scores, Inputs};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
 use dpaudit_accounting::report::{account_json, calibration_json};
@@ -30,10 +38,10 @@ use dpaudit_accounting::{
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::design::inclusion_test;
-use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::estimate::{lower_bound_interruptible, BoundSettings};
+use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::metrics as score_metrics;
-use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::GuessFamily;
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
@@ -50,141 +58,64 @@ fn audit_error(e: AuditError) -> PyErr {
     value_error(e)
 }
 
+/// How often a long computation checks for Python signals (each check
+/// takes the GIL).
+const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(50);
+
+/// Runs `f` without the GIL, handing it an [`Interrupt`] that runs Python's
+/// signal handlers (`Python::check_signals`) at most every
+/// [`SIGNAL_CHECK_EVERY`]. When a handler raises (Ctrl-C:
+/// `KeyboardInterrupt`), the computation stops and that exception is
+/// raised; other errors map to `ValueError`. Off the main thread, where
+/// Python runs no signal handler, it never asks.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce(Interrupt) -> Result<T, AuditError> + Send,
+) -> PyResult<T> {
+    // Python runs signal handlers on its main thread only: a bound computed
+    // on another thread never takes the GIL to ask.
+    let threading = py.import("threading")?;
+    let on_main = threading
+        .call_method0("current_thread")?
+        .is(&threading.call_method0("main_thread")?);
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let last = Mutex::new(Instant::now());
+    let hook = || {
+        if !on_main {
+            return false;
+        }
+        let Ok(mut last) = last.lock() else {
+            return false;
+        };
+        if last.elapsed() < SIGNAL_CHECK_EVERY {
+            return false;
+        }
+        *last = Instant::now();
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                if let Ok(mut slot) = raised.lock() {
+                    *slot = Some(e);
+                }
+                true
+            }
+        })
+    };
+    match py.detach(|| f(Interrupt::new(&hook))) {
+        Ok(v) => Ok(v),
+        Err(AuditError::Interrupted { what }) => Err(raised
+            .into_inner()
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| PyKeyboardInterrupt::new_err(format!("{what} interrupted")))),
+        Err(e) => Err(audit_error(e)),
+    }
+}
+
 /// A JSON value as Python objects (dicts, lists, floats, ...).
 fn to_python(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
     let text = serde_json::to_string(v).map_err(value_error)?;
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
-}
-
-/// A column of an input: NumPy's own buffer when it is contiguous and of
-/// the right dtype (read in place), else a converted copy.
-enum Column<'py, T: numpy::Element> {
-    InPlace(PyReadonlyArrayDyn<'py, T>),
-    Copied(Vec<T>),
-}
-
-impl<T: numpy::Element + Clone> Column<'_, T> {
-    fn cow(&self) -> Cow<'_, [T]> {
-        match self {
-            // Contiguity was checked when the column was made.
-            Column::InPlace(ro) => ro.as_slice().map_or_else(
-                |_| Cow::Owned(ro.as_array().iter().cloned().collect()),
-                Cow::Borrowed,
-            ),
-            Column::Copied(v) => Cow::Borrowed(v.as_slice()),
-        }
-    }
-}
-
-fn type_name(array: &Bound<'_, PyAny>) -> String {
-    array
-        .get_type()
-        .name()
-        .map_or_else(|_| "?".into(), |n| n.to_string())
-}
-
-fn one_dimensional<'py>(
-    name: &str,
-    array: &Bound<'py, PyAny>,
-    what: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let untyped = array.cast::<PyUntypedArray>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "`{name}` must be a NumPy array of {what}, got {}",
-            type_name(array)
-        ))
-    })?;
-    if untyped.ndim() != 1 {
-        return Err(value_error(format!(
-            "`{name}` must be one-dimensional (one value per row), got shape {:?}",
-            untyped.shape()
-        )));
-    }
-    Ok(untyped.clone())
-}
-
-/// Scores: a 1-D numeric array; a contiguous float64 array is read in
-/// place, any other is converted by NumPy (a copy).
-fn read_scores<'py>(name: &str, array: &Bound<'py, PyAny>) -> PyResult<Column<'py, f64>> {
-    let untyped = one_dimensional(name, array, "numbers")?;
-    let dtype = untyped.dtype();
-    if !matches!(dtype.kind(), b'f' | b'i' | b'u') {
-        return Err(PyTypeError::new_err(format!(
-            "`{name}` must hold numbers (float or integer dtype), got dtype {}",
-            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
-        )));
-    }
-    let f64s = match array.cast::<PyArrayDyn<f64>>() {
-        Ok(a) => a.clone(),
-        Err(_) => array
-            .call_method1("astype", ("float64",))?
-            .cast_into::<PyArrayDyn<f64>>()?,
-    };
-    let ro = f64s.readonly();
-    if ro.as_slice().is_ok() {
-        Ok(Column::InPlace(ro))
-    } else {
-        Ok(Column::Copied(ro.as_array().iter().copied().collect()))
-    }
-}
-
-/// Members: a 1-D boolean array (read in place when contiguous), or numbers
-/// that are all 0 or 1.
-fn read_members<'py>(name: &str, array: &Bound<'py, PyAny>) -> PyResult<Column<'py, bool>> {
-    let untyped = one_dimensional(name, array, "booleans or 0/1")?;
-    if let Ok(a) = array.cast::<PyArrayDyn<bool>>() {
-        let ro = a.readonly();
-        return Ok(if ro.as_slice().is_ok() {
-            Column::InPlace(ro)
-        } else {
-            Column::Copied(ro.as_array().iter().copied().collect())
-        });
-    }
-    let dtype = untyped.dtype();
-    if !matches!(dtype.kind(), b'f' | b'i' | b'u') {
-        return Err(PyTypeError::new_err(format!(
-            "`{name}` must hold booleans or the numbers 0 and 1, got dtype {}",
-            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
-        )));
-    }
-    let values = read_scores(name, array)?;
-    let flags = values
-        .cow()
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if v == 1.0 {
-                Ok(true)
-            } else if v == 0.0 {
-                Ok(false)
-            } else {
-                Err(value_error(format!(
-                    "`{name}`[{i}] = {v} is invalid; expected 0 or 1 (1 = the canary/target was included)"
-                )))
-            }
-        })
-        .collect::<PyResult<Vec<bool>>>()?;
-    Ok(Column::Copied(flags))
-}
-
-/// The two columns of a score input.
-struct Inputs<'py> {
-    scores: Column<'py, f64>,
-    members: Column<'py, bool>,
-}
-
-impl<'py> Inputs<'py> {
-    fn read(scores: &Bound<'py, PyAny>, members: &Bound<'py, PyAny>) -> PyResult<Self> {
-        Ok(Self {
-            scores: read_scores("scores", scores)?,
-            members: read_members("members", members)?,
-        })
-    }
-
-    /// Validated observations over the columns (no copy of an in-place column).
-    fn observations(&self) -> PyResult<Observations<'_>> {
-        Observations::from_cows(self.scores.cow(), self.members.cow()).map_err(audit_error)
-    }
 }
 
 /// The selection policy named `name`, for `method` with `n` rows; whether it
@@ -231,6 +162,10 @@ fn fixed_guesses(
     }
 }
 
+/// What a pickled `Bound` holds: the bound's own JSON, the scores and
+/// members it was computed from, and whether its selection was the default.
+type PickledBound = (String, Py<PyAny>, Py<PyAny>, bool);
+
 /// An ε lower bound with what produced it (see `dpaudit.audit.Bound`).
 #[pyclass(frozen, name = "Bound", module = "dpaudit._dpaudit")]
 struct LowerBound {
@@ -239,7 +174,11 @@ struct LowerBound {
     /// in place, when a plot is drawn).
     scores: Py<PyAny>,
     members: Py<PyAny>,
+    /// Whether the selection policy was the default (`selection="auto"`).
+    by_default: bool,
     json: serde_json::Value,
+    /// `json` as compact text: what equality and the hash compare.
+    text: String,
 }
 
 impl LowerBound {
@@ -256,11 +195,14 @@ impl LowerBound {
             )));
         }
         let json = bound_json(&bound, by_default).map_err(audit_error)?;
+        let text = serde_json::to_string(&json).map_err(value_error)?;
         Ok(Self {
             bound,
             scores: scores.clone().unbind(),
             members: members.clone().unbind(),
+            by_default,
             json,
+            text,
         })
     }
 }
@@ -403,6 +345,46 @@ impl LowerBound {
         let h = histogram_auto(&members, &nonmembers).map_err(audit_error)?;
         write_or_return(path, h.to_svg(title, "score (higher = member)"))
     }
+    /// Pickling and `copy`: the bound's own fields as JSON (every float read
+    /// back to the bit), the arrays it was computed from (for the plots),
+    /// and whether the selection was the default.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, PickledBound)> {
+        let py = slf.py();
+        let me = slf.get();
+        let state = serde_json::to_string(&me.bound).map_err(value_error)?;
+        let rebuild = slf.get_type().getattr("_from_state")?;
+        Ok((
+            rebuild,
+            (
+                state,
+                me.scores.clone_ref(py),
+                me.members.clone_ref(py),
+                me.by_default,
+            ),
+        ))
+    }
+    /// The inverse of `__reduce__` (not for direct use).
+    #[staticmethod]
+    fn _from_state(
+        state: &str,
+        scores: &Bound<'_, PyAny>,
+        members: &Bound<'_, PyAny>,
+        by_default: bool,
+    ) -> PyResult<Self> {
+        let bound: EpsilonLowerBound = serde_json::from_str(state)
+            .map_err(|e| value_error(format!("not the state of a pickled Bound: {e}")))?;
+        LowerBound::new(bound, scores, members, by_default)
+    }
+    /// Equal when every field of the bound (its `to_dict()`) is equal.
+    fn __eq__(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.text.hash(&mut h);
+        h.finish()
+    }
     fn __repr__(&self) -> String {
         let b = &self.bound;
         format!(
@@ -479,8 +461,10 @@ fn bound(
         guesses,
         fixed_guesses,
     };
-    let bound = py.detach(|| lower_bound(method, &obs, &settings));
-    LowerBound::new(bound.map_err(audit_error)?, scores, members, by_default)
+    let bound = interruptible(py, |stop| {
+        lower_bound_interruptible(method, &obs, &settings, stop)
+    })?;
+    LowerBound::new(bound, scores, members, by_default)
 }
 
 /// PANORAMIA's ε̃ (Kazmi et al. 2024): a measurement, not a lower bound.

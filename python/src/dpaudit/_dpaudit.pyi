@@ -15,7 +15,9 @@ _Members = npt.NDArray[Any]
 _Path = Union[str, PathLike[str]]
 
 class Bound:
-    """An ε lower bound with what produced it."""
+    """An ε lower bound with what produced it. Frozen; picklable and copyable
+    (with the arrays it was computed from); equal to another bound, and
+    hashed alike, when every field of `to_dict()` is equal."""
 
     @property
     def epsilon(self) -> float:
@@ -60,6 +62,11 @@ class Bound:
     ) -> Optional[str]:
         """The SVG of `--plot` (to `path`, or returned)."""
     def histogram(self, path: Optional[_Path] = None, title: str = "scores") -> Optional[str]: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[str, _Scores, _Members, bool]]: ...
+    @staticmethod
+    def _from_state(state: str, scores: _Scores, members: _Members, by_default: bool) -> Bound: ...
 
 def bound(
     method: str,
@@ -76,7 +83,11 @@ def bound(
     guesses: str = "symmetric",
 ) -> Bound:
     """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
-    one-run-order, one-run-order-gaussian or one-run-gaussian-scores)."""
+    one-run-order, one-run-order-gaussian or one-run-gaussian-scores).
+
+    `members`: booleans (any non-zero byte is a member, as NumPy reads them) or
+    the numbers 0 and 1. Raises KeyboardInterrupt on Ctrl-C, and ValueError for
+    a multi-split of more `splits` than the rows allow (with the estimate)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

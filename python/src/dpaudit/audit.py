@@ -14,12 +14,17 @@ Two input forms:
 - ``in_scores`` and ``out_scores``: the scores of the runs with and without the
   target, as JAX-Privacy's ``CanaryScoreAuditor`` takes them.
 
-A contiguous float64 ``scores`` array and a contiguous boolean ``members``
-array are read in place, without a copy; other dtypes and strided views are
-converted first. Long computations release the GIL (do not write to the
-arrays from another thread meanwhile). Bad input raises ``ValueError`` (or
+A contiguous float64 ``scores`` array is read in place, without a copy;
+other dtypes and strided views are converted first. A boolean ``members``
+array is read as bytes with NumPy's rule, any non-zero byte is a member
+(``u8.view(bool)`` and ``np.fromfile(..., dtype=bool)`` masks count as
+``np.count_nonzero`` counts them). Long computations release the GIL (do not
+write to the arrays from another thread meanwhile) and stop on Ctrl-C with
+``KeyboardInterrupt``; a ``multi-split`` of absurdly many ``splits`` is
+refused with an estimate of its cost. Bad input raises ``ValueError`` (or
 ``TypeError`` for an argument of the wrong kind) with the message the CLI
-prints.
+prints. A :class:`Bound` is picklable and copyable, and equal bounds compare
+equal.
 
 Selection policies (``selection=``): ``"auto"`` (the default: the best valid
 policy for the method and the number of rows, chosen from them alone),

@@ -72,6 +72,7 @@ use crate::bound::{
 };
 use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{gdp_epsilon, inverse_cdf};
+use crate::interrupt::Interrupt;
 use crate::metrics::{metrics_sorted, Metrics};
 use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
@@ -162,10 +163,20 @@ struct Found {
 
 /// Chooses the threshold (per the selection policy) and bounds the
 /// statistic on the bounding data.
-fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> Result<Found> {
+fn select_and_count(
+    obs: &Observations,
+    cfg: &RegionConfig,
+    stat: Statistic,
+    stop: Interrupt,
+) -> Result<Found> {
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
+    let seeds = match cfg.selection {
+        Selection::MultiSplit { seed, splits } => multi_split_seeds(seed, splits, obs.len())?,
+        _ => Vec::new(),
+    };
     let all = Sorted::of(obs);
+    stop.check("threshold audit")?;
     let metrics = metrics_sorted(&all.members, &all.nonmembers, cfg.confidence);
     let found = |(evidence, value): (ThresholdEvidence, f64), bounded_on| Found {
         evidence,
@@ -200,12 +211,14 @@ fn select_and_count(obs: &Observations, cfg: &RegionConfig, stat: Statistic) -> 
             split_evidence(obs, seed, cfg.confidence, stat)?,
             BoundedOn::EvaluationHalf { seed },
         )),
-        Selection::MultiSplit { seed, splits } => {
+        Selection::MultiSplit { .. } => {
             let half_level = 1.0 - (1.0 - cfg.confidence) / 2.0;
-            let seeds = multi_split_seeds(seed, splits)?;
             let all = seeds
                 .iter()
-                .map(|&s| split_evidence(obs, s, half_level, stat))
+                .map(|&s| {
+                    stop.check("multi-split")?;
+                    split_evidence(obs, s, half_level, stat)
+                })
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(_, v)| *v).collect();
             let i = median_rank_index(&values);
@@ -256,7 +269,16 @@ fn finish(
 /// selection policy allows (Clopper–Pearson limits on both rates, their
 /// Algorithm 5, for `same-data`).
 pub fn eps_delta_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
-    let mut found = select_and_count(obs, cfg, Statistic::EpsDelta { delta: cfg.delta })?;
+    eps_delta_interruptible(obs, cfg, Interrupt::NEVER)
+}
+
+/// [`eps_delta_lower_bound`], asking `stop` between units of work.
+pub fn eps_delta_interruptible(
+    obs: &Observations,
+    cfg: &RegionConfig,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
+    let mut found = select_and_count(obs, cfg, Statistic::EpsDelta { delta: cfg.delta }, stop)?;
     let split_bounds = found.split_values.take();
     let epsilon = found.value;
     Ok(finish(cfg, Method::EpsDelta, epsilon, found, split_bounds))
@@ -267,8 +289,17 @@ pub fn eps_delta_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<E
 /// Clopper–Pearson limits for `same-data`), then ε at δ for μ-GDP. Needs
 /// δ > 0.
 pub fn gdp_lower_bound(obs: &Observations, cfg: &RegionConfig) -> Result<EpsilonLowerBound> {
+    gdp_interruptible(obs, cfg, Interrupt::NEVER)
+}
+
+/// [`gdp_lower_bound`], asking `stop` between units of work.
+pub fn gdp_interruptible(
+    obs: &Observations,
+    cfg: &RegionConfig,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_gdp_delta(cfg.delta)?;
-    let mut found = select_and_count(obs, cfg, Statistic::Gdp)?;
+    let mut found = select_and_count(obs, cfg, Statistic::Gdp, stop)?;
     let mu = found.value;
     found.evidence.mu_lower = Some(mu);
     let epsilon = gdp_epsilon(mu, cfg.delta);
