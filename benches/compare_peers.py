@@ -43,6 +43,10 @@ also run at a valid threshold: chosen by opake's own rule (maximum accuracy)
 on a random half of the canaries, bounded with `threshold=` on the other half
 (`split`, this harness's wrapper; the bound then has m/2 canaries).
 
+`--coverage KIND:PARAM:M` instead counts, over `--trials` data sets of one
+cell, how often each bound is above the true eps (a check of a surprising
+single cell).
+
 Each peer call runs in a worker process with a time box (`--timeout`, 120 s);
 an estimator that runs over it is skipped for the rest of that m and for every
 larger m, and the table says so. The peers run single-threaded.
@@ -279,6 +283,35 @@ def run(args):
     return rows
 
 
+def coverage(args):
+    """How often each dpaudit method and each `--peers` estimator is above the
+    true eps on `--trials` data sets of one cell (`--coverage KIND:PARAM:M`),
+    seeds from `--first-trial`: a check of single surprising cells."""
+    kind, param, m = args.coverage.split(":")
+    param, m = float(param), int(m)
+    truth = MECHANISMS[kind][1](param, DELTA)
+    seeds = range(args.first_trial, args.first_trial + args.trials)
+    est = peer_estimators()
+    with tempfile.TemporaryDirectory() as tmp:
+        files, data = [], []
+        for t in seeds:
+            scores, bits = data_set(kind, param, m, t)
+            files.append(os.path.join(tmp, f"{t}.npy"))
+            save_scores(files[-1], scores, bits)
+            data.append((scores, bits, t))
+        ours = run_dpaudit(args.bin, files, DELTA,
+                           args.methods.split(",") if args.methods else DPAUDIT_METHODS)
+    results = {f"dpaudit/{k}": [o[k]["epsilon"] for o in ours]
+               for k, v in ours[0].items() if isinstance(v, dict)}
+    for name in args.peers.split(",") if args.peers else []:
+        results[name] = [est[name][0](s, b, t) for s, b, t in data]
+    print(f"{cell_name(kind, param)}, m = {m}, true eps(1e-5) = {truth:.4f}, "
+          f"seeds {seeds.start}-{seeds.stop - 1}:")
+    for name, v in results.items():
+        print(f"  {name}: above the truth in {sum(x > truth for x in v)}/{len(v)}, "
+              f"mean {np.mean(v):.3f}")
+
+
 def versions():
     v = {p: importlib.metadata.version(p) for p in ("jax-privacy", "opake-auditing", "numpy")}
     v["date"] = datetime.date.today().isoformat()
@@ -449,8 +482,13 @@ def main():
     p.add_argument("--kinds", help="mechanisms of the grid to run (default: all), e.g. gauss,rr")
     p.add_argument("--methods", help="dpaudit methods (default: DPAUDIT_METHODS), comma-separated")
     p.add_argument("--json", default="/tmp/compare_peers.json")
+    p.add_argument("--coverage", help="KIND:PARAM:M: how often each bound is above the truth "
+                   "over --trials data sets of that cell (no time box)")
     p.add_argument("--table-from", help="print the table of saved --json files (comma-separated)")
     args = p.parse_args()
+    if args.coverage:
+        coverage(args)
+        return
     if args.table_from:
         # The same data set in several files (a rerun of some estimators):
         # one row, each estimator's result from the last file that has one.
