@@ -442,8 +442,9 @@ def gaussian_table(rows, p):
             truth = gdp_epsilon(param, DELTA)
 
             def col(get):
-                v = [get(r) for r in rs]
-                return "—" if any(x is None for x in v) else f"{np.mean(v):.3f} ± {mean_se(v)[1]:.3f}"
+                v = [x for x in map(get, rs) if x is not None]
+                some = f" ({len(v)} of {len(rs)} data sets)" if 0 < len(v) < len(rs) else ""
+                return f"{np.mean(v):.3f} ± {mean_se(v)[1]:.3f}{some}" if v else "—"
             jx = _best(rs, lambda r: _peer_entries(r, "jax/one_run_fdp/"), lambda s, a: True)
             p(f"| {cell_name(kind, param)} | {m} | {truth:.3f} "
               f"| {col(lambda r: r['ours'].get('one_run_fdp_gaussian', {}).get('epsilon'))} "
