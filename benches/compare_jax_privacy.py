@@ -51,29 +51,53 @@ def gdp_epsilon(mu, delta):
     return lo
 
 
+# JAX-Privacy 2.0.0's estimators: (key, fn(auditor, seed, significance,
+# delta)). `cp` is two-sided (its one-sided bound is never larger: the same
+# Clopper-Pearson limits, one direction fewer); `multi-split` uses 20 splits.
+JAX_STRATEGIES = ("bonferroni", "split", "multi-split")
+
+
+def jax_strategy(name, seed):
+    return {"bonferroni": auditing.Bonferroni(),
+            "split": auditing.Split(seed=seed),
+            "multi-split": auditing.MultiSplit(num_samples=20, seed=seed)}[name]
+
+
+def jax_estimators():
+    out = {}
+    for s in JAX_STRATEGIES:
+        out[f"cp/{s}"] = lambda a, seed, sig, d, s=s: a.epsilon_clopper_pearson(
+            sig, d, one_sided=False, threshold_strategy=jax_strategy(s, seed))
+        out[f"one_run/{s}"] = lambda a, seed, sig, d, s=s: a.epsilon_one_run(
+            sig, d, threshold_strategy=jax_strategy(s, seed))
+        out[f"one_run_fdp/{s}"] = lambda a, seed, sig, d, s=s: a.epsilon_one_run_fdp(
+            sig, d, threshold_strategy=jax_strategy(s, seed))
+    out["gdp"] = lambda a, seed, sig, d: a.epsilon_from_gdp(sig, d)
+    out["raw_counts"] = lambda a, seed, sig, d: a.epsilon_raw_counts(delta=d, one_sided=False)
+    return out
+
+
 def peer(members, nonmembers, seed, delta=DELTA, significance=SIGNIFICANCE, only=None):
-    """Every JAX-Privacy estimator and threshold strategy on one data set
+    """Every JAX-Privacy bound and threshold strategy on one data set
     (`only == "gdp"`: its GDP estimator alone, which is fast)."""
     a = auditing.CanaryScoreAuditor(members, nonmembers)
-    if only == "gdp":
-        return {"gdp": a.epsilon_from_gdp(significance, delta)}
-    strategies = {
-        "bonferroni": auditing.Bonferroni(),
-        "split": auditing.Split(seed=seed),
-        "multi-split": auditing.MultiSplit(num_samples=20, seed=seed),
-    }
-    out = {}
-    for name, strategy in strategies.items():
-        out[f"cp/{name}"] = max(
-            a.epsilon_clopper_pearson(significance, delta, one_sided=sided,
-                                      threshold_strategy=strategy)
-            for sided in (True, False))
-        out[f"one_run/{name}"] = a.epsilon_one_run(significance, delta,
-                                                   threshold_strategy=strategy)
-        out[f"one_run_fdp/{name}"] = a.epsilon_one_run_fdp(
-            significance, delta, threshold_strategy=strategy)
-    out["gdp"] = a.epsilon_from_gdp(significance, delta)
-    return out
+    keys = ["gdp"] if only == "gdp" else [k for k in jax_estimators() if k != "raw_counts"]
+    return {k: float(jax_estimators()[k](a, seed, significance, delta)) for k in keys}
+
+
+def save_scores(path, scores, member):
+    """An `(N, 2)` little-endian float64 NPY of `[score, member]` rows, the
+    input of dpaudit's `bound_npy`."""
+    np.save(path, np.column_stack([scores, member]).astype("<f8"))
+
+
+def run_dpaudit(binary, files, delta=DELTA, methods=None):
+    """dpaudit's bounds on each NPY file through `bound_npy`, one dict per
+    file; `methods` (names as on the command line, `METHOD[:SELECTION]`)
+    defaults to every lower-bound method at its default selection."""
+    cmd = [binary] + (["--methods", ",".join(methods)] if methods else []) + [str(delta), *files]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines()]
 
 
 def comparison(args):
@@ -88,17 +112,14 @@ def comparison(args):
                     rng = np.random.default_rng([n, int(mu * 10), t])
                     m = rng.normal(mu, 1.0, n)
                     o = rng.normal(0.0, 1.0, n)
-                    data = np.column_stack([np.concatenate([m, o]),
-                                            np.concatenate([np.ones(n), np.zeros(n)])])
-                    data = data[rng.permutation(2 * n)].astype("<f8")
+                    order = rng.permutation(2 * n)
                     path = os.path.join(tmp, f"n{n}-mu{mu}-t{t}.npy")
-                    np.save(path, data)
+                    save_scores(path, np.concatenate([m, o])[order],
+                                np.concatenate([np.ones(n), np.zeros(n)])[order])
                     files.append(path)
                     meta.append((n, mu, t, m, o))
         start = time.time()
-        ours = subprocess.run([args.bin, str(DELTA), *files], check=True,
-                              capture_output=True, text=True).stdout.splitlines()
-        ours = [json.loads(line) for line in ours]
+        ours = run_dpaudit(args.bin, files)
         print(f"dpaudit: {time.time() - start:.1f} s for {len(files)} data sets",
               file=sys.stderr)
         start = time.time()
