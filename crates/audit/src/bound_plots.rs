@@ -8,9 +8,10 @@ use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, ThresholdTest};
 use crate::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
 use crate::error::{AuditError, Result};
 use crate::observations::{Method, Observations, Selection};
-use crate::one_run::{p_value_unchecked, Guesses, Ranked};
+use crate::one_run::{p_value_unchecked, Guesses};
 use crate::one_run_fdp::TradeoffFamily;
 use crate::one_run_order;
+use crate::ranked::Ranked;
 use crate::region::{error_points, ErrorPoint};
 
 /// The observations `bound` was computed on.

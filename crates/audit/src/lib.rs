@@ -80,6 +80,7 @@ pub mod panoramia;
 pub mod plots;
 pub mod policy;
 pub mod rank_test;
+pub(crate) mod ranked;
 pub mod region;
 pub mod report;
 mod sort;
