@@ -84,6 +84,9 @@ case "$headline" in
     one-run-paper)
         # ε = 8 and 2 first (the ones a short session must not miss), then 4 and 1. Each file also gets the
         # papers' same-data bound (guess counts chosen on the scores they bound: NOT valid) from its scores.
+        # One libtorch thread unless told otherwise: with two on a shared 2-core machine, libgomp's barrier
+        # spinning took two thirds of the CPU (benches/RESULTS.md).
+        export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
         for eps in 8 2 4 1; do
             name="whitebox-mlp-m5000-paper-eps$eps"
             train "$name" "experiments/one-run/whitebox-mlp-fmnist-m5000-paper-eps$eps.toml"
