@@ -53,7 +53,11 @@ larger m, and the table says so. The peers run single-threaded.
 
 dpaudit's side is `bound_npy --methods DPAUDIT_METHODS`: a new dpaudit
 method is one name added to that list (its validity comes from the bound's
-`valid_at_confidence` and `assumes` fields).
+`valid_at_confidence` and `assumes` fields). `one-run-gaussian-scores`
+assumes Gaussian scores and is never a default: it is shown only in the
+Gaussian table, marked †. The data are seeded, so `--peers none` reruns
+dpaudit alone and `--table-from OLD...,NEW` takes dpaudit's figures from the
+last file and the peers' from the earlier ones.
 """
 
 import os
@@ -82,7 +86,12 @@ from compare_jax_privacy import (DELTA, SIGNIFICANCE, gdp_epsilon, jax_estimator
 
 # dpaudit's methods, each at its default selection (bound_npy's names). Add a
 # method here, or `METHOD:SELECTION`.
-DPAUDIT_METHODS = ["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-fdp-gaussian"]
+# `one-run-gaussian-scores` assumes Gaussian scores and is never a default: it
+# counts only in the Gaussian cells and the table marks it (GAUSSIAN_SCORES).
+DPAUDIT_METHODS = ["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-fdp-gaussian",
+                   "one-run-order", "one-run-order-gaussian",
+                   "one-run-gaussian-scores"]
+GAUSSIAN_SCORES = "one_run_gaussian_scores"
 
 # ---------------------------------------------------------------- mechanisms
 
@@ -242,7 +251,8 @@ def run(args):
     ms = [int(m) for m in args.ms.split(",")]
     trials = {int(k): int(v) for k, v in (x.split(":") for x in args.trials_at.split(","))} \
         if args.trials_at else {}
-    names = list(peer_estimators()) if not args.peers else args.peers.split(",")
+    names = list(peer_estimators()) if not args.peers else \
+        [] if args.peers == "none" else args.peers.split(",")
     methods = args.methods.split(",") if args.methods else DPAUDIT_METHODS
     rows, skipped = [], {}
     worker = Worker()
@@ -303,7 +313,7 @@ def coverage(args):
                            args.methods.split(",") if args.methods else DPAUDIT_METHODS)
     results = {f"dpaudit/{k}": [o[k]["epsilon"] for o in ours]
                for k, v in ours[0].items() if isinstance(v, dict)}
-    for name in args.peers.split(",") if args.peers else []:
+    for name in args.peers.split(",") if args.peers not in (None, "none") else []:
         results[name] = [est[name][0](s, b, t) for s, b, t in data]
     print(f"{cell_name(kind, param)}, m = {m}, true eps(1e-5) = {truth:.4f}, "
           f"seeds {seeds.start}-{seeds.stop - 1}:")
@@ -324,10 +334,13 @@ def _valid_here(selection, assumes, gaussian_cell):
     return selection == "valid" and (assumes in ("nothing",) or gaussian_cell)
 
 
-def _ours_entries(row):
-    """dpaudit's figures as (name, epsilon, selection, assumes)."""
+def _ours_entries(row, defaults=True):
+    """dpaudit's figures as (name, epsilon, selection, assumes); `defaults`
+    leaves out the Gaussian-scores bound (never a default)."""
     out = []
     for key, b in row["ours"].items():
+        if defaults and key == GAUSSIAN_SCORES:
+            continue
         if isinstance(b, dict) and "epsilon" in b:
             out.append((key, b["epsilon"], "valid" if b["valid_at_confidence"] else "same-data",
                         "nothing" if b["assumes"] == "nothing" else "gaussian"))
@@ -423,15 +436,17 @@ def table(rows, out=sys.stdout):
     if not losses:
         p("- none")
     gaussian_table(rows, p)
+    p("\n† assumes Gaussian scores (never a default; not in the columns above).")
     timing_table(rows, p)
 
 
 def gaussian_table(rows, p):
     """The Gaussian family's one-run bound against opake's GDP estimator."""
     p("\nGaussian cells, the Gaussian-family one-run bound against opake's GDP estimator:\n")
-    p("| data set | m | true ε(1e-5) | dpaudit one-run-fdp-gaussian | opake gdp (same-data) "
+    p("| data set | m | true ε(1e-5) | dpaudit one-run-fdp-gaussian | dpaudit one-run-order-gaussian "
+      "| dpaudit one-run-gaussian-scores † | opake gdp (same-data) "
       "| opake gdp/split (valid) | JAX one_run_fdp best (valid) |")
-    p("|---|---|---|---|---|---|---|")
+    p("|---|---|---|---|---|---|---|---|---|")
     for kind, param in GRID:
         if kind != "gauss":
             continue
@@ -448,6 +463,8 @@ def gaussian_table(rows, p):
             jx = _best(rs, lambda r: _peer_entries(r, "jax/one_run_fdp/"), lambda s, a: True)
             p(f"| {cell_name(kind, param)} | {m} | {truth:.3f} "
               f"| {col(lambda r: r['ours'].get('one_run_fdp_gaussian', {}).get('epsilon'))} "
+              f"| {col(lambda r: r['ours'].get('one_run_order_gaussian', {}).get('epsilon'))} "
+              f"| {col(lambda r: r['ours'].get(GAUSSIAN_SCORES, {}).get('epsilon'))} "
               f"| {col(lambda r: r['peers'].get('opake/gdp', {}).get('epsilon'))} "
               f"| {col(lambda r: r['peers'].get('opake/gdp/split', {}).get('epsilon'))} "
               f"| {_fmt(*jx)} |")
@@ -458,7 +475,8 @@ def timing_table(rows, p):
     ms = sorted({r["m"] for r in rows})
     p("| estimator | " + " | ".join(f"m = {m}" for m in ms) + " |")
     p("|---|" + "---|" * len(ms))
-    names = list(dict.fromkeys(k for r in rows for k in r["peers"])) + [f"dpaudit/{k}" for k, _, _, _ in _ours_entries(rows[0])]
+    names = list(dict.fromkeys(k for r in rows for k in r["peers"])) + \
+        [f"dpaudit/{k}" for k, _, _, _ in _ours_entries(rows[0], defaults=False)]
     for name in names:
         cells = []
         for m in ms:
@@ -479,7 +497,9 @@ def main():
     p.add_argument("--first-trial", type=int, default=0, help="seed of the first data set per cell")
     p.add_argument("--trials-at", help="per-m data sets, e.g. 1000000:1")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per peer call")
-    p.add_argument("--peers", help="peer estimators to run (default: all), comma-separated")
+    p.add_argument("--peers", help="peer estimators to run (default: all), comma-separated; "
+                   "`none`: dpaudit only (its results then replace those of earlier "
+                   "--table-from files on the same data sets)")
     p.add_argument("--kinds", help="mechanisms of the grid to run (default: all), e.g. gauss,rr")
     p.add_argument("--methods", help="dpaudit methods (default: DPAUDIT_METHODS), comma-separated")
     p.add_argument("--json", default="/tmp/compare_peers.json")
@@ -500,6 +520,9 @@ def main():
             print(f"<!-- {path}: {saved['versions']} -->")
             for r in saved["rows"]:
                 old = by.setdefault((r["kind"], r["param"], r["m"], r["trial"]), r)
+                # The data are seeded: dpaudit's figures from the last file
+                # (a rerun of dpaudit alone, `--peers none`) replace older ones.
+                old["ours"] = r["ours"]
                 for k, v in r["peers"].items():
                     if v.get("epsilon") is not None or k not in old["peers"]:
                         old["peers"][k] = v
