@@ -121,13 +121,20 @@ fn estimate_reads_csv_and_reports_a_labelled_lower_bound() {
     // The default for eps-delta is bonferroni on all 400 rows.
     assert_eq!(est["selection"], "bonferroni");
     assert_eq!(est["confidence"], 0.95);
-    // 200 scores per class: 5 ranks per class (0, 1, 4, 16, 64), so 10 rank
-    // tests at level 0.05/10 each. With no errors the best is rank 0: the
-    // largest ε with E[(1 − f_ε(U))^200] ≤ 0.005, U ~ Beta(1, 200), f_ε the
-    // (ε, 1e-5) trade-off curve — 4.31238 by mpmath quadrature (30 digits).
-    // Ours is an upper sum within 2 %, so it may be a little lower, never higher.
+    // Two distinct values, so bonferroni tests the one event {score ≥ 1}
+    // (the support family, docs/audit-statistics.md "Tied and binary
+    // scores"), each rate's Clopper–Pearson limit at tail 0.05/2: with no
+    // errors, TPR ≥ t^(1/200) and FPR ≤ 1 − t^(1/200), t = 0.025, and
+    // ε = ln((TPR − δ)/FPR) (Annamalai et al. 2024 Eq. (1)) = 3.9837481 by
+    // hand (the closed forms above, in double precision).
+    let t: f64 = 0.025_f64.powf(1.0 / 200.0);
+    let expected = ((t - 1e-5) / (1.0 - t)).ln();
     let eps = est["epsilon"].as_f64().unwrap();
-    assert!(eps <= 4.312_381 && eps > 4.30, "ε_lb = {eps}");
+    assert!(
+        (eps - expected).abs() < 1e-6,
+        "ε_lb = {eps}, expected {expected}"
+    );
+    assert!((expected - 3.983_748).abs() < 1e-6);
 }
 
 #[test]

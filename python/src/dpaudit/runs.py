@@ -448,13 +448,14 @@ _METHODS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "one-run": ("one_run", {"guesses": "with-one-sided"}),
     "one-run-fdp": ("one_run_fdp", {"family": "eps-delta", "guesses": "with-one-sided"}),
     "one-run-fdp-gaussian": ("one_run_fdp", {"family": "gaussian", "guesses": "with-one-sided"}),
-    "one-run-gaussian-scores": ("one_run_gaussian_scores", {}),
-}
-_ONE_RUN = ("one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-gaussian-scores")
     "one-run-order": ("one_run_order", {"family": "eps-delta", "guesses": "with-one-sided"}),
     "one-run-order-gaussian": ("one_run_order", {"family": "gaussian", "guesses": "with-one-sided"}),
+    "one-run-gaussian-scores": ("one_run_gaussian_scores", {}),
 }
-_ONE_RUN = ("one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order", "one-run-order-gaussian")
+_ONE_RUN = (
+    "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order", "one-run-order-gaussian",
+    "one-run-gaussian-scores",
+)
 # audit.selection of an experiment file → dpaudit.audit's `selection=`
 _SELECTIONS = {
     "auto": "auto",
