@@ -51,7 +51,7 @@ use crate::error::{check_confidence, check_delta, AuditError, Result};
 use crate::gaussian::{cdf, gdp_epsilon, pdf};
 use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
-use crate::one_run::{select_guesses, Guesses, OneRunConfig};
+use crate::one_run::{select_guesses, GuessBound, Guesses, OneRunConfig};
 use crate::region::check_gdp_delta;
 
 /// The family of trade-off curves whose members are tested.
@@ -66,6 +66,20 @@ pub enum TradeoffFamily {
 }
 
 impl TradeoffFamily {
+    /// What a bound of `method` in this family assumes of the mechanism:
+    /// nothing for (ε, δ); a Gaussian trade-off curve for the f-DP one-run
+    /// audit's Gaussian family, and besides canaries that do not interact
+    /// for the order-statistics one ([`crate::one_run_order`]).
+    pub(crate) fn assumption(self, method: Method) -> MechanismAssumption {
+        match (self, method) {
+            (TradeoffFamily::EpsDelta, _) => MechanismAssumption::Nothing,
+            (TradeoffFamily::Gaussian, Method::OneRunOrder | Method::OneRunOrderGaussian) => {
+                MechanismAssumption::IndependentGaussianChannels
+            }
+            (TradeoffFamily::Gaussian, _) => MechanismAssumption::GaussianTradeoff,
+        }
+    }
+
     /// `gaussian` or `eps-delta`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -315,29 +329,41 @@ pub fn one_run_fdp_interruptible(
     family: TradeoffFamily,
     stop: Interrupt,
 ) -> Result<EpsilonLowerBound> {
+    let delta = cfg.delta;
+    let bound =
+        |g: Guesses, level: f64, floor: f64| family.largest_rejected(delta, g, level, floor, stop);
+    family_bound(obs, cfg, family, Method::OneRunFdp, &bound, stop)
+}
+
+/// The bound of a one-run method that tests the trade-off curves of
+/// `family` (this module's and [`crate::one_run_order`]'s): checks δ for
+/// the family, chooses the guesses with `bound` by `cfg.selection`, records
+/// μ⁻ for the Gaussian family and states ε (at δ of μ⁻-GDP, or the ε bound
+/// itself) with what it assumes ([`TradeoffFamily::assumption`]).
+pub(crate) fn family_bound(
+    obs: &Observations,
+    cfg: &OneRunConfig,
+    family: TradeoffFamily,
+    method: Method,
+    bound: &GuessBound<'_>,
+    stop: Interrupt,
+) -> Result<EpsilonLowerBound> {
     check_confidence(cfg.confidence)?;
     match family {
         TradeoffFamily::Gaussian => check_gdp_delta(cfg.delta)?,
         TradeoffFamily::EpsDelta => check_delta(cfg.delta)?,
     }
     let delta = cfg.delta;
-    let bound =
-        |g: Guesses, level: f64, floor: f64| family.largest_rejected(delta, g, level, floor, stop);
-    let mut out = select_guesses(obs, cfg, &bound, stop)?;
+    let mut out = select_guesses(obs, cfg, bound, stop)?;
     out.evidence.family = Some(family.name());
     if family == TradeoffFamily::Gaussian {
         out.evidence.mu_lower = Some(out.value);
     }
-    let assumes = match family {
-        TradeoffFamily::Gaussian => MechanismAssumption::GaussianTradeoff,
-        TradeoffFamily::EpsDelta => MechanismAssumption::Nothing,
-    };
-    Ok(
-        out.into_bound(cfg, Method::OneRunFdp, assumes, |value| match family {
-            TradeoffFamily::Gaussian => gdp_epsilon(value, delta),
-            TradeoffFamily::EpsDelta => value,
-        }),
-    )
+    let assumes = family.assumption(method);
+    Ok(out.into_bound(cfg, method, assumes, |value| match family {
+        TradeoffFamily::Gaussian => gdp_epsilon(value, delta),
+        TradeoffFamily::EpsDelta => value,
+    }))
 }
 
 #[cfg(test)]

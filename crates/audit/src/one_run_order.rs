@@ -69,16 +69,13 @@
 //! term `2mδ·α` of Steinke et al. is what covers that, so this family keeps
 //! their p-value ([`crate::one_run::p_value`]) and gives their bound.
 
-use crate::bound::{EpsilonLowerBound, MechanismAssumption};
-use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::gaussian::{gdp_epsilon, interval, inverse_sf, log_add_exp, log_sf, pdf};
+use crate::bound::EpsilonLowerBound;
+use crate::error::{AuditError, Result};
+use crate::gaussian::{interval, inverse_sf, log_add_exp, log_sf, pdf};
 use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
-use crate::one_run::{
-    epsilon_lower_bound, p_value_unchecked, select_guesses, Guesses, OneRunConfig,
-};
-use crate::one_run_fdp::TradeoffFamily;
-use crate::region::check_gdp_delta;
+use crate::one_run::{epsilon_lower_bound, p_value_unchecked, Guesses, OneRunConfig};
+use crate::one_run_fdp::{family_bound, TradeoffFamily};
 use crate::special::{ln_beta_inc_tails, ln_binomial_cdf};
 
 /// Relative gap between the upper and lower Riemann sums at which a
@@ -555,31 +552,12 @@ pub fn one_run_order_interruptible(
     family: TradeoffFamily,
     stop: Interrupt,
 ) -> Result<EpsilonLowerBound> {
-    check_confidence(cfg.confidence)?;
-    match family {
-        TradeoffFamily::Gaussian => check_gdp_delta(cfg.delta)?,
-        TradeoffFamily::EpsDelta => check_delta(cfg.delta)?,
-    }
     let delta = cfg.delta;
     let bound = |g: Guesses, level: f64, floor: f64| {
         stop.check("one-run-order bound")?;
         Ok(bound_unchecked(family, delta, g, level, floor))
     };
-    let mut out = select_guesses(obs, cfg, &bound, stop)?;
-    out.evidence.family = Some(family.name());
-    if family == TradeoffFamily::Gaussian {
-        out.evidence.mu_lower = Some(out.value);
-    }
-    let assumes = match family {
-        TradeoffFamily::Gaussian => MechanismAssumption::IndependentGaussianChannels,
-        TradeoffFamily::EpsDelta => MechanismAssumption::Nothing,
-    };
-    Ok(
-        out.into_bound(cfg, Method::OneRunOrder, assumes, |value| match family {
-            TradeoffFamily::Gaussian => gdp_epsilon(value, delta),
-            TradeoffFamily::EpsDelta => value,
-        }),
-    )
+    family_bound(obs, cfg, family, Method::OneRunOrder, &bound, stop)
 }
 
 #[cfg(test)]
