@@ -76,7 +76,7 @@ use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
 use crate::one_run::{epsilon_lower_bound, p_value_unchecked, Guesses, OneRunConfig};
 use crate::one_run_fdp::{family_bound, TradeoffFamily};
-use crate::special::{ln_beta_inc_tails, ln_binomial_cdf};
+use crate::special::{ln_beta_inc_tails, ln_binomial_cdf, seed_beta_grid};
 
 /// Relative gap between the upper and lower Riemann sums at which a
 /// p-value is reported (a decision at a level stops as soon as the level is
@@ -84,8 +84,6 @@ use crate::special::{ln_beta_inc_tails, ln_binomial_cdf};
 const REL_GAP: f64 = 1e-2;
 /// Most refinements of the grid per p-value.
 const MAX_REFINE: usize = 400;
-/// Mass of `U`'s law below which the starting grid stops reaching into a tail.
-const TAIL_MASS: f64 = 1e-20;
 /// Largest μ or ε searched.
 const THETA_MAX: f64 = 64.0;
 /// Tolerance of the search, relative to max(1, θ).
@@ -238,29 +236,12 @@ impl GaussianTest {
                 },
             ],
         };
-        // Start from the normal approximation of U, out to where its tails
-        // hold less than TAIL_MASS (the placement only affects the work; the
-        // masses are exact whatever the points).
-        let mean = a / (a + b);
-        let sd = (a * b / ((a + b) * (a + b) * (a + b + 1.0))).sqrt();
+        // Seed points from the normal approximation of U (special::seed_beta_grid).
         let steps = [0.0, 1.0, 2.0, 3.0, 4.5, 6.0, 8.0, 12.0, 20.0, 40.0, 100.0];
-        for z in steps {
-            let s = mean + z * sd;
-            if s >= 1.0 || test.insert(s).above < TAIL_MASS {
-                break;
-            }
-        }
-        let mut last = mean;
-        for z in steps.iter().skip(1) {
-            let mut s = mean - z * sd;
-            if s <= 0.0 {
-                s = last / 4.0;
-            }
-            last = s;
-            if s <= f64::MIN_POSITIVE || test.insert(s).below < TAIL_MASS {
-                break;
-            }
-        }
+        seed_beta_grid(a, b, &steps, |u| {
+            let p = test.insert(u);
+            (p.below, p.above)
+        });
         test
     }
 

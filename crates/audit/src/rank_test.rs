@@ -48,7 +48,7 @@
 use std::collections::BTreeMap;
 
 use crate::gaussian::{inverse_cdf, sf};
-use crate::special::{ln_beta_inc_tails, ln_binomial_cdf};
+use crate::special::{ln_beta_inc_tails, ln_binomial_cdf, seed_beta_grid};
 
 /// The curves tested.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -168,8 +168,6 @@ impl Precision {
 /// Share of the upper sum below which the bins under a point are bounded
 /// in one term instead of summed.
 const TRUNCATE: f64 = 1e-4;
-/// Mass below which the grid stops reaching into a tail of U.
-const TAIL_MASS: f64 = 1e-20;
 
 /// A grid point: `u` and the two tails of U's distribution at it,
 /// `P[U ≤ u]` and `P[U > u]`, each computed directly.
@@ -217,36 +215,19 @@ impl RankTest {
                 key: curve.key(1.0),
             },
         );
-        // Start from the normal approximation of U, out to where its tails
-        // hold less than TAIL_MASS (the placement only affects the work; the
-        // masses are exact whatever the points).
+        // Seed points from the normal approximation of U (special::seed_beta_grid).
         let (a, b) = (
             (statement.rank + 1) as f64,
             (statement.n_rank - statement.rank) as f64,
         );
-        let mean = a / (a + b);
-        let sd = (a * b / ((a + b) * (a + b) * (a + b + 1.0))).sqrt();
         let steps = [
             0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0, 8.0, 10.0, 12.0,
             15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 70.0, 100.0,
         ];
-        for z in steps {
-            let u = mean + z * sd;
-            if u >= 1.0 || test.point(u).above < TAIL_MASS {
-                break;
-            }
-        }
-        let mut last = mean;
-        for z in steps.iter().skip(1) {
-            let mut u = mean - z * sd;
-            if u <= 0.0 {
-                u = last / 4.0;
-            }
-            last = u;
-            if u <= f64::MIN_POSITIVE || test.point(u).below < TAIL_MASS {
-                break;
-            }
-        }
+        seed_beta_grid(a, b, &steps, |u| {
+            let p = test.point(u);
+            (p.below, p.above)
+        });
         test
     }
 

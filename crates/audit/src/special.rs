@@ -228,6 +228,41 @@ pub fn ln_binomial_pmf(k: u64, n: u64, p: f64, q: f64) -> f64 {
     ln_choose + term_p + term_q
 }
 
+/// Seeds a grid over `U ~ Beta(a, b)` for the rank tests ([`crate::rank_test`],
+/// [`crate::one_run_order`]): points at `mean + z·sd` for `z` in `steps`
+/// (from the normal approximation of `U`), upwards until the mass above a
+/// point is below 10⁻²⁰ or 1 is reached, then downwards until the mass below
+/// is (a quarter of the last point once `mean − z·sd` is not positive).
+/// `point(u)` inserts the point `u` and returns `(P[U ≤ u], P[U > u])`. The
+/// placement only affects the work: the masses are exact at any points.
+pub(crate) fn seed_beta_grid(
+    a: f64,
+    b: f64,
+    steps: &[f64],
+    mut point: impl FnMut(f64) -> (f64, f64),
+) {
+    const TAIL_MASS: f64 = 1e-20;
+    let mean = a / (a + b);
+    let sd = (a * b / ((a + b) * (a + b) * (a + b + 1.0))).sqrt();
+    for &z in steps {
+        let u = mean + z * sd;
+        if u >= 1.0 || point(u).1 < TAIL_MASS {
+            break;
+        }
+    }
+    let mut last = mean;
+    for &z in steps.iter().skip(1) {
+        let mut u = mean - z * sd;
+        if u <= 0.0 {
+            u = last / 4.0;
+        }
+        last = u;
+        if u <= f64::MIN_POSITIVE || point(u).0 < TAIL_MASS {
+            break;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
