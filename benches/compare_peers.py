@@ -42,7 +42,7 @@ Gaussian-family figures in non-Gaussian cells, and JAX-Privacy's
 `Bonferroni()` strategy (every `*/bonferroni`): it divides the level by the
 number of thresholds left on the Pareto frontier of the labelled (false
 negative, true negative) counts, so the family it corrects for is chosen with
-the audited labels (its `one_run` bound is above 0 on 193 of 3,000 null data
+the audited labels (its `one_run` bound is above 0 on 175 of 3,000 null data
 sets of m = 1000 continuous scores at 95 %: `--coverage gauss:0:1000`).
 opake's two estimators are
 also run at a valid threshold: chosen by opake's own rule (maximum accuracy)
