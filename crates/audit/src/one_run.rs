@@ -27,6 +27,13 @@
 //! tie-break reaches. Neither depends on the order of the rows: all-equal
 //! scores give 0 however the file is sorted.
 //!
+//! **Two-valued scores** (the pooled scores, read without the labels, take
+//! exactly two values, `m ≥ 4`): every policy but `fixed` bounds the one
+//! guess set "in" for every canary at the larger value, "out" for the rest
+//! (`r = m`, a function of the scores; on the evaluation half under
+//! `split`), at the full level: it cuts no run, and a fixed-size guess set
+//! would take random shares of the same two runs on fewer guesses.
+//!
 //! **The design is checked.** The theorem needs every canary included
 //! independently with probability ½; a member count implausible under that
 //! design is refused before any guess ([`crate::design`]), and the test's
