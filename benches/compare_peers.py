@@ -470,7 +470,7 @@ def gaussian_table(rows, p):
                 v = [x for x in map(get, rs) if x is not None]
                 some = f" ({len(v)} of {len(rs)} data sets)" if 0 < len(v) < len(rs) else ""
                 return f"{np.mean(v):.3f} ± {mean_se(v)[1]:.3f}{some}" if v else "—"
-            jx = _best(rs, lambda r: _peer_entries(r, "jax/one_run_fdp/"), lambda s, a: True)
+            jx = _best(rs, lambda r: _peer_entries(r, "jax/one_run_fdp/"), lambda s, a: s == "valid")
             p(f"| {cell_name(kind, param)} | {m} | {truth:.3f} "
               f"| {col(lambda r: r['ours'].get('one_run_fdp_gaussian', {}).get('epsilon'))} "
               f"| {col(lambda r: r['ours'].get('one_run_order_gaussian', {}).get('epsilon'))} "
