@@ -285,7 +285,9 @@ pub struct OneRunEvidence {
     pub correct: u64,
     /// Level each candidate was tested at (`γ(1 − confidence)` with γ =
     /// [`crate::tie_break::TIE_BREAK_SHARE`], divided by the number of
-    /// candidates for `bonferroni`, halved for each `multi-split` halving).
+    /// candidates for `bonferroni`, halved for each `multi-split` halving;
+    /// `1 − confidence`, halved for `multi-split`, for the one guess set of
+    /// two-valued scores, which cuts no tied run).
     pub level: f64,
     /// Number of (k+, k−) candidates searched.
     pub candidates: u64,

@@ -27,6 +27,13 @@
 //! tie-break reaches. Neither depends on the order of the rows: all-equal
 //! scores give 0 however the file is sorted.
 //!
+//! **Two-valued scores** (the pooled scores, read without the labels, take
+//! exactly two values, `m ≥ 4`): every policy but `fixed` bounds the one
+//! guess set "in" for every canary at the larger value, "out" for the rest
+//! (`r = m`, a function of the scores; on the evaluation half under
+//! `split`), at the full level: it cuts no run, and a fixed-size guess set
+//! would take random shares of the same two runs on fewer guesses.
+//!
 //! **The design is checked.** The theorem needs every canary included
 //! independently with probability ½; a member count implausible under that
 //! design is refused before any guess ([`crate::design`]), and the test's
@@ -390,16 +397,41 @@ fn ranked_halves(obs: &Observations, seed: u64) -> [Ranked; 2] {
         .map(|(pos, neg)| Ranked::from_sorted(pos, neg))
 }
 
+/// Two-valued scores: the one guess set of [`Ranked::two_valued_guesses`]
+/// (every canary guessed, `r = m`), bounded at `base_level` without the
+/// tie-break factor, since it cuts no run; `None` for other scores.
+fn two_valued(
+    ranked: &Ranked,
+    base_level: f64,
+    bound: &GuessBound<'_>,
+    design: InclusionDesign,
+    family: GuessFamily,
+) -> Result<Option<(f64, OneRunEvidence)>> {
+    let Some((kp, km, v)) = ranked.two_valued_guesses() else {
+        return Ok(None);
+    };
+    let m = ranked.m();
+    let value = bound(Guesses { m, r: m, v }, base_level, 0.0)?;
+    let ev = evidence(m, kp, km, v, base_level, 1, design, family);
+    Ok(Some((value, ev)))
+}
+
 /// Split with `seed`: choose the fractions on the `select` half of the
-/// canaries, bound the `evaluate` half with them at `level`.
+/// canaries, bound the `evaluate` half with them at `base_level` times the
+/// tie-break share; two-valued scores in the `evaluate` half get their one
+/// guess set there at `base_level` instead ([`two_valued`]).
 fn split_guesses(
     [select, evaluate]: &[Ranked; 2],
     seed: u64,
-    level: f64,
+    base_level: f64,
     bound: &GuessBound<'_>,
     design: InclusionDesign,
     family: GuessFamily,
 ) -> Result<(f64, OneRunEvidence)> {
+    if let Some(out) = two_valued(evaluate, base_level, bound, design, family)? {
+        return Ok(out);
+    }
+    let level = base_level * TIE_BREAK_SHARE;
     // Label-blind split: stratifying on inclusion would break the
     // independence of the evaluation half's coins.
     let cands = candidates(select.m(), family);
@@ -446,8 +478,10 @@ pub(crate) fn select_guesses(
     } = *cfg;
     check_confidence(confidence)?;
     // Every count is the one a share γ of the tie-breaks reach, so every
-    // test runs at γ times the level (crate::tie_break).
-    let level = (1.0 - confidence) * TIE_BREAK_SHARE;
+    // test runs at γ times the level (crate::tie_break), except the one
+    // guess set of two-valued scores, which cuts no run.
+    let base_level = 1.0 - confidence;
+    let level = base_level * TIE_BREAK_SHARE;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
     let design = check_inclusion(obs.members())?;
@@ -491,6 +525,9 @@ pub(crate) fn select_guesses(
             let ranked = Ranked::new(obs);
             stop.check("one-run bound")?;
             let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
+            if let Some((value, ev)) = two_valued(&ranked, base_level, bound, design, family)? {
+                return Ok(outcome(value, ev, BoundedOn::All, metrics));
+            }
             let m = ranked.m();
             let cands = candidates(m, family);
             let level = if selection == Selection::Bonferroni {
@@ -531,7 +568,7 @@ pub(crate) fn select_guesses(
                 &merge_sorted(&a.neg, &b.neg),
                 confidence,
             );
-            let (value, ev) = split_guesses(&halves, seed, level, bound, design, family)?;
+            let (value, ev) = split_guesses(&halves, seed, base_level, bound, design, family)?;
             Ok(outcome(
                 value,
                 ev,
@@ -549,7 +586,7 @@ pub(crate) fn select_guesses(
                 .map(|&s| {
                     stop.check("multi-split")?;
                     let halves = ranked_halves(obs, s);
-                    split_guesses(&halves, s, level / 2.0, bound, design, family)
+                    split_guesses(&halves, s, base_level / 2.0, bound, design, family)
                 })
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();

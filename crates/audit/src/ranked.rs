@@ -129,6 +129,37 @@ impl Ranked {
         plus + minus
     }
 
+    /// The all-canary guess set of two-valued scores: when the pooled
+    /// scores (both classes together, so without the labels) take exactly
+    /// two values and `m ≥ 4` (`2D ≤ m`, as the threshold methods' support
+    /// family, [`crate::region::FEW_VALUES_MAX`]), every canary at the
+    /// larger value is guessed "in" and every other one "out". Returns
+    /// `(k+, k−, correct)` with `k+ + k− = m`; no run is cut, so the count
+    /// is exact. `None` for one value or three or more.
+    pub(crate) fn two_valued_guesses(&self) -> Option<(u64, u64, u64)> {
+        let m = self.m() as usize;
+        let ends = |c: &[f64]| c.first().copied().zip(c.last().copied());
+        let (lo, hi) = match (ends(&self.pos), ends(&self.neg)) {
+            (Some((a, b)), Some((c, d))) => (a.min(c), b.max(d)),
+            (Some(e), None) | (None, Some(e)) => e,
+            (None, None) => return None,
+        };
+        let strictly_between =
+            |c: &[f64]| c.partition_point(|&x| x <= lo) < c.partition_point(|&x| x < hi);
+        if m < 4 || lo >= hi || strictly_between(&self.pos) || strictly_between(&self.neg) {
+            return None;
+        }
+        let high_members = self.pos.len() - self.pos.partition_point(|&x| x < hi);
+        let high_nonmembers = self.neg.len() - self.neg.partition_point(|&x| x < hi);
+        let low_nonmembers = self.neg.len() - high_nonmembers;
+        let k_plus = (high_members + high_nonmembers) as u64;
+        Some((
+            k_plus,
+            m as u64 - k_plus,
+            (high_members + low_nonmembers) as u64,
+        ))
+    }
+
     pub(crate) fn m(&self) -> u64 {
         (self.pos.len() + self.neg.len()) as u64
     }
@@ -165,5 +196,41 @@ impl Ranked {
         let (kp, km) = (k_plus as usize, k_minus as usize);
         let included_last = self.pos.len() - self.included_in_top(m - km);
         (self.included_in_top(kp) + (km - included_last)) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_valued_scores_guess_every_canary() {
+        // Ones: members 0, 2 and non-member 5; zeros: member 4 and
+        // non-members 1, 3 (−0.0 and 0.0 are one value). Every canary is
+        // guessed: k+ = 3 ones, k− = 3 zeros, correct = 2 members at 1 +
+        // 2 non-members at 0 = 4, in any row order.
+        let scores = vec![1.0, 0.0, 1.0, -0.0, 0.0, 1.0];
+        let members = vec![true, false, true, false, true, false];
+        let obs = Observations::new(scores.clone(), members.clone()).unwrap();
+        assert_eq!(Ranked::new(&obs).two_valued_guesses(), Some((3, 3, 4)));
+        let rev = Observations::new(
+            scores.iter().rev().copied().collect(),
+            members.iter().rev().copied().collect(),
+        )
+        .unwrap();
+        assert_eq!(Ranked::new(&rev).two_valued_guesses(), Some((3, 3, 4)));
+        // Three values, one value, or fewer than four canaries: no switch.
+        let three = Observations::new(vec![0.0, 1.0, 2.0, 1.0], vec![true, false, true, false]);
+        assert_eq!(Ranked::new(&three.unwrap()).two_valued_guesses(), None);
+        let one = Observations::new(vec![1.0; 4], vec![true, false, true, false]);
+        assert_eq!(Ranked::new(&one.unwrap()).two_valued_guesses(), None);
+        let small = Observations::new(vec![0.0, 1.0, 1.0], vec![true, false, true]);
+        assert_eq!(Ranked::new(&small.unwrap()).two_valued_guesses(), None);
+        // One class only at the larger value.
+        let split = Observations::new(vec![5.0, 5.0, 2.0, 2.0], vec![true, true, false, false]);
+        assert_eq!(
+            Ranked::new(&split.unwrap()).two_valued_guesses(),
+            Some((2, 2, 4))
+        );
     }
 }

@@ -346,3 +346,49 @@ fn cut_tied_runs_cover_at_confidence_one_half() {
         );
     }
 }
+
+#[test]
+fn two_valued_one_run_covers_at_confidence_one_half() {
+    // Randomized-response canaries (δ = 0) under the default: two score
+    // values, so every canary is guessed (`r = m`) at the full level, on
+    // all of them (bonferroni, m = 1000) or on the evaluation half (the
+    // one-run split from 5000 canaries, m = 6000). At β = ½ the bound sits
+    // near ε₀, so a test that spent more than its level would overshoot
+    // often. With a rare third value (q = 10⁻³, missing from about e⁻¹ of
+    // the data sets at m = 1000) the switch to the all-canary guess set is
+    // data-dependent.
+    let n = trials(200);
+    let mut rng = rng(66);
+    let beta = 0.5;
+    let cases = [
+        (Tied::Rr(0.5), 1000),
+        (Tied::Rr(2.0), 1000),
+        (Tied::RrRareValue(1.0, 1e-3), 1000),
+        (Tied::Rr(1.0), 6000),
+    ];
+    for (mech, m) in cases {
+        for method in [Method::OneRun, Method::OneRunFdp, Method::OneRunOrder] {
+            let settings = BoundSettings {
+                confidence: 1.0 - beta,
+                delta: 0.0,
+                selection: default_selection(method, m, 7),
+                family: TradeoffFamily::EpsDelta,
+                guesses: GuessFamily::Symmetric,
+                fixed_guesses: None,
+            };
+            let bad = (0..n)
+                .filter(|_| {
+                    let obs = canaries(&mut rng, mech, m, false);
+                    unless_refused(lower_bound(method, &obs, &settings))
+                        .is_some_and(|b| b.epsilon > mech.epsilon())
+                })
+                .count();
+            assert_coverage(
+                bad,
+                n,
+                beta,
+                &format!("{method} default at ½, {mech:?}, {m} canaries"),
+            );
+        }
+    }
+}
