@@ -10,16 +10,27 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+/// Held while writing an executable or starting a process: a process forked
+/// by another test thread while a file is open for writing keeps it open
+/// until its exec, and running that file then fails with "Text file busy".
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A copy of `dpaudit` in `dir`.
 fn copy_of_dpaudit(dir: &Path) -> PathBuf {
     let copy = dir.join("dpaudit");
+    let _serial = serial();
     std::fs::copy(common::BINARY, &copy).unwrap();
     copy
 }
 
 /// `bin ARGS…` with PATH set to `path` alone.
 fn run(bin: &Path, args: &[&str], path: &Path) -> Output {
+    let _serial = serial();
     Command::new(bin)
         .args(args)
         .env("PATH", path)
@@ -32,6 +43,7 @@ fn run(bin: &Path, args: &[&str], path: &Path) -> Output {
 fn stand_in_companion(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let p = dir.join("dpaudit-torch");
+    let _serial = serial();
     std::fs::write(
         &p,
         "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>\\n' \"$a\"; done\nexit 7\n",
@@ -42,7 +54,10 @@ fn stand_in_companion(dir: &Path) {
 
 #[test]
 fn help_lists_every_command_of_both_binaries() {
-    let help = common::ok(&common::dpaudit(&["--help"]));
+    let help = common::ok(&{
+        let _serial = serial();
+        common::dpaudit(&["--help"])
+    });
     for name in [
         "doctor",
         "data",
