@@ -55,9 +55,10 @@ done
 wanted() { case ",$sections," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 if [ "$prepare" = 1 ]; then
-    ./dev cargo build --release -p dpaudit-cli
+    ./dev cargo build --release -p dpaudit-cli -p dpaudit-cli-torch
     mkdir -p .gpu/wheels
-    strip -o .gpu/dpaudit "${CARGO_TARGET_DIR:-target}/release/dpaudit"
+    # `dpaudit` hands the libtorch commands to `dpaudit-torch`, which it finds beside itself.
+    for b in dpaudit dpaudit-torch; do strip -o ".gpu/$b" "${CARGO_TARGET_DIR:-target}/release/$b"; done
     "${DPAUDIT_VENV:-.venv}/bin/python" -m pip download -q --no-deps -d .gpu/wheels opacus==1.6.0
     echo "carry .gpu ($(du -sh .gpu | cut -f1)); on the device, with the results under \$OUT:"
     echo "  benches/gpu.sh --bin .gpu/dpaudit --python python3 --wheels .gpu/wheels --out \$OUT/gpu.txt"
@@ -69,15 +70,19 @@ if [ -z "$py" ]; then
     if [ -x "${DPAUDIT_VENV:-.venv}/bin/python" ]; then py=${DPAUDIT_VENV:-.venv}/bin/python; else py=python3; fi
 fi
 out=${out:-${TMPDIR:-/tmp}/dpaudit-gpu-$device-$(date -u +%Y%m%dT%H%M%SZ).txt}
-[ -x "$bin" ] || { echo "$bin: no dpaudit binary (build it with ./dev cargo build --release -p dpaudit-cli, or pass --bin)" >&2; exit 1; }
+build_hint="build them with ./dev cargo build --release -p dpaudit-cli -p dpaudit-cli-torch, or pass --bin"
+[ -x "$bin" ] || { echo "$bin: no dpaudit binary ($build_hint)" >&2; exit 1; }
+# Every command below but none needs libtorch: `dpaudit` runs them in `dpaudit-torch`, beside it.
+companion=$(dirname "$bin")/dpaudit-torch
+[ -x "$companion" ] || { echo "$companion: no dpaudit-torch beside $bin ($build_hint)" >&2; exit 1; }
 # A binary built on another machine points at that machine's libtorch (rpath): on a GPU host, use the
 # libtorch of the host's torch instead.
 # (ldd's output is read whole first: `grep -q` may stop reading early, and under pipefail the writer's
 # SIGPIPE would fail the test.)
-linked=$(ldd "$bin" 2>/dev/null || true)
+linked=$(ldd "$companion" 2>/dev/null || true)
 if grep -q 'libtorch.* not found' <<< "$linked"; then
     torch_lib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))') || {
-        echo "$bin cannot find libtorch, and $py has no torch to lend it" >&2; exit 1; }
+        echo "$companion cannot find libtorch, and $py has no torch to lend it" >&2; exit 1; }
     export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 

@@ -49,7 +49,7 @@ fi
 if [ -n "${DPAUDIT_BIN:-}" ]; then
     bin=$DPAUDIT_BIN
 else
-    ./dev cargo build -q --release -p dpaudit-cli
+    ./dev cargo build -q --release -p dpaudit-cli -p dpaudit-cli-torch
     bin=${CARGO_TARGET_DIR:-target}/release/dpaudit
 fi
 

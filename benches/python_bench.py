@@ -3,7 +3,7 @@ one machine (issue 30's measurements; numbers in benches/RESULTS.md).
 
     python3 -m venv /work/jaxenv && /work/jaxenv/bin/pip install jax-privacy==2.0.0   # outside the repository
     /work/jaxenv/bin/pip install ./python
-    cargo build --release -p dpaudit-cli        # through ./dev
+    cargo build --release -p dpaudit-cli -p dpaudit-cli-torch   # through ./dev
     /work/jaxenv/bin/python benches/python_bench.py --cli target/release/dpaudit [--jax]
 
 1. 10^7 scores: `dpaudit.audit.eps_delta` from NumPy arrays (the whole call,

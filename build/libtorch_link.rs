@@ -1,4 +1,4 @@
-// Shared by the build scripts of the crates that link libtorch (`train`, `experiment`, `panoramia`, `cli`).
+// Shared by the build scripts of the crates that link libtorch (`train`, `experiment`, `panoramia`, `cli-torch`).
 // Included with `include!`.
 //
 // torch-sys exports the libtorch library directory as `DEP_TCH_LIBTORCH_LIB`

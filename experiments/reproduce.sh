@@ -27,8 +27,8 @@ bin=${DPAUDIT_BIN:-target/release/dpaudit}
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ -n "$headline" ] || usage
 if [ ! -x "$bin" ]; then
-    echo "reproduce: building the release binary (./dev cargo build --release -p dpaudit-cli)" >&2
-    ./dev cargo build --release -q -p dpaudit-cli
+    echo "reproduce: building the release binaries (./dev cargo build --release -p dpaudit-cli -p dpaudit-cli-torch)" >&2
+    ./dev cargo build --release -q -p dpaudit-cli -p dpaudit-cli-torch
 fi
 
 # run NAME ARGS…: one dpaudit command, its wall time and peak RSS appended to $out/$headline/times.tsv.

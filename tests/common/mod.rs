@@ -13,13 +13,24 @@ use std::time::{Duration, Instant};
 #[path = "../fixtures/mod.rs"]
 pub mod fixtures;
 
+/// The binary under test: `dpaudit` in the tests of `dpaudit-cli` (the pure
+/// commands), `dpaudit-torch` in those of `dpaudit-cli-torch` (a whole
+/// command line by itself; `dpaudit` hands it the libtorch commands).
+pub const BINARY: &str = match option_env!("CARGO_BIN_EXE_dpaudit") {
+    Some(p) => p,
+    None => match option_env!("CARGO_BIN_EXE_dpaudit-torch") {
+        Some(p) => p,
+        None => panic!("the tests of dpaudit-cli or dpaudit-cli-torch only"),
+    },
+};
+
 /// The binary with one intra-op thread and without `RUST_BACKTRACE`: the
 /// tests run several processes at once on a 2-core machine, where
 /// libtorch's spinning OpenMP workers would oversubscribe the cores (every
 /// compared pair of runs uses the same setting), and a panic's message must
 /// read the same whatever the caller's environment.
 pub fn binary() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dpaudit"));
+    let mut c = Command::new(BINARY);
     c.env("OMP_NUM_THREADS", "1").env_remove("RUST_BACKTRACE");
     c
 }

@@ -1,16 +1,7 @@
-//! One module per subcommand. Each exposes clap argument structs and `run*`.
+//! The commands that need no libtorch, one module each: the clap argument
+//! structs and `run*`. The `dpaudit` binary runs them in its own process.
 
 pub mod account;
-pub mod bench;
-pub mod bgm;
 pub mod counts;
 pub mod data;
-pub mod demo;
-pub mod doctor;
 pub mod estimate;
-pub mod merge;
-pub mod panoramia;
-pub mod run;
-pub mod selftest;
-pub mod slurm;
-pub mod train;

@@ -1,13 +1,7 @@
 //! `dpaudit doctor`.
 
+use dpaudit_cli::args::doctor::Args;
 use dpaudit_train::runtime::RuntimeInfo;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let info = RuntimeInfo::probe();

@@ -25,6 +25,7 @@
 //! its Worst-Case threat model.
 
 use anyhow::Context;
+use dpaudit_cli::args::selftest::Args;
 use dpaudit_data::seed::Mode;
 use serde::Serialize;
 
@@ -36,23 +37,6 @@ use dpaudit_experiment::audit_report::AuditReport;
 
 /// Confidence of every bound the self-test decides on.
 const CONFIDENCE: f64 = 0.99;
-
-/// Arguments of `dpaudit selftest`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Trained models per variant (more runs: tighter bounds, longer).
-    #[arg(long, default_value_t = 1000)]
-    pub runs: u64,
-    /// Seed of every variant.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Simulated runs per hypothesis for the shuffling variant (Worst-Case threat model).
-    #[arg(long, default_value_t = 200_000)]
-    pub bgm_runs: usize,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
 
 struct Variant {
     name: &'static str,

@@ -23,6 +23,7 @@ use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
+use dpaudit_cli::args::demo::Args;
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::seed::{Mode, Randomness};
 use dpaudit_experiment::bgm_audit::{simulate_and_bound, SimulationClock};
@@ -31,25 +32,6 @@ use dpaudit_train::config::TrainConfig;
 use dpaudit_train::runtime::RuntimeInfo;
 use dpaudit_train::trainer::{train, Silent};
 use serde::Serialize;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Simulated training runs per hypothesis (with / without the target) in each audit.
-    #[arg(long, default_value_t = 200_000)]
-    pub runs: usize,
-    /// Run seed: all randomness of the demo derives from it.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Skip the LeNet-5 training run (the audit does not depend on it).
-    #[arg(long)]
-    pub no_train: bool,
-    /// Trained models in the canary audit (0 skips it).
-    #[arg(long, default_value_t = 1000)]
-    pub canary_runs: u64,
-}
 
 /// The demo's canary audit: MLP 784→32→2, a Dirac canary at a random
 /// coordinate inserted at all 10 steps of fixed public batches of 20 in half of

@@ -8,36 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use dpaudit_cli::args::slurm::Args;
 use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
 use dpaudit_experiment::kind::ExperimentFile;
-
-/// Arguments of `dpaudit slurm`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The experiment file, as for `dpaudit run` (`kind = "canary"` or `"bgm"`).
-    pub experiment: PathBuf,
-    /// The out-dir of the finished audit; shards go to `<out-dir>/shards/`.
-    #[arg(long)]
-    pub out_dir: PathBuf,
-    /// Array tasks (shards); at most the experiment's number of chunks.
-    #[arg(long)]
-    pub tasks: u64,
-    /// `#SBATCH --partition`.
-    #[arg(long)]
-    pub partition: Option<String>,
-    /// `#SBATCH --gres`, e.g. `gpu:1`.
-    #[arg(long)]
-    pub gres: Option<String>,
-    /// `#SBATCH --time`, e.g. `04:00:00`.
-    #[arg(long)]
-    pub time: Option<String>,
-    /// `#SBATCH --cpus-per-task`.
-    #[arg(long)]
-    pub cpus_per_task: Option<u32>,
-    /// Submit both jobs with `sbatch` (the merge held until the array succeeded).
-    #[arg(long)]
-    pub submit: bool,
-}
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     Ok(if p.is_absolute() {
@@ -46,6 +19,18 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
         std::env::current_dir()
             .context("reading the current directory")?
             .join(p)
+    })
+}
+
+/// The binary the jobs run: `dpaudit` beside this one (it hands their
+/// commands back to `dpaudit-torch`), else this binary itself.
+fn job_binary() -> anyhow::Result<PathBuf> {
+    let this = std::env::current_exe().context("locating the dpaudit binary")?;
+    let dispatcher = this.with_file_name("dpaudit");
+    Ok(if dispatcher.is_file() {
+        dispatcher
+    } else {
+        this
     })
 }
 
@@ -64,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Vec::new()
     };
     let plan = SlurmPlan {
-        binary: std::env::current_exe().context("locating the dpaudit binary")?,
+        binary: job_binary()?,
         command: command.into(),
         experiment: absolute(&args.experiment)?
             .canonicalize()

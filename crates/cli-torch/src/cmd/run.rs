@@ -11,6 +11,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
+use dpaudit_cli::args::run::{Args, CompareArgs};
 use dpaudit_experiment::audit_report::{AuditReport, AuditSummary};
 use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
@@ -26,62 +27,7 @@ use dpaudit_train::StepReport;
 
 use dpaudit_experiment::outdir::write_atomic;
 
-/// Arguments of `dpaudit run`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The experiment file; its `kind` line says what it is: `canary` (e.g.
-    /// `experiments/hidden-state/`), `bgm` (`experiments/shuffling/`) or
-    /// `panoramia` (`experiments/panoramia/`); see `experiments/README.md`.
-    pub config: PathBuf,
-    /// Where results go; an existing out-dir of the same experiment is resumed.
-    #[arg(long)]
-    pub out_dir: PathBuf,
-    /// Train only chunks `c ≡ i (mod n)`: `i/n` (e.g. `0/4`), or `auto` inside
-    /// a Slurm job array (`auto/n` in a Kubernetes Indexed Job with n
-    /// completions); combine the out-dirs with `dpaudit merge`.
-    #[arg(long)]
-    pub shard: Option<String>,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
-    /// `kind = "bgm"` and `"panoramia"` only.
-    #[command(flatten, next_help_heading = "BGM and PANORAMIA")]
-    pub sim: super::bgm::SimArgs,
-}
-
-/// The file and out-dir of `dpaudit bgm` and `dpaudit panoramia`: `dpaudit
-/// run` for one kind, whose files may leave out the `kind` line.
-#[derive(Debug, clap::Args)]
-pub struct KindFileArgs {
-    /// The experiment's TOML file (see `experiments/README.md`).
-    #[arg(long)]
-    pub config: PathBuf,
-    /// Where the results go (default: `runs/<config file stem>` for `bgm`,
-    /// `runs/panoramia/<config file stem>` for `panoramia`); an existing
-    /// out-dir of the same experiment is resumed.
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
-}
-
-impl KindFileArgs {
-    /// The file, read as `kind`, and its out-dir: `--out-dir`, or
-    /// `root/<config file stem>`.
-    pub fn open(
-        &self,
-        kind: ExperimentKind,
-        root: &str,
-    ) -> anyhow::Result<(ExperimentFile, PathBuf)> {
-        let file = ExperimentFile::read_as(&self.config, kind)?;
-        let out_dir = self.out_dir.clone().unwrap_or_else(|| {
-            let stem = self
-                .config
-                .file_stem()
-                .map_or_else(|| kind.name().into(), |s| s.to_string_lossy().into_owned());
-            PathBuf::from(root).join(stem)
-        });
-        Ok((file, out_dir))
-    }
-}
+use super::experiment::command_line;
 
 struct Bar {
     bar: ProgressBar,
@@ -143,11 +89,6 @@ fn print_report(report: &AuditReport) {
     for n in &report.notes {
         println!("  note: {n}");
     }
-}
-
-/// The command line, for the out-dir's lock.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
 }
 
 /// `dpaudit run`: the runner of the file's kind.
@@ -326,17 +267,6 @@ pub fn run_merge(out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
     );
     print_report(&merged.report);
     Ok(())
-}
-
-/// Arguments of `dpaudit compare`.
-#[derive(Debug, clap::Args)]
-pub struct CompareArgs {
-    /// Finished out-dirs (each with `audit.json`).
-    #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
-    /// Write `compare.md` and `compare.svg` here.
-    #[arg(long)]
-    pub out_dir: PathBuf,
 }
 
 /// `dpaudit compare`: several audits side by side. One

@@ -18,52 +18,7 @@ use dpaudit_train::StepReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The run's TOML config (see `experiments/training/*.toml`).
-    #[arg(long)]
-    pub config: PathBuf,
-    /// Override `seed`.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Override `steps` (and drop `epochs`).
-    #[arg(long)]
-    pub steps: Option<u64>,
-    /// Override `replicas`.
-    #[arg(long)]
-    pub replicas: Option<usize>,
-    /// Override `device` (`cpu` or `cuda`).
-    #[arg(long, value_parser = parse_device)]
-    pub device: Option<DeviceChoice>,
-    /// Override `dp.noise_multiplier`.
-    #[arg(long)]
-    pub noise_multiplier: Option<f64>,
-    /// Override `dp.max_grad_norm`.
-    #[arg(long)]
-    pub max_grad_norm: Option<f64>,
-    /// Override `dp.learning_rate`.
-    #[arg(long)]
-    pub learning_rate: Option<f64>,
-    /// Where the checkpoint and `result.json` go (default `runs/<config stem>`).
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
-    /// Derive the batch sampling and the DP noise from `seed` (exact replay)
-    /// instead of from OS entropy. The model is then NOT private against
-    /// anyone who has the config.
-    #[arg(long)]
-    pub replayable: bool,
-    /// Print the result as JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-fn parse_device(s: &str) -> Result<DeviceChoice, String> {
-    match s {
-        "cpu" => Ok(DeviceChoice::Cpu),
-        "cuda" => Ok(DeviceChoice::Cuda),
-        _ => Err(format!("`{s}`: expected `cpu` or `cuda`")),
-    }
-}
+pub use dpaudit_cli::args::train::{Args, TrainDevice};
 
 struct Bar(ProgressBar);
 
@@ -118,7 +73,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.replicas = r;
     }
     if let Some(d) = args.device {
-        config.device = d;
+        config.device = match d {
+            TrainDevice::Cpu => DeviceChoice::Cpu,
+            TrainDevice::Cuda => DeviceChoice::Cuda,
+        };
     }
     if let Some(v) = args.noise_multiplier {
         config.dp.noise_multiplier = v;

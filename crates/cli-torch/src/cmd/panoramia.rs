@@ -8,24 +8,12 @@
 use std::path::Path;
 
 use anyhow::Context;
+use dpaudit_cli::args::panoramia::Args;
 use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_panoramia::{run as run_pipeline, PanoramiaConfig, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::run::KindFileArgs;
-
-/// `dpaudit panoramia`: `dpaudit run` for `kind = "panoramia"` files, which
-/// may leave out the `kind` line.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The audit's TOML config (see `experiments/panoramia/`) and where its
-    /// state and results go.
-    #[command(flatten)]
-    pub file: KindFileArgs,
-    /// Print `audit.json` instead of the summary.
-    #[arg(long)]
-    pub json: bool,
-}
+use super::experiment::open;
 
 struct Lines {
     bar: Option<ProgressBar>,
@@ -59,9 +47,7 @@ impl Progress for Lines {
 
 /// `dpaudit panoramia`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (file, out) = args
-        .file
-        .open(ExperimentKind::Panoramia, "runs/panoramia")?;
+    let (file, out) = open(&args.file, ExperimentKind::Panoramia, "runs/panoramia")?;
     run_file(&file, &out, args.json)
 }
 

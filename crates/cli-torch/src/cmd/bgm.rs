@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use dpaudit_cli::args::bgm::Args;
+use dpaudit_cli::args::experiment::{EngineChoice, SimArgs};
 use dpaudit_experiment::bgm_audit::{
     prepare_all, summary_markdown, throughput_line, BgmExperiment, BgmReport,
 };
@@ -15,78 +17,7 @@ use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
 use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::{OutDir, Shard};
 
-use super::run::{command_line, KindFileArgs};
-
-/// `dpaudit bgm`: `dpaudit run` for `kind = "bgm"` files, which may leave
-/// out the `kind` line.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The experiment (a TOML file with a `[[settings]]` list) and where
-    /// `audit.json`, `summary.md`, `scores.csv` and the chunks go.
-    #[command(flatten)]
-    pub file: KindFileArgs,
-    /// Simulate only chunks `c ≡ i (mod n)`: `i/n` (e.g. `0/4`), or `auto`
-    /// inside a Slurm job array (`auto/n` in a Kubernetes Indexed Job with n
-    /// completions); combine the out-dirs with `dpaudit merge`.
-    #[arg(long)]
-    pub shard: Option<String>,
-    /// How and where the runs are simulated.
-    #[command(flatten)]
-    pub sim: SimArgs,
-}
-
-/// The flags of a BGM simulation.
-#[derive(Debug, Default, clap::Args)]
-pub struct SimArgs {
-    /// Print the JSON report instead of the markdown table.
-    #[arg(long)]
-    pub json: bool,
-    /// Simulation threads (0 = all cores): the Rust engine's threads, or
-    /// libtorch's intra-op threads for the tensor engine on the CPU.
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-    /// Where the simulation runs: `cpu` (the default) or `cuda` (CUDA
-    /// device 0; implies `--engine tensor`).
-    #[arg(long)]
-    pub device: Option<String>,
-    /// Simulation engine: `rust` (pure-Rust CPU simulator) or `tensor`
-    /// (libtorch, vectorised in chunks of runs). Default: `rust` on the CPU,
-    /// `tensor` on CUDA.
-    #[arg(long, value_enum)]
-    pub engine: Option<EngineChoice>,
-    /// Tensor engine only: runs per chunk and hypothesis (bounds memory;
-    /// default from a per-device element budget). The scores depend on it.
-    #[arg(long)]
-    pub chunk_runs: Option<usize>,
-}
-
-impl SimArgs {
-    /// The simulation flags given (besides `--json`), to refuse them where
-    /// nothing is simulated.
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut given = Vec::new();
-        for (flag, set) in [
-            ("--threads", self.threads != 0),
-            ("--device", self.device.is_some()),
-            ("--engine", self.engine.is_some()),
-            ("--chunk-runs", self.chunk_runs.is_some()),
-        ] {
-            if set {
-                given.push(flag);
-            }
-        }
-        given
-    }
-}
-
-/// The `--engine` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineChoice {
-    /// The pure-Rust CPU simulator (`dpaudit_experiment::bgm_engine::CpuBgmEngine`).
-    Rust,
-    /// The libtorch simulator (`dpaudit_experiment::bgm_engine::TensorBgmEngine`).
-    Tensor,
-}
+use super::experiment::{command_line, open};
 
 /// The engine of the command-line flags; refuses `--engine rust --device
 /// cuda`, `--chunk-runs` without the tensor engine, and CUDA when none is
@@ -145,7 +76,7 @@ fn print_report(report: &BgmReport, json: bool, out_dir: &Path) -> anyhow::Resul
 
 /// `dpaudit bgm`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (file, out_dir) = args.file.open(ExperimentKind::Bgm, "runs")?;
+    let (file, out_dir) = open(&args.file, ExperimentKind::Bgm, "runs")?;
     run_file(&file, &out_dir, args.shard.as_deref(), &args.sim)
 }
 
