@@ -20,7 +20,13 @@ disjoint coordinates, each canary included with probability 1/2:
   included one moves its coordinate by lr·T·C/B ≈ 9 at the defaults, which
   costs accuracy (0.843 without them, 0.776 with 1000).
 
-Scores come from the final model only; the bounds are the one-run audit of
+Canaries enter before clipping, as per-sample gradients of norm 4C that
+Opacus's own clip_and_accumulate clips. The score is the harness's default,
+`steps-llr`: at each step the noisy sum minus the records' clipped sum at the
+canary's coordinate (the canary and the noise, without the training's drift),
+combined by the likelihood ratio of the claimed mechanism
+(docs/library-audits.md says what it assumes the auditor sees); `--score final`
+uses the first and final models only. The bounds are the one-run audit of
 Steinke, Nasr & Jagielski 2023 and its f-DP version (Mahloujifar et al. 2024),
 at 95 % confidence.
 
@@ -134,7 +140,10 @@ def run(sampling: str, args, train, test) -> dict:
             )
     train_seconds = time.perf_counter() - started
     acc = accuracy(model, *test)
-    audits = {name: canaries.audit(delta=args.delta, confidence=args.confidence) for name, canaries in sets.items()}
+    audits = {
+        name: canaries.audit(delta=args.delta, confidence=args.confidence, score=args.score)
+        for name, canaries in sets.items()
+    }
     return {
         "sampling": sampling,
         "steps": audits["sampled"].steps,
@@ -163,6 +172,9 @@ def main() -> int:
     ap.add_argument("--m", type=int, default=5000, help="sampled canaries per run")
     ap.add_argument("--m-every", type=int, default=1000, help="every-step canaries per run (0: none)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--score", choices=["steps-llr", "steps-sum", "final"], default="steps-llr", help="the canary score"
+    )
     ap.add_argument("--sampling", choices=["both", "poisson", "shuffle"], default="both")
     ap.add_argument("--train-records", type=int, default=None, help="use the first N training records")
     ap.add_argument("--quick", action="store_true", help="smoke run: 10,000 records, 1 epoch, m = 1000 + 500 (≈ 15 s)")

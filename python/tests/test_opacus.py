@@ -25,6 +25,7 @@ try:
     from torch import nn
 
     from dpaudit import opacus as dpo
+    from dpaudit.opacus.canaries import _canary_entry
 
     _MISSING = None
 except ImportError as error:  # torch or opacus absent: the Opacus tests skip
@@ -63,6 +64,7 @@ def train(
     mode="hooks",
     optimizer="sgd",
     physical=None,
+    insert_at="grad_sample",
 ):
     """One seeded Opacus run; returns (flat final parameters, canary sets, engine, optimizer)."""
     torch.manual_seed(seed)
@@ -99,6 +101,7 @@ def train(
     sets = []
     for spec in (canaries, second):
         if spec is not None:
+            spec = {"insert_at": insert_at, **spec}
             sets.append(dpo.DiracCanaries(dp_optimizer, loader, privacy_engine=engine, **spec))
 
     def epoch(batches):
@@ -121,11 +124,12 @@ def train(
     return flat, sets, engine, dp_optimizer
 
 
-def canary_term(C, B):
-    """−lr · C · clip / B per insertion, clip = Opacus's (C / (C + 1e-6)).clamp(max=1) in float32."""
-    c = np.float32(C)
-    clip = min(np.float32(C) / (c + np.float32(1e-6)), np.float32(1.0))
-    return -LR * float(c * clip) / B
+def canary_term(C, B, factor=4.0):
+    """−lr · F·C · clip / B per insertion, clip = Opacus's (C / (F·C + 1e-6)).clamp(max=1) in
+    float32, F the canary's norm factor (the harness's default 4 before clipping, 1 after)."""
+    norm = np.float32(factor * C)
+    clip = min(np.float32(C) / (norm + np.float32(1e-6)), np.float32(1.0))
+    return -LR * float(norm * clip) / B
 
 
 # ---- the package without torch ----------------------------------------------------------
@@ -195,11 +199,12 @@ def test_one_step_on_a_live_model():
 
 
 @needs_opacus
+@pytest.mark.parametrize("factor", [1.0, 4.0])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("C", [1.0, 0.7, 3.0, 1e-3])
-def test_canary_entry_is_opacus_clip_and_accumulate(C, dtype):
+def test_canary_entry_is_opacus_clip_and_accumulate(C, dtype, factor):
     # Feed Opacus's own clip_and_accumulate one sample whose per-sample gradient
-    # is C in one coordinate: its summed_grad there is the harness's entry, bit for bit.
+    # is F·C in one coordinate: its summed_grad there is the harness's entry, bit for bit.
     dt = getattr(torch, dtype)
     net = nn.Linear(3, 2).to(dt)
     opt = opacus.optimizers.DPOptimizer(
@@ -207,12 +212,13 @@ def test_canary_entry_is_opacus_clip_and_accumulate(C, dtype):
     )
     for p in net.parameters():
         p.grad_sample = torch.zeros((1, *p.shape), dtype=dt)
-    net.weight.grad_sample[0, 1, 2] = C
+    net.weight.grad_sample[0, 1, 2] = factor * C
     opt.clip_and_accumulate()
-    entry = dpo._canary_entry(C, dt, torch.device("cpu"))
+    entry = _canary_entry(C, dt, torch.device("cpu"), factor)
     assert entry.dtype == dt
     assert net.weight.summed_grad[1, 2].item() == entry.item()
-    assert entry.item() < C  # Opacus's 1e-6 clips a sample of norm exactly C a little
+    assert entry.item() < C  # Opacus's 1e-6 clips a sample of norm C a little
+    assert entry.item() == pytest.approx(C, rel=1e-5 / C)
 
 
 @needs_opacus
@@ -222,17 +228,32 @@ def test_canary_entry_is_opacus_clip_and_accumulate(C, dtype):
         dict(),
         dict(C=0.7),
         dict(reduction="sum"),
-        dict(mode="ghost"),
+        dict(mode="ghost", insert_at="summed_grad"),
+        dict(insert_at="summed_grad"),
+        dict(mode="functorch"),
+        dict(mode="ew"),
         dict(poisson=False),
         dict(physical=8, batch=64),
         dict(physical=8, batch=64, poisson=False),
     ],
-    ids=["poisson", "C=0.7", "sum", "ghost", "shuffle", "virtual-steps", "virtual-steps-shuffle"],
+    ids=[
+        "poisson",
+        "C=0.7",
+        "sum",
+        "ghost-after-clipping",
+        "after-clipping",
+        "functorch",
+        "ew",
+        "shuffle",
+        "virtual-steps",
+        "virtual-steps-shuffle",
+    ],
 )
 @pytest.mark.parametrize("insertion", ["every", "sampled"])
 def test_canary_moves_its_coordinate_by_lr_c_clip_over_b(insertion, setting):
-    # No noise: an included canary moves its coordinate by −lr · C · clip / B per
-    # step it entered, B = expected_batch_size (1 for loss_reduction="sum").
+    # No noise: an included canary moves its coordinate by −lr · F·C · clip / B per
+    # step it entered, B = expected_batch_size (1 for loss_reduction="sum"), F = 4
+    # before clipping (norm 4C, clipped to C by Opacus), 1 after.
     base, _, _, opt = train(0, sigma=0.0, epochs=3, **setting)
     spec = dict(m=100, insertion=insertion, seed=2, coordinates=dead_coordinates()[:100])
     got, (canaries,), engine, _ = train(0, sigma=0.0, epochs=3, canaries=spec, **setting)
@@ -250,8 +271,13 @@ def test_canary_moves_its_coordinate_by_lr_c_clip_over_b(insertion, setting):
         assert np.all(canaries.insertions[inc] == 3)  # once per epoch
     assert np.all(canaries.insertions[~inc] == 0)
     delta = (got - base).numpy()[canaries.coordinates]
-    expected = canaries.insertions * canary_term(setting.get("C", 1.0), B)
+    factor = 1.0 if setting.get("insert_at") == "summed_grad" else 4.0
+    expected = canaries.insertions * canary_term(setting.get("C", 1.0), B, factor)
     np.testing.assert_allclose(delta, expected, rtol=1e-5, atol=1e-7)
+    # The per-step score sees the same: Σ_t (noisy sum − records' sum) / C.
+    np.testing.assert_allclose(
+        canaries.scores("steps-sum"), -expected * B / LR / setting.get("C", 1.0), rtol=1e-5, atol=1e-6
+    )
 
 
 @needs_opacus
@@ -381,3 +407,107 @@ def test_refusals():
         dpo.DiracCanaries(opt, [0], privacy_engine=engine, m=1)
     with pytest.raises(ValueError, match="no optimizer step"):
         dpo.DiracCanaries(opt, [0], m=1).audit(delta=1e-5)
+
+
+@needs_opacus
+def test_refusals_of_the_entry_point_and_the_score():
+    with pytest.raises(ValueError, match="insert_at='summed_grad'"):
+        train(0, mode="ghost", canaries=dict(m=10))
+    with pytest.raises(ValueError, match="insert_at must be one of"):
+        train(0, canaries=dict(m=10, insert_at="grad"))
+    with pytest.raises(ValueError, match="norm_factor must be a finite number ≥ 1"):
+        train(0, canaries=dict(m=10, norm_factor=0.5))
+    _, (canaries,), _, _ = train(0, epochs=1, canaries=dict(m=10))
+    with pytest.raises(ValueError, match="score must be one of"):
+        canaries.audit(delta=1e-5, score="best")
+    with pytest.raises(ValueError, match="llr_scale must be one of"):
+        canaries.audit(delta=1e-5, llr_scale=0.3)
+    _, (silent,), _, _ = train(0, epochs=1, sigma=0.0, canaries=dict(m=10))
+    with pytest.raises(ValueError, match="noise_multiplier 0"):
+        silent.audit(delta=1e-5, score="steps-llr")
+
+
+# ---- 5. the per-step score removes the training's drift ------------------------------------
+
+
+@needs_opacus
+def test_step_scores_see_the_canary_without_the_drift():
+    # Live model, no noise: every coordinate drifts with the training, so the
+    # final-model score w0 − wT of an excluded canary is the drift, while the
+    # per-step score (noisy sum − records' clipped sum) is exactly the canary.
+    _, (canaries,), _, opt = train(0, model="live", sigma=0.0, epochs=2, canaries=dict(m=500, seed=3))
+    inc = canaries.included
+    final = canaries.scores("final")
+    steps = canaries.scores("steps-sum")
+    entry = _canary_entry(1.0, torch.float32, torch.device("cpu"), 4.0).item()
+    np.testing.assert_allclose(steps, canaries.insertions * entry, atol=1e-5)
+    assert np.abs(steps[~inc]).max() < 1e-5
+    assert np.abs(final[~inc]).std() > 1e-3  # the drift the step score removes
+    result = canaries.audit(delta=1e-5)
+    assert result.score == "steps-sum" and "no likelihood ratio" in result.notes[0]
+
+
+# ---- 6. bugs seeded inside Opacus are caught; the correct run is not ---------------------
+#
+# MLP 64-32-2 (2,178 weights), 400 records, Poisson q = 0.1, σ = 2.5, C = 1, 100
+# steps, m = 2,000 canaries sampled like records (norm 4C before clipping), score
+# steps-llr: Opacus's PRV accountant claims ε = 1.75 at δ = 1e-5 (dpaudit's PLD:
+# 1.74). In a simulation of this mechanism (the per-step score is the canary plus
+# the noise, whatever the model; one-run guesses with-one-sided, as the harness)
+# on three seeds the one-run bound reached 0.30-0.62 correct, 4.38-4.52 noise off,
+# 2.25-2.54 noise ×¼, 2.58-2.78 clipping bypassed (f-DP: 0.30-0.70, 5.50,
+# 2.46-3.08, 2.87-3.39); docs/library-audits.md §3. The seed here is fixed, not chosen.
+
+BUGS = ("none", "noise-off", "noise-quarter", "clipping-bypassed")
+
+
+def seed_bug(monkeypatch, bug):
+    """Patch Opacus 1.6 the way a silent bug would: the accountant keeps σ."""
+    import opacus.optimizers.optimizer as dp
+
+    generate = dp._generate_noise
+    if bug == "noise-off":
+        monkeypatch.setattr(dp, "_generate_noise", lambda std, reference, *a, **k: generate(0.0, reference, *a, **k))
+    elif bug == "noise-quarter":
+        quarter = lambda std, reference, *a, **k: generate(std / 4, reference, *a, **k)  # noqa: E731
+        monkeypatch.setattr(dp, "_generate_noise", quarter)
+    elif bug == "clipping-bypassed":
+
+        def clip_and_accumulate(self):  # the per-sample sum, unclipped; the noise stays σC
+            for p in self.params:
+                dp._check_processed_flag(p.grad_sample)
+                grad = self._get_flat_grad_sample(p).to(p.dtype).sum(0)
+                p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
+                dp._mark_as_processed(p.grad_sample)
+
+        monkeypatch.setattr(dp.DPOptimizer, "clip_and_accumulate", clip_and_accumulate)
+
+
+@needs_opacus
+@pytest.mark.parametrize("bug", BUGS)
+def test_seeded_opacus_bugs_are_caught(monkeypatch, bug):
+    seed_bug(monkeypatch, bug)
+    _, (canaries,), _, _ = train(
+        11, model="live", n=400, batch=40, epochs=10, sigma=2.5, canaries=dict(m=2000, seed=11)
+    )
+    result = canaries.audit(delta=1e-5)
+    assert result.steps == 100 and result.score == "steps-llr" and result.insert_at == "grad_sample"
+    assert result.claim_epsilon == pytest.approx(1.7531, abs=1e-3)  # Opacus 1.6's PRV accountant
+    assert result.claim_epsilon == pytest.approx(result.pld_epsilon, rel=0.02)
+    if bug == "none":
+        assert not any(result.exceeds_claim.values())
+        assert 0 < result.one_run.epsilon < result.claim_epsilon
+    else:
+        assert result.exceeds_claim == {"one_run": True, "one_run_fdp": True}, result
+    if bug == "clipping-bypassed":  # invisible to canaries that enter after clipping
+        _, (after,), _, _ = train(
+            11,
+            model="live",
+            n=400,
+            batch=40,
+            epochs=10,
+            sigma=2.5,
+            insert_at="summed_grad",
+            canaries=dict(m=2000, seed=11),
+        )
+        assert not any(after.audit(delta=1e-5).exceeds_claim.values())
