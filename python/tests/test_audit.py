@@ -172,26 +172,28 @@ def test_scores_are_read_in_place(threshold_data):
 
 
 def test_long_bounds_release_the_gil():
-    # A thread computes a bound on 10^6 scores while this thread counts: if
-    # the GIL were held, the counter would stand still for the whole bound.
+    # While a thread computes a bound (about a second here), this thread runs a
+    # fixed amount of Python and then looks whether the bound is still being
+    # computed. Were the GIL held for the whole call, this thread could not run
+    # until the call had returned, and would find the result already there.
+    # An order of events is asserted, not a duration.
     scores, members = gaussian_rows(500_000, 0.5, seed=8)
-    done = {}
+    started, done = threading.Event(), {}
 
     def work():
-        t = time.perf_counter()
-        done["eps"] = dpaudit.audit.gdp(scores, members, delta=DELTA, selection="multi-split", splits=4).epsilon
-        done["seconds"] = time.perf_counter() - t
+        started.set()
+        done["eps"] = dpaudit.audit.gdp(scores, members, delta=DELTA, selection="multi-split", splits=8).epsilon
 
     thread = threading.Thread(target=work)
-    ticks = 0
     thread.start()
-    while thread.is_alive():
-        ticks += 1
-        time.sleep(0.001)
+    started.wait()
+    time.sleep(0.02)  # hand the GIL over so that the worker enters the call
+    for _ in range(100):
+        time.sleep(0)
+    still_computing = "eps" not in done
     thread.join()
     assert done["eps"] > 0
-    # At least a third of the possible 1 ms ticks happened during the bound.
-    assert ticks > done["seconds"] * 1000 / 3, (ticks, done["seconds"])
+    assert still_computing, "the bound returned before this thread could run: the GIL was held"
 
 
 BAD_INPUTS = [
@@ -280,15 +282,16 @@ def test_no_input_makes_a_panic():
                         pass
 
 
-def test_import_needs_no_torch_and_is_quick():
+def test_import_needs_no_torch():
     import subprocess
     import sys
     code = ("import sys, time; t = time.perf_counter(); import dpaudit; "
             "print(time.perf_counter() - t, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    seconds, torch_loaded = out.stdout.split()
+    _seconds, torch_loaded = out.stdout.split()
+    # Only what the import loads is asserted; its time is a measurement
+    # (benches/RESULTS.md), not a unit-test threshold.
     assert torch_loaded == "False"
-    assert float(seconds) < 1.0, seconds
 
 
 def test_negative_counts_are_value_errors():
