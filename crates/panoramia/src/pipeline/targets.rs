@@ -20,7 +20,6 @@ use super::context::{Run, StepRelay};
 use super::Progress;
 use crate::config::TargetConfig;
 use crate::error::{config_err, PanoramiaError, Result};
-use crate::records::Records;
 
 /// A target with its training config and (once loaded) model.
 pub(super) struct Resolved {
