@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 
 use dpaudit_audit::observations::Observations;
 
-use crate::{audit_error, value_error};
+use crate::errors::{audit_error, value_error};
 
 /// A column of an input: NumPy's own buffer when it is contiguous and of
 /// the right dtype (read in place), else a converted copy.

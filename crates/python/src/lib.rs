@@ -21,13 +21,15 @@
 //! - A `Bound` pickles (and copies) as its bound's own JSON and the arrays
 //!   it was computed from; equal bounds compare equal and hash alike.
 
+mod errors;
 mod inputs;
 
+use errors::{audit_error, value_error};
 use inputs::{read_members, read_scores, Inputs};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
 use dpaudit_accounting::report::{account_json, calibration_json};
@@ -49,14 +51,6 @@ use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 use dpaudit_audit::AuditError;
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
-fn audit_error(e: AuditError) -> PyErr {
-    value_error(e)
-}
 
 /// How often a long computation checks for Python signals (each check
 /// takes the GIL).

@@ -6,8 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{FixedSize, FixedSizeSampler, LastBatch};
 use super::random::shuffle;
-use super::{DataError, FixedSize, FixedSizeSampler, LastBatch};
+use super::DataError;
 use crate::seed::SeedKey;
 
 /// Config of [`BatchThenShuffleSampler`].

@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{EpochPlan, FixedSize, FixedSizeSampler, LastBatch};
 use super::random::shuffle;
-use super::{DataError, EpochPlan, FixedSize, FixedSizeSampler, LastBatch};
+use super::DataError;
 use crate::seed::{RunSeed, SeedKey, Stream};
 
 /// Config of [`FixedSequenceSampler`].

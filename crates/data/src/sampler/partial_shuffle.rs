@@ -15,7 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{invalid, BlockShuffle, DataError, FixedSize, LastBatch};
+use super::plan::{invalid, BlockShuffle, FixedSize, LastBatch};
+use super::DataError;
 use crate::seed::SeedKey;
 
 /// Config of [`PartialShuffleSampler`].

@@ -10,7 +10,8 @@
 //! * Cebere et al. 2024 App. D, Algorithm 4 inserts the crafted gradient at the steps
 //!   `t` with `t mod k = 0`, `t = 1..T`: [`InsertionSchedule`].
 
-use super::{invalid, DataError};
+use super::plan::invalid;
+use super::DataError;
 
 /// What a sampler index refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{invalid, BatchSampler, EpochPlan};
 use super::random::{ByteReader, Inclusion};
-use super::{invalid, BatchSampler, DataError, EpochPlan};
+use super::DataError;
 use crate::seed::SeedKey;
 
 /// Config of [`PoissonSampler`].

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{BlockShuffle, DataError, FixedSize, LastBatch};
+use super::plan::{BlockShuffle, FixedSize, LastBatch};
+use super::DataError;
 use crate::seed::SeedKey;
 
 /// Config of [`ShuffleSampler`].

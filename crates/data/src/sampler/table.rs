@@ -13,7 +13,8 @@
 use crate::seed::SeedKey;
 use crate::DataError;
 
-use super::{invalid, BatchSampler, Sampler};
+use super::plan::{invalid, BatchSampler};
+use super::Sampler;
 
 /// A slot past the end of its replica's batch.
 pub const EMPTY_SLOT: u32 = u32::MAX;

@@ -4,25 +4,17 @@
 
 use dpaudit_data::seed::Stream;
 use dpaudit_train::models::Model;
-use serde::{Deserialize, Serialize};
 
+use super::artifacts::{ScoresFile, FORMAT};
+use super::context::{keys, Run};
 use super::game::Game;
 use super::store::{found, save, Artifact, Stage};
-use super::{keys, Progress, Run, FORMAT};
+use super::Progress;
 use crate::classifier::{self, loss_features, FitReport, Labelled, MembershipNet};
 use crate::error::Result;
 use crate::nn::HostInit;
 use crate::records::Records;
 use crate::task;
-
-/// Scores of one classifier on the audit set (`baseline.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct ScoresFile {
-    pub format: String,
-    pub fingerprint: String,
-    pub fit: FitReport,
-    pub scores: Vec<f64>,
-}
 
 /// The baseline's scores, found in the out-dir or trained.
 pub(super) fn stage(

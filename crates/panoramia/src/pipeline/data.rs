@@ -1,13 +1,17 @@
 //! Stage "data": split the target's training records `D_f` into `D_G`,
-//! `D_in^tr`, `D_in^val` and `D_in^te`; then the non-member pools, generated
-//! (through the filter when there is one) or held-out real records.
+//! `D_in^tr`, `D_in^val` and `D_in^te`, and check that every target saw the
+//! members; then the non-member pools, generated (through the filter when
+//! there is one) or held-out real records.
+
+use std::collections::HashSet;
 
 use dpaudit_data::dataset::Normalization;
 use dpaudit_data::seed::{SeedKey, Stream};
 
+use super::context::{keys, Run};
 use super::targets::{raw_data, Resolved};
-use super::{keys, Progress, Run};
-use crate::error::{config_err, Result};
+use super::Progress;
+use crate::error::{config_err, PanoramiaError, Result};
 use crate::filter::{self, Filter, Generator};
 use crate::records::{permutation, Records};
 
@@ -202,4 +206,49 @@ fn holdout_pools(run: &Run<'_>, test: &Records, quality: usize) -> Result<Pools>
         out_te: take(s.audit),
         quality: take(quality),
     })
+}
+
+fn keyset(r: &Records) -> HashSet<u64> {
+    (0..r.len()).map(|i| r.record_hash(i)).collect()
+}
+
+/// Every target after the first trained on records of `D_f`'s shape that
+/// include every member (`D_in^tr`, `D_in^val`, `D_in^te`).
+pub(super) fn check_members(targets: &[Resolved], data: &Data) -> Result<()> {
+    let members = data.in_tr.concat(&data.in_val).concat(&data.in_te);
+    for t in targets.iter().skip(1) {
+        let (train, _, _) = raw_data(&t.train)?;
+        let theirs = Records::from_dataset(&train);
+        if theirs.shape != data.d_f.shape {
+            return Err(PanoramiaError::Checkpoint {
+                path: t
+                    .checkpoint
+                    .as_ref()
+                    .map_or_else(|| format!("target `{}`", t.cfg.name), |p| p.display().to_string()),
+                reason: format!(
+                    "trained on records of shape {:?}: expected {:?}, the shape of target[0]'s data",
+                    theirs.shape, data.d_f.shape
+                ),
+            });
+        }
+        let set = keyset(&theirs);
+        let missing = (0..members.len())
+            .filter(|&i| !set.contains(&members.record_hash(i)))
+            .count();
+        if missing > 0 {
+            return Err(PanoramiaError::NotMembers {
+                target: t.cfg.name.clone(),
+                missing,
+                members: members.len(),
+                detail: format!(
+                    "it was trained on {} records of {:?} (train_size {:?}, seed {}), the members come from target[0]'s training set",
+                    theirs.len(),
+                    t.train.data.dataset,
+                    t.train.data.train_size,
+                    t.train.seed
+                ),
+            });
+        }
+    }
+    Ok(())
 }

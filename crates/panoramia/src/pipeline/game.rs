@@ -5,8 +5,8 @@
 
 use dpaudit_data::seed::Stream;
 
+use super::context::{keys, Run};
 use super::data::{Data, Pools};
-use super::{keys, Run};
 use crate::records::{coins, permutation, Records};
 
 /// The audit set and the membership classifiers' data, raw and normalised.

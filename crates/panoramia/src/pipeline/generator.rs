@@ -11,8 +11,9 @@ use std::path::Path;
 use dpaudit_data::seed::Stream;
 use tch::Device;
 
+use super::context::{keys, Run};
 use super::data::{pool_key, Data, Pools};
-use super::{keys, quality, Progress, Run};
+use super::{quality, Progress};
 use crate::config::{FitConfig, GeneratorConfig, GeneratorModel};
 use crate::dcgan;
 use crate::error::{out_err, PanoramiaError, Result};

@@ -5,8 +5,9 @@
 use dpaudit_data::seed::Stream;
 use dpaudit_train::models::Model;
 
+use super::context::{keys, Run};
 use super::data::{Data, Pools};
-use super::{keys, Progress, Run};
+use super::Progress;
 use crate::error::Result;
 use crate::records::Records;
 use crate::task::{self, TaskMeta};

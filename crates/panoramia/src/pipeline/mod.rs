@@ -32,7 +32,9 @@
 //! `summary` (`summary.md`); `store` is the out-dir: its manifest
 //! (`config.json`) and the stages' JSON artifacts as units of work.
 
+mod artifacts;
 mod baseline;
+mod context;
 mod data;
 mod game;
 mod generator;
@@ -47,67 +49,16 @@ mod targets;
 use std::path::Path;
 
 use dpaudit_data::seed::Randomness;
-use dpaudit_train::trainer::{self, Observer};
-use tch::Device;
+use dpaudit_train::trainer;
 
 use crate::config::PanoramiaConfig;
 use crate::error::Result;
 use crate::vae;
 
-pub use quality::Quality;
-pub use report::{AuditReport, TargetResult};
+pub use artifacts::{AuditReport, Quality, TargetResult, FORMAT};
 pub use summary::summary;
 
-/// The format tag of the out-dir's JSON files.
-pub const FORMAT: &str = "dpaudit-panoramia/1";
-
 pub use crate::progress::{Progress, Quiet};
-
-struct StepRelay<'a>(&'a mut dyn Progress, String);
-impl Observer for StepRelay<'_> {
-    fn on_start(&mut self, total: u64) {
-        self.0.target_start(&self.1, total);
-    }
-    fn on_step(&mut self, _r: &dpaudit_train::StepReport) {
-        self.0.target_step();
-    }
-}
-
-/// Sub-keys of the pipeline's streams (children of each named stream).
-mod keys {
-    pub const SPLIT_DF: u64 = 0;
-    pub const SPLIT_HOLDOUT: u64 = 1;
-    pub const SPLIT_REAL_NONMEMBERS: u64 = 2;
-    pub const GENERATOR: u64 = 0;
-    pub const QUALITY: u64 = 1;
-    pub const LABELER: u64 = 2;
-    pub const HELPER: u64 = 3;
-    /// The baseline and every MIA share initialisation and batch order.
-    pub const CLASSIFIER: u64 = 4;
-    pub const FILTER: u64 = 5;
-    pub const GAME: u64 = 0;
-    pub const GAME_O1: u64 = 1;
-    /// Generator purposes (Philox tags).
-    pub const POOL_HELPER: u32 = 0;
-    pub const POOL_TRAIN: u32 = 1;
-    pub const POOL_VALIDATION: u32 = 2;
-    pub const POOL_AUDIT: u32 = 3;
-    pub const POOL_QUALITY: u32 = 4;
-    pub const POOL_GRID: u32 = 5;
-}
-
-/// What every stage reads: the config, its file (named in errors), the
-/// out-dir (and its store), the config's fingerprint, the randomness and
-/// the device.
-struct Run<'a> {
-    config: &'a PanoramiaConfig,
-    file: &'a str,
-    out: &'a Path,
-    store: &'a store::PanoramiaStore,
-    fp: &'a str,
-    rnd: &'a Randomness,
-    device: Device,
-}
 
 /// Run the pipeline for `config` (read from `file`, named in errors) with
 /// its state in `out`.
@@ -125,7 +76,7 @@ pub fn run(
     let store = store::claim(config, &fp, out, &format!("dpaudit panoramia {file}"))?;
     let device = trainer::resolve_device(config.device, "device")?;
     let rnd = Randomness::replayable(config.seed);
-    let run = Run {
+    let run = context::Run {
         config,
         file,
         out,
@@ -138,7 +89,7 @@ pub fn run(
     // Targets and data.
     let mut targets = targets::resolve(&run, progress)?;
     let data = data::split(&run, &targets, progress)?;
-    targets::check_members(&targets, &data)?;
+    data::check_members(&targets, &data)?;
     let shape = vae::image_shape(&data.d_f.shape, "data")?;
 
     // Phase 1: generator, generated pools, labels, helper, quality.

@@ -10,12 +10,13 @@ use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig as MeasureConfig, Pano
 use dpaudit_train::checkpoint::CheckpointMeta;
 use dpaudit_train::models::Model;
 
-use super::baseline::{membership_scores, ScoresFile};
+use super::artifacts::{ScoresFile, TargetResult};
+use super::baseline::membership_scores;
+use super::context::Run;
 use super::game::{Game, O1Game};
-use super::report::TargetResult;
 use super::store::{found, save, Artifact, Stage};
 use super::targets::{self, Resolved};
-use super::{Progress, Run};
+use super::Progress;
 use crate::error::{out_err, Result};
 use crate::task;
 

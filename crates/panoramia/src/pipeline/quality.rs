@@ -3,27 +3,14 @@
 //! both (`quality.json`).
 
 use dpaudit_data::seed::Stream;
-use serde::{Deserialize, Serialize};
 
+use super::artifacts::Quality;
+use super::context::{keys, Run};
 use super::data::{Data, Pools};
 use super::store::{found, save, Artifact, Stage};
-use super::{keys, Progress, Run};
+use super::Progress;
 use crate::classifier;
 use crate::error::Result;
-
-/// The generator's quality check: a classifier separating real `D_G`
-/// records from generated ones, accuracy on held-out records of both.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Quality {
-    /// Held-out accuracy (0.5: indistinguishable; 1: always told apart).
-    pub accuracy: f64,
-    /// Real and generated records it was trained on (each).
-    pub train_per_class: usize,
-    /// Real and generated held-out records (each).
-    pub test_per_class: usize,
-    /// Held-out accuracy after every epoch.
-    pub accuracy_per_epoch: Vec<f64>,
-}
 
 /// The quality check, found in the out-dir or run.
 pub(super) fn stage(

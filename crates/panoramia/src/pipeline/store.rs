@@ -18,9 +18,7 @@ use dpaudit_experiment::ExperimentError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::baseline::ScoresFile;
-use super::report::TargetResult;
-use super::{Quality, FORMAT};
+use super::artifacts::{Quality, ScoresFile, TargetResult, FORMAT};
 use crate::config::PanoramiaConfig;
 use crate::error::{PanoramiaError, Result};
 

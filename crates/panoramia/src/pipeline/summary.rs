@@ -1,6 +1,6 @@
 //! `summary.md`: the report in words and one table row per target.
 
-use super::report::AuditReport;
+use super::artifacts::AuditReport;
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "∞ (no DP)".to_string(), |e| format!("{e:.3}"))

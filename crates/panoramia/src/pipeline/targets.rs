@@ -1,9 +1,9 @@
 //! Stage "targets": resolve each `[[target]]` (calibrate its noise
-//! multiplier, or load its checkpoint), check that every target saw the
-//! audit's members, and obtain each target model `f` (given, resumed from
-//! the out-dir, or trained with DP-SGD).
+//! multiplier, or load its checkpoint) and obtain each target model `f`
+//! (given, resumed from the out-dir, or trained with DP-SGD). That every
+//! target saw the audit's members is checked by the data stage
+//! (`data::check_members`), once `D_f` is split.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
@@ -16,11 +16,10 @@ use dpaudit_train::models::Model;
 use dpaudit_train::trainer;
 use tch::Device;
 
-use super::data::Data;
-use super::{Progress, Run, StepRelay};
+use super::context::{Run, StepRelay};
+use super::Progress;
 use crate::config::TargetConfig;
 use crate::error::{config_err, PanoramiaError, Result};
-use crate::records::Records;
 
 /// A target with its training config and (once loaded) model.
 pub(super) struct Resolved {
@@ -130,51 +129,6 @@ fn calibrate(train: &TrainConfig, eps: f64, i: usize, file: &str) -> Result<f64>
         )
     })?;
     Ok(cal.noise_multiplier)
-}
-
-fn keyset(r: &Records) -> HashSet<u64> {
-    (0..r.len()).map(|i| r.record_hash(i)).collect()
-}
-
-/// Every target after the first trained on records of `D_f`'s shape that
-/// include every member (`D_in^tr`, `D_in^val`, `D_in^te`).
-pub(super) fn check_members(targets: &[Resolved], data: &Data) -> Result<()> {
-    let members = data.in_tr.concat(&data.in_val).concat(&data.in_te);
-    for t in targets.iter().skip(1) {
-        let (train, _, _) = raw_data(&t.train)?;
-        let theirs = Records::from_dataset(&train);
-        if theirs.shape != data.d_f.shape {
-            return Err(PanoramiaError::Checkpoint {
-                path: t
-                    .checkpoint
-                    .as_ref()
-                    .map_or_else(|| format!("target `{}`", t.cfg.name), |p| p.display().to_string()),
-                reason: format!(
-                    "trained on records of shape {:?}: expected {:?}, the shape of target[0]'s data",
-                    theirs.shape, data.d_f.shape
-                ),
-            });
-        }
-        let set = keyset(&theirs);
-        let missing = (0..members.len())
-            .filter(|&i| !set.contains(&members.record_hash(i)))
-            .count();
-        if missing > 0 {
-            return Err(PanoramiaError::NotMembers {
-                target: t.cfg.name.clone(),
-                missing,
-                members: members.len(),
-                detail: format!(
-                    "it was trained on {} records of {:?} (train_size {:?}, seed {}), the members come from target[0]'s training set",
-                    theirs.len(),
-                    t.train.data.dataset,
-                    t.train.data.train_size,
-                    t.train.seed
-                ),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The target's model: the loaded checkpoint, the one in the out-dir

@@ -1,0 +1,199 @@
+"""Small readers shared by the out-dir kinds (JSON, text, numeric CSV rows),
+the method table of ``audit.json``, and :class:`OutDir`, what every kind
+has.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._format import _LOCK_FILE
+
+
+# ---------------------------------------------------------------------------
+# Small readers
+# ---------------------------------------------------------------------------
+
+
+def _read_json(p: Path, what: str) -> Any:
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: missing ({what})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text ({e}); the file was edited or damaged") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not JSON ({e}); the file was edited or damaged") from None
+
+
+def _read_text(p: Path, what: str) -> str:
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: missing ({what})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text ({e}); the file was edited or damaged") from None
+
+
+def _optional_text(p: Path) -> Optional[str]:
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _lines(text: str) -> List[str]:
+    """The lines of a file dpaudit wrote (``\\n`` line ends, a final one)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _numeric_rows(body: List[str], ncol: int, path: Path, first_line: int) -> np.ndarray:
+    """``body`` (comma-separated numbers, ``ncol`` per line) as ``(n, ncol)``
+    float64; errors name the file and line."""
+    if not body:
+        return np.zeros((0, ncol), dtype=np.float64)
+    joined = "\n".join(body)
+    for i, line in enumerate(body if joined.count(",") != len(body) * (ncol - 1) else ()):
+        if line.count(",") != ncol - 1:
+            raise ValueError(
+                f"{path}: line {first_line + i}: {line.count(',') + 1} fields, expected {ncol}; "
+                "the file was edited or damaged"
+            )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.loadtxt(io.StringIO(joined), delimiter=",", dtype=np.float64, comments=None, ndmin=2)
+    except ValueError:
+        for i, line in enumerate(body):
+            for field in line.split(","):
+                try:
+                    float(field)
+                except ValueError:
+                    raise ValueError(
+                        f"{path}: line {first_line + i}: `{field[:100]}` is not a number; "
+                        "the file was edited or damaged"
+                    ) from None
+        raise
+    if arr.shape != (len(body), ncol):
+        raise ValueError(f"{path}: expected {len(body)} rows of {ncol} numbers, read shape {arr.shape}")
+    return arr
+
+
+def _as_index(col: np.ndarray, path: Path, what: str) -> np.ndarray:
+    ok = np.isfinite(col) & (col >= 0) & (col == np.floor(col)) & (col < 2.0**53)
+    if not ok.all():
+        i = int(np.argmin(ok))
+        raise ValueError(f"{path}: row {i + 1}: {what} {col[i]!r} is not a non-negative integer")
+    return col.astype(np.int64)
+
+
+def _lock_note(root: Path) -> str:
+    """A sentence on the out-dir's lock, if one is there."""
+    try:
+        text = (root / _LOCK_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    fields = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+    who = f"pid {fields.get('pid', '?')} on host {fields.get('host', '?')}"
+    if fields.get("command"):
+        who += f" ({fields['command']})"
+    return f" The out-dir is locked by {who}: that process may still be writing it."
+
+
+def _format_indices(idx: Sequence[int], limit: int = 12) -> str:
+    shown = ", ".join(str(i) for i in idx[:limit])
+    return shown + (f", … ({len(idx)} in all)" if len(idx) > limit else "")
+
+
+def _method_label(method: str) -> str:
+    """``eps_delta`` or ``eps-delta`` → ``eps-delta`` (audit.json's labels)."""
+    label = str(method).strip().lower().replace("_", "-")
+    if label not in _METHODS:
+        raise ValueError(
+            f"method `{method}` is unknown; expected one of {', '.join(_METHODS)} (or their snake_case config names)"
+        )
+    return label
+
+
+# label → (function in dpaudit.audit, extra keyword arguments)
+_METHODS: Dict[str, Tuple[str, Dict[str, Any]]] = {
+    "eps-delta": ("eps_delta", {}),
+    "gdp": ("gdp", {}),
+    "one-run": ("one_run", {"guesses": "with-one-sided"}),
+    "one-run-fdp": ("one_run_fdp", {"family": "eps-delta", "guesses": "with-one-sided"}),
+    "one-run-fdp-gaussian": ("one_run_fdp", {"family": "gaussian", "guesses": "with-one-sided"}),
+    "one-run-order": ("one_run_order", {"family": "eps-delta", "guesses": "with-one-sided"}),
+    "one-run-order-gaussian": ("one_run_order", {"family": "gaussian", "guesses": "with-one-sided"}),
+    "one-run-gaussian-scores": ("one_run_gaussian_scores", {}),
+}
+_ONE_RUN = (
+    "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order", "one-run-order-gaussian",
+    "one-run-gaussian-scores",
+)
+
+
+# audit.selection of an experiment file → dpaudit.audit's `selection=`
+_SELECTIONS = {
+    "auto": "auto",
+    "split": "split",
+    "multi_split": "multi-split",
+    "same_data": "same-data",
+    "bonferroni": "bonferroni",
+}
+
+
+# ---------------------------------------------------------------------------
+# The out-dir kinds
+# ---------------------------------------------------------------------------
+
+
+class OutDir:
+    """What every out-dir has (see :func:`open`).
+
+    Attributes:
+
+    - ``path`` (:class:`pathlib.Path`), ``kind`` (``"run"``, ``"bgm"`` or
+      ``"panoramia"``);
+    - ``manifest``: ``config.json`` as a dict;
+    - ``config``: the experiment as stored there (``manifest["experiment"]``
+      for ``run`` and ``bgm``, ``manifest["config"]`` for ``panoramia``);
+    - ``audit``: ``audit.json`` as a dict (``None`` for a partial read);
+    - ``summary``: ``summary.md`` as text (``None`` when absent);
+    - ``complete``: False for a partial read of an unfinished experiment;
+    - ``plots``: the files in ``plots/`` by name (``{"epsilon.svg": Path}``);
+    - ``notes``: what this reader noticed and could not check.
+    """
+
+    kind: str = ""
+
+    def __init__(self, path: Path, manifest: Dict[str, Any]) -> None:
+        self.path: Path = path
+        self.manifest: Dict[str, Any] = manifest
+        self.config: Dict[str, Any] = {}
+        self.audit: Optional[Dict[str, Any]] = None
+        self.summary: Optional[str] = None
+        self.complete: bool = True
+        self.notes: List[str] = []
+        plots = path / "plots"
+        self.plots: Dict[str, Path] = (
+            {p.name: p for p in sorted(plots.iterdir()) if p.is_file() and not p.name.startswith(".")}
+            if plots.is_dir()
+            else {}
+        )
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else "PARTIAL (unfinished experiment)"
+        return f"<dpaudit {self.kind} out-dir {str(self.path)!r}, {state}>"
