@@ -60,24 +60,26 @@
 
 mod points;
 mod rank;
+mod statistic;
 mod support;
 mod sweep;
 
 pub use points::{empirical_points, error_points, ErrorPoint};
 pub use rank::{rank_grid, RANK_GRID_RATIO};
+pub use statistic::{epsilon_from_error_bounds, mu_from_error_bounds};
 pub use support::FEW_VALUES_MAX;
 
 use crate::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdEvidence, ThresholdTest,
 };
 use crate::error::{check_confidence, check_delta, AuditError, Result};
-use crate::gaussian::{gdp_epsilon, inverse_cdf};
+use crate::gaussian::gdp_epsilon;
 use crate::interrupt::Interrupt;
 use crate::metrics::{metrics_sorted, Metrics};
 use crate::observations::{Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
-use crate::rank_test::Curve;
 use rank::{bonferroni_best, split_evidence};
+use statistic::Statistic;
 use support::{few_values, support_best};
 use sweep::{pointwise_evidence, sweep, Sorted};
 
@@ -91,63 +93,6 @@ pub struct RegionConfig {
     /// Threshold selection policy (`split`, `multi-split`, `bonferroni` or
     /// `same-data`; `fixed` is refused).
     pub selection: Selection,
-}
-
-/// Annamalai et al. 2024 Eq. (1): ε from upper bounds on FPR and FNR at δ.
-/// Returns `max{ln((1 − FPR̄ − δ)/FNR̄), ln((1 − FNR̄ − δ)/FPR̄), 0}`.
-pub fn epsilon_from_error_bounds(fpr_upper: f64, fnr_upper: f64, delta: f64) -> f64 {
-    raw_epsilon(fpr_upper, fnr_upper, delta).max(0.0)
-}
-
-/// The two branches of Eq. (1) without the floor at 0 (−∞ when a numerator
-/// is not positive).
-fn raw_epsilon(fpr: f64, fnr: f64, delta: f64) -> f64 {
-    let branch = |num: f64, den: f64| {
-        if num > 0.0 && den > 0.0 {
-            (num / den).ln()
-        } else if num > 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        }
-    };
-    branch(1.0 - fpr - delta, fnr).max(branch(1.0 - fnr - delta, fpr))
-}
-
-/// Cebere et al. 2024 Lemma 1 (and the GDP slide of Karimireddy 2025):
-/// `μ = Φ⁻¹(1 − FPR̄) − Φ⁻¹(FNR̄)` (symmetric in the two rates; may be
-/// negative).
-pub fn mu_from_error_bounds(fpr_upper: f64, fnr_upper: f64) -> f64 {
-    let mu = -inverse_cdf(fpr_upper) - inverse_cdf(fnr_upper);
-    if mu.is_nan() {
-        f64::NEG_INFINITY
-    } else {
-        mu
-    }
-}
-
-/// Which statistic a sweep maximizes.
-#[derive(Debug, Clone, Copy)]
-enum Statistic {
-    EpsDelta { delta: f64 },
-    Gdp,
-}
-
-impl Statistic {
-    /// The trade-off curves the rank test checks for this statistic.
-    fn curve(self) -> Curve {
-        match self {
-            Statistic::EpsDelta { delta } => Curve::EpsDelta { delta },
-            Statistic::Gdp => Curve::Gaussian,
-        }
-    }
-
-    fn eval(self, fpr: f64, fnr: f64) -> f64 {
-        match self {
-            Statistic::EpsDelta { delta } => raw_epsilon(fpr, fnr, delta),
-            Statistic::Gdp => mu_from_error_bounds(fpr, fnr),
-        }
-    }
 }
 
 /// What a threshold audit found, before the method turns it into ε.
@@ -327,7 +272,7 @@ pub(crate) fn check_gdp_delta(delta: f64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rank_test::{RankStatement, RankTest};
+    use crate::rank_test::{Curve, RankStatement, RankTest};
 
     #[test]
     fn lecture_epsilon_and_mu() {

@@ -1,8 +1,8 @@
 //! The rank test at thresholds fixed by ranks: the `bonferroni` family on
 //! all data, and the threshold a `split` carries to its evaluation half.
 
+use super::statistic::Statistic;
 use super::sweep::{sweep, Sorted};
-use super::Statistic;
 use crate::bound::{ThresholdEvidence, ThresholdTest};
 use crate::error::Result;
 use crate::observations::Observations;

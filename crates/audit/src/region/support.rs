@@ -14,8 +14,8 @@
 //! and binary scores").
 
 use super::rank::below;
+use super::statistic::Statistic;
 use super::sweep::Sorted;
-use super::Statistic;
 use crate::bound::{ThresholdEvidence, ThresholdTest};
 use crate::clopper_pearson::upper_unchecked;
 

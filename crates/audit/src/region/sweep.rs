@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::Statistic;
+use super::statistic::Statistic;
 use crate::bound::{ThresholdEvidence, ThresholdTest};
 use crate::clopper_pearson::upper_unchecked;
 use crate::observations::Observations;
