@@ -157,64 +157,30 @@ impl Pld {
             &[Direction::Remove, Direction::Add]
         };
         let total_steps: f64 = components.iter().map(|c| c.count as f64).sum();
-        let mut directions = Vec::new();
-        let mut planner = FftPlanner::<f64>::new();
-        for &dir in dirs {
-            let disc: Vec<Discretised> = components
-                .iter()
-                .map(|c| {
-                    discretise(
-                        &Pair {
-                            q: c.sample_rate,
-                            sigma: c.noise_multiplier,
-                            dir,
-                        },
-                        delta,
-                    )
-                })
-                .collect::<Result<_>>()?;
-            let uppers: Vec<(&Discrete, u64)> = disc
-                .iter()
-                .zip(components)
-                .map(|(d, c)| (&d.upper, c.count))
-                .collect();
-            let lowers: Vec<(&Discrete, u64)> = disc
-                .iter()
-                .zip(components)
-                .map(|(d, c)| (&d.lower, c.count))
-                .collect();
-            let mean_shift: f64 = disc
-                .iter()
-                .zip(components)
-                .map(|(d, c)| d.mean_remainder * c.count as f64)
-                .sum();
-            let low_tail: f64 = disc
-                .iter()
-                .zip(components)
-                .map(|(d, c)| d.low_tail * c.count as f64)
-                .sum();
-            let deviation = delta * (total_steps * (1.0 / hoeffding_delta).ln() / 2.0).sqrt();
-            let (upper, lower) = if components.is_empty() {
-                (nothing_composed(), nothing_composed())
-            } else {
-                (
-                    compose(&mut planner, &uppers, delta, options.tail_mass)?,
-                    if upper_only {
-                        nothing_composed()
-                    } else {
-                        compose(&mut planner, &lowers, delta, options.tail_mass)?
-                    },
-                )
-            };
-            directions.push(Accounted {
+        let order = |dir| {
+            let setting = Setting {
+                components,
+                tail_mass: options.tail_mass,
+                delta,
+                hoeffding_delta,
                 upper_only,
-                upper,
-                lower,
-                shift: (mean_shift - deviation).max(0.0),
-                mean_shift,
-                lower_charge: low_tail + hoeffding_delta,
-            });
-        }
+                total_steps,
+            };
+            setting.account(dir)
+        };
+        // The two orders are independent: on two cores they run at once (half the wall time of
+        // `dpaudit account`; the same numbers, each order with its own FFT planner).
+        let directions = match dirs {
+            [one] => vec![order(*one)?],
+            _ => std::thread::scope(|scope| {
+                let add = scope.spawn(|| order(Direction::Add));
+                let remove = order(Direction::Remove);
+                let add = add
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                Ok::<_, AccountingError>(vec![remove?, add?])
+            })?,
+        };
         Ok(Self {
             directions,
             discretisation: delta,
@@ -279,6 +245,79 @@ impl Pld {
 /// The Hoeffding failure probability used for a target δ.
 pub(crate) fn hoeffding_delta_for(target_delta: f64) -> f64 {
     (target_delta * HOEFFDING_FRACTION).max(1e-300)
+}
+
+/// What the PLD of one order needs: the components and the settings `Pld::build` checked.
+struct Setting<'a> {
+    components: &'a [Component],
+    tail_mass: f64,
+    delta: f64,
+    hoeffding_delta: f64,
+    upper_only: bool,
+    total_steps: f64,
+}
+
+impl Setting<'_> {
+    /// Discretises every component in order `dir` and composes them (the pessimistic grid, and
+    /// unless `upper_only` the optimistic one).
+    fn account(&self, dir: Direction) -> Result<Accounted> {
+        let (components, delta) = (self.components, self.delta);
+        let mut planner = FftPlanner::<f64>::new();
+        let disc: Vec<Discretised> = components
+            .iter()
+            .map(|c| {
+                discretise(
+                    &Pair {
+                        q: c.sample_rate,
+                        sigma: c.noise_multiplier,
+                        dir,
+                    },
+                    delta,
+                )
+            })
+            .collect::<Result<_>>()?;
+        let uppers: Vec<(&Discrete, u64)> = disc
+            .iter()
+            .zip(components)
+            .map(|(d, c)| (&d.upper, c.count))
+            .collect();
+        let lowers: Vec<(&Discrete, u64)> = disc
+            .iter()
+            .zip(components)
+            .map(|(d, c)| (&d.lower, c.count))
+            .collect();
+        let mean_shift: f64 = disc
+            .iter()
+            .zip(components)
+            .map(|(d, c)| d.mean_remainder * c.count as f64)
+            .sum();
+        let low_tail: f64 = disc
+            .iter()
+            .zip(components)
+            .map(|(d, c)| d.low_tail * c.count as f64)
+            .sum();
+        let deviation = delta * (self.total_steps * (1.0 / self.hoeffding_delta).ln() / 2.0).sqrt();
+        let (upper, lower) = if components.is_empty() {
+            (nothing_composed(), nothing_composed())
+        } else {
+            (
+                compose(&mut planner, &uppers, delta, self.tail_mass)?,
+                if self.upper_only {
+                    nothing_composed()
+                } else {
+                    compose(&mut planner, &lowers, delta, self.tail_mass)?
+                },
+            )
+        };
+        Ok(Accounted {
+            upper_only: self.upper_only,
+            upper,
+            lower,
+            shift: (mean_shift - deviation).max(0.0),
+            mean_shift,
+            lower_charge: low_tail + self.hoeffding_delta,
+        })
+    }
 }
 
 #[cfg(test)]
