@@ -6,7 +6,9 @@
 //! information — the helper's loss for the baseline, the target's loss for
 //! the MIA — enters a small loss module, linear(2→16) → ReLU, on the
 //! features `(ℓ, ln(ℓ + 10⁻⁶))` standardised with the training set's mean
-//! and standard deviation. The two representations are concatenated before
+//! and standard deviation. With `mia_losses = "target_and_helper"` the
+//! module reads four features, linear(4→16): the MIA gets the helper's loss
+//! and the target's, the baseline the helper's and two zero columns. The two representations are concatenated before
 //! the last layer, linear(80→1), which gives the membership logit (the
 //! paper concatenates the loss to the final representation before the last
 //! layer; it stacks two modules with a logistic regression for images, one
@@ -31,11 +33,18 @@ use crate::records::{epoch_batches, Records};
 
 type TResult<T> = std::result::Result<T, tch::TchError>;
 
-/// Side-information features per record.
-pub const SIDE_FEATURES: usize = 2;
+/// Side-information features of one loss: `(ℓ, ln(ℓ + 10⁻⁶))`.
+pub const LOSS_FEATURES: usize = 2;
+
+/// Most side features per record: two losses.
+pub const SIDE_FEATURES: usize = 2 * LOSS_FEATURES;
+
+/// Side features of one record; a classifier reads the first
+/// `side_width` of them.
+pub type Side = [f64; SIDE_FEATURES];
 
 /// The features `(ℓ, ln(ℓ + 10⁻⁶))` of a loss.
-pub fn loss_features(losses: &[f64]) -> Vec<[f64; SIDE_FEATURES]> {
+pub fn loss_features(losses: &[f64]) -> Vec<[f64; LOSS_FEATURES]> {
     losses
         .iter()
         .map(|&l| [l, (l.max(0.0) + 1e-6).ln()])
@@ -81,16 +90,18 @@ impl Parameters for MembershipNet {
 }
 
 impl MembershipNet {
-    /// A fresh classifier for images of `shape`, with or without side
-    /// information.
-    pub fn new(init: &mut HostInit, shape: [i64; 3], with_side: bool) -> Result<Self> {
+    /// A fresh classifier for images of `shape` reading `side_width` side
+    /// features per record (0: none; at most [`SIDE_FEATURES`]).
+    pub fn new(init: &mut HostInit, shape: [i64; 3], side_width: usize) -> Result<Self> {
+        let side_width = side_width.min(SIDE_FEATURES);
+        let with_side = side_width > 0;
         let [c, h, w] = shape;
         let flat = 32 * (h / 4) * (w / 4);
         let conv1 = Conv2d::new(init, Forward, c, 16, 3, 1, 1)?;
         let conv2 = Conv2d::new(init, Forward, 16, 32, 3, 1, 1)?;
         let fc = Linear::new(init, flat, 64)?;
         let side = if with_side {
-            Some(Linear::new(init, SIDE_FEATURES as i64, 16)?)
+            Some(Linear::new(init, side_width as i64, 16)?)
         } else {
             None
         };
@@ -101,7 +112,7 @@ impl MembershipNet {
             fc,
             side,
             head,
-            side_scale: vec![(0.0, 1.0); SIDE_FEATURES],
+            side_scale: vec![(0.0, 1.0); side_width],
         })
     }
 
@@ -129,26 +140,22 @@ impl MembershipNet {
         self.head.forward(&h)?.f_reshape([-1])
     }
 
-    fn side_tensor(
-        &self,
-        side: &[[f64; SIDE_FEATURES]],
-        idx: &[usize],
-        device: Device,
-    ) -> Result<Tensor> {
-        let mut v = Vec::with_capacity(idx.len() * SIDE_FEATURES);
+    fn side_tensor(&self, side: &[Side], idx: &[usize], device: Device) -> Result<Tensor> {
+        let width = self.side_scale.len();
+        let mut v = Vec::with_capacity(idx.len() * width);
         for &i in idx {
             for (k, &(m, s)) in self.side_scale.iter().enumerate() {
                 v.push(((side[i][k] - m) / s) as f32);
             }
         }
-        to_tensor(&v, idx.len(), &[SIDE_FEATURES], device)
+        to_tensor(&v, idx.len(), &[width], device)
     }
 
     /// Logits of every record (in chunks), no gradient.
     pub fn scores(
         &self,
         data: &Records,
-        side: Option<&[[f64; SIDE_FEATURES]]>,
+        side: Option<&[Side]>,
         device: Device,
     ) -> Result<Vec<f64>> {
         let mut out = Vec::with_capacity(data.len());
@@ -180,7 +187,7 @@ pub struct Labelled<'a> {
     /// `true` = member (real).
     pub labels: &'a [bool],
     /// Side features per record.
-    pub side: Option<&'a [[f64; SIDE_FEATURES]]>,
+    pub side: Option<&'a [Side]>,
 }
 
 /// What training a classifier reports.
@@ -224,7 +231,7 @@ pub fn fit(
     if let Some(side) = train.side {
         // Standardise each side feature with the training set's statistics.
         let n = side.len().max(1) as f64;
-        net.side_scale = (0..SIDE_FEATURES)
+        net.side_scale = (0..net.side_scale.len())
             .map(|k| {
                 let m = side.iter().map(|s| s[k]).sum::<f64>() / n;
                 let v = side.iter().map(|s| (s[k] - m).powi(2)).sum::<f64>() / n;
@@ -313,7 +320,7 @@ pub fn fit_real_vs_generated(
     let labels = |k: usize| -> Vec<bool> { (0..2 * k).map(|i| i < k).collect() };
     let (ytr, yval) = (labels(n_train), labels(n_val));
     let mut init = HostInit::new(init, device);
-    let mut net = MembershipNet::new(&mut init, shape, false)?;
+    let mut net = MembershipNet::new(&mut init, shape, 0)?;
     let report = fit(
         &mut net,
         &Labelled {

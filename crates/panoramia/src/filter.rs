@@ -251,7 +251,7 @@ pub fn obtain(stage: &Stage<'_>, progress: &mut dyn Progress) -> Result<Filter> 
             if let Ok(meta) = serde_json::from_str::<FilterMeta>(&meta) {
                 if meta.format == FORMAT && meta.fingerprint == stage.fingerprint {
                     let mut init = HostInit::new(stage.init, stage.device);
-                    let net = MembershipNet::new(&mut init, shape, false)?;
+                    let net = MembershipNet::new(&mut init, shape, 0)?;
                     load_into(stage.path, &bytes, &net.parameters())?;
                     progress.stage("filter", "found in the out-dir, not retrained");
                     return Ok(filter(net, &meta));

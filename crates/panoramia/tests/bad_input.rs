@@ -158,6 +158,28 @@ fn config_errors_name_file_and_field() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("u.toml") && msg.contains("colour"), "{msg}");
+    // Classifier seeds out of range, an unknown MIA side information.
+    let with_classifier = |extra: &str| {
+        base.replacen(
+            "learning_rate = 1e-3\n\n[quality]",
+            &format!("learning_rate = 1e-3\n{extra}\n\n[quality]"),
+            1,
+        ) + &common::target("f", &data, 1, 1000)
+    };
+    let msg = PanoramiaConfig::from_toml(&with_classifier("seeds = 0"), "k.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("k.toml") && msg.contains("classifier.seeds") && msg.contains("1..=64"),
+        "{msg}"
+    );
+    let msg = PanoramiaConfig::from_toml(&with_classifier("mia_losses = \"both\""), "l.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("l.toml") && msg.contains("target_and_helper"),
+        "{msg}"
+    );
     // Too little data for the split.
     let small = common::target("f", &data, 1, 500);
     let cfg = PanoramiaConfig::from_toml(&(base + &small), "s.toml").unwrap();

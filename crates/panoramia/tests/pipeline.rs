@@ -124,3 +124,132 @@ fn vae_pipeline_runs_and_draws_its_samples() {
     assert!(t.epsilon_tilde <= t.c_plus_epsilon_lb);
     assert!(t.c_lb >= 0.0 && t.o1_epsilon >= 0.0);
 }
+
+/// `classifier.seeds = 3`: the baseline and the MIA are trained three
+/// times; seed 0 is the one-seed run (same keys), ε̃ is the mean of the
+/// seeds' ε̃ with their sample standard deviation, and the paper's choice
+/// takes each classifier's best-validation seed. The one-seed config keeps
+/// its fingerprint (the field is left out at 1). A target result without
+/// the per-seed measurement is measured again on resume.
+#[test]
+fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    common::write_tiny_fmnist(&data, 100, 120);
+    let one_text = common::head(r#"kind = "real_holdout""#, "same-data", 400)
+        + &common::target("f", &data, 1, 1000);
+    let one = config(&one_text);
+    let three = config(&one_text.replacen(
+        "learning_rate = 1e-3\n\n[quality]",
+        "learning_rate = 1e-3\nseeds = 3\n\n[quality]",
+        1,
+    ));
+    assert_eq!(three.classifier.seeds, 3);
+    assert_ne!(one.fingerprint(), three.fingerprint());
+    // The one-seed config's JSON has no `seeds` (its fingerprint is the
+    // same as before the field existed).
+    let json = serde_json::to_value(&one).unwrap();
+    assert!(json["classifier"].get("seeds").is_none(), "{json}");
+
+    let r1 = run(
+        &one,
+        "test.toml",
+        &dir.path().join("one"),
+        &mut Count::default(),
+    )
+    .unwrap();
+    let out3 = dir.path().join("three");
+    let r3 = run(&three, "test.toml", &out3, &mut Count::default()).unwrap();
+    let (t1, t3) = (&r1.targets[0], &r3.targets[0]);
+    assert_eq!(t1.per_seed.len(), 1);
+    assert_eq!(t1.epsilon_tilde_sd, 0.0);
+    assert_eq!(t3.per_seed.len(), 3);
+    assert_eq!(t3.mia_more_seeds.len(), 2);
+    // Seed 0 of three is the one-seed run.
+    assert_eq!(t3.mia_scores, t1.mia_scores);
+    assert_eq!(t3.per_seed[0], t1.per_seed[0]);
+    // Seeds differ.
+    assert_ne!(t3.mia_more_seeds[0].scores, t3.mia_scores);
+    let tildes: Vec<f64> = t3.per_seed.iter().map(|p| p.epsilon_tilde).collect();
+    let mean = tildes.iter().sum::<f64>() / 3.0;
+    let sd = (tildes.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    assert!((t3.epsilon_tilde - mean).abs() < 1e-12);
+    assert!((t3.epsilon_tilde_sd - sd).abs() < 1e-12);
+    for p in &t3.per_seed {
+        assert!((p.epsilon_tilde - (p.c_plus_epsilon_lb - p.c_lb).max(0.0)).abs() < 1e-12);
+    }
+    let paper = t3.paper_choice.as_ref().unwrap();
+    let best_b = t3
+        .per_seed
+        .iter()
+        .map(|p| p.baseline_validation_accuracy)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let b = &t3.per_seed[paper.baseline_seed as usize];
+    assert_eq!(b.baseline_validation_accuracy, best_b);
+    assert_eq!(paper.c_lb, b.c_lb);
+    assert!(paper.epsilon_tilde >= 0.0);
+    assert_eq!(r3.classifier_seeds, 3);
+    assert!((r3.c_lb - t3.c_lb).abs() < 1e-12);
+    let summary = std::fs::read_to_string(out3.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("mean ± sd over seeds") && summary.contains("ε̃ paper"),
+        "{summary}"
+    );
+
+    // A target result of before the seeds (no `per_seed`) is measured
+    // again; the baseline is found.
+    let path = out3.join("targets/f.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("per_seed");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let mut again = Count::default();
+    let r3b = run(&three, "test.toml", &out3, &mut again).unwrap();
+    assert!(
+        again
+            .stages
+            .iter()
+            .any(|s| s == "baseline: found in the out-dir"),
+        "{:?}",
+        again.stages
+    );
+    assert!(again.epochs > 0, "{:?}", again.stages);
+    assert_eq!(r3b.targets[0].per_seed, t3.per_seed);
+}
+
+/// `mia_losses = "target_and_helper"`: the MIA reads the helper's loss
+/// beside the target's, so it knows all the baseline knows; the baseline is
+/// the same network with the target's columns zero. On the control
+/// generator (c = 0) the baseline's bound stays near 0 as with the paper's
+/// losses, and the report says which side information was used.
+#[test]
+fn the_mia_may_read_the_helpers_loss_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    common::write_tiny_fmnist(&data, 100, 120);
+    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400)
+        .replacen(
+            "learning_rate = 1e-3\n\n[quality]",
+            "learning_rate = 1e-3\nmia_losses = \"target_and_helper\"\n\n[quality]",
+            1,
+        )
+        + &common::target("f", &data, 1, 1000);
+    let cfg = config(&text);
+    assert_eq!(
+        cfg.classifier.mia_losses,
+        dpaudit_panoramia::config::MiaLosses::TargetAndHelper
+    );
+    let out = dir.path().join("out");
+    let report = run(&cfg, "test.toml", &out, &mut Count::default()).unwrap();
+    // The same bound as the paper's losses' control (see the first test).
+    assert!(report.c_lb < 0.25, "{}", report.c_lb);
+    let t = &report.targets[0];
+    assert_eq!(t.per_seed.len(), 1);
+    assert_eq!(t.mia_scores.len(), 400);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("the MIA reads the helper's loss and the target's"),
+        "{summary}"
+    );
+}

@@ -27,13 +27,89 @@ pub struct Quality {
     pub accuracy_per_epoch: Vec<f64>,
 }
 
-/// Scores of one classifier on the audit set (`baseline.json`).
+/// One more training of a membership classifier (seeds 1, 2, …; seed 0 is
+/// the file's own `fit` and `scores`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierRun {
+    /// The seed's index (sub-key of the classifier's streams).
+    pub seed: u32,
+    /// Its training report.
+    pub fit: FitReport,
+    /// Its scores on the audit set.
+    pub scores: Vec<f64>,
+}
+
+/// Scores of the baseline on the audit set (`baseline.json`): seed 0, and
+/// the other seeds when `classifier.seeds` > 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct ScoresFile {
     pub format: String,
     pub fingerprint: String,
     pub fit: FitReport,
     pub scores: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_seeds: Vec<ClassifierRun>,
+}
+
+impl ScoresFile {
+    /// Every seed's fit and scores, seed 0 first.
+    pub fn runs(&self) -> Vec<(&FitReport, &[f64])> {
+        std::iter::once((&self.fit, self.scores.as_slice()))
+            .chain(
+                self.more_seeds
+                    .iter()
+                    .map(|r| (&r.fit, r.scores.as_slice())),
+            )
+            .collect()
+    }
+}
+
+/// The measurement with the baseline and the MIA of one seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedMeasurement {
+    /// The seed's index.
+    pub seed: u32,
+    /// The baseline's best validation accuracy at this seed.
+    pub baseline_validation_accuracy: f64,
+    /// The MIA's.
+    pub mia_validation_accuracy: f64,
+    /// `c_lb` from this seed's baseline.
+    pub c_lb: f64,
+    /// `{c+ε}_lb` from this seed's MIA.
+    pub c_plus_epsilon_lb: f64,
+    /// `max(0, {c+ε}_lb − c_lb)`.
+    pub epsilon_tilde: f64,
+}
+
+/// The paper's choice among seeds (Kazmi et al. 2024, Appendix C.1: the
+/// classifier with the best validation accuracy over seeds), for the
+/// baseline and the MIA separately.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaperChoice {
+    /// The baseline's seed with the best validation accuracy (first on ties).
+    pub baseline_seed: u32,
+    /// The MIA's.
+    pub mia_seed: u32,
+    /// `c_lb` of that baseline.
+    pub c_lb: f64,
+    /// `{c+ε}_lb` of that MIA.
+    pub c_plus_epsilon_lb: f64,
+    /// `max(0, {c+ε}_lb − c_lb)`.
+    pub epsilon_tilde: f64,
+}
+
+/// Mean and sample standard deviation (0 for one value).
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n == 1 {
+        return (mean, 0.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (mean, var.sqrt())
 }
 
 /// Everything measured for one target.
@@ -61,18 +137,36 @@ pub struct TargetResult {
     pub train_accuracy: f64,
     /// Accuracy on the test split.
     pub test_accuracy: f64,
-    /// The MIA's training report.
+    /// The MIA's training report (seed 0).
     pub mia_fit: FitReport,
-    /// MIA scores on the audit set.
+    /// MIA scores on the audit set (seed 0).
     pub mia_scores: Vec<f64>,
-    /// `c_lb`, `{c+ε}_lb`, ε̃ and their evidence.
+    /// The MIA's other seeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mia_more_seeds: Vec<ClassifierRun>,
+    /// `c_lb`, `{c+ε}_lb`, ε̃ and their evidence, at seed 0.
     pub measurement: serde_json::Value,
-    /// ε̃.
+    /// The measurement at every seed (baseline seed `k` against MIA seed `k`).
+    #[serde(default)]
+    pub per_seed: Vec<SeedMeasurement>,
+    /// ε̃: the mean over seeds of each seed's ε̃.
     pub epsilon_tilde: f64,
-    /// `c_lb`.
+    /// Its sample standard deviation over seeds (0 with one seed).
+    #[serde(default)]
+    pub epsilon_tilde_sd: f64,
+    /// `c_lb`: the mean over seeds.
     pub c_lb: f64,
-    /// `{c+ε}_lb`.
+    /// Its standard deviation over seeds.
+    #[serde(default)]
+    pub c_lb_sd: f64,
+    /// `{c+ε}_lb`: the mean over seeds.
     pub c_plus_epsilon_lb: f64,
+    /// Its standard deviation over seeds.
+    #[serde(default)]
+    pub c_plus_epsilon_lb_sd: f64,
+    /// The paper's estimator: the best-validation seed of each classifier.
+    #[serde(default)]
+    pub paper_choice: Option<PaperChoice>,
     /// The one-run audit on real members vs real non-members (δ = 0).
     pub o1: serde_json::Value,
     /// Its ε lower bound.
@@ -127,13 +221,151 @@ pub struct AuditReport {
     pub generated_labels: String,
     /// Accuracy of the labeler on held-out real records (None: no labeler).
     pub labeler_accuracy: Option<f64>,
-    /// The baseline's training report.
+    /// The baseline's training report (seed 0).
     pub baseline_fit: FitReport,
-    /// `c_lb` with its evidence.
+    /// Trainings of the baseline and of each MIA.
+    pub classifier_seeds: u32,
+    /// What the MIA and the baseline read beside the image, in words.
+    pub mia_losses: String,
+    /// `c_lb`: the mean over seeds.
     pub c_lb: f64,
+    /// Its standard deviation over seeds.
+    pub c_lb_sd: f64,
+    /// How well ε̃ orders the targets like the one-run audit on real
+    /// non-members (None: fewer than two targets).
+    pub ordering: Option<Ordering>,
     /// The largest `c_lb` the audit set can show at this level (all
     /// members found without error): a `c_lb` near it leaves no room for ε̃.
     pub c_lb_ceiling: Option<f64>,
     /// One entry per target.
     pub targets: Vec<TargetResult>,
+}
+
+/// How ε̃ orders the targets, against the one-run audit on real members and
+/// real non-members as the reference ordering.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ordering {
+    /// Spearman's rank correlation of the mean ε̃ with the O(1) ε over the
+    /// targets (ties get average ranks; NaN when either is constant).
+    pub spearman_rho: f64,
+    /// The target with the largest O(1) ε, and the one with the smallest.
+    pub most_leaky: String,
+    /// See `most_leaky`.
+    pub least_leaky: String,
+    /// `(ε̃ of the most leaky − ε̃ of the least leaky) / the larger of their
+    /// standard deviations over seeds` (∞ when both are 0).
+    pub separation_in_sd: f64,
+}
+
+/// Average ranks (1-based) of `v`, ties sharing the mean of their ranks.
+pub fn average_ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut ranks = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            ranks[k] = r;
+        }
+        i = j + 1;
+    }
+    ranks
+}
+
+/// Spearman's ρ: Pearson's correlation of the average ranks.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    let (ra, rb) = (average_ranks(a), average_ranks(b));
+    let n = ra.len() as f64;
+    let (ma, mb) = (ra.iter().sum::<f64>() / n, rb.iter().sum::<f64>() / n);
+    let cov: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = ra.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = rb.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+impl Ordering {
+    /// The ordering of `targets` (None: fewer than two).
+    pub fn of(targets: &[TargetResult]) -> Option<Self> {
+        if targets.len() < 2 {
+            return None;
+        }
+        let tilde: Vec<f64> = targets.iter().map(|t| t.epsilon_tilde).collect();
+        let o1: Vec<f64> = targets.iter().map(|t| t.o1_epsilon).collect();
+        let by_o1 = |pick_max: bool| {
+            let mut best = 0;
+            for i in 1..targets.len() {
+                let better = if pick_max {
+                    o1[i] > o1[best]
+                } else {
+                    o1[i] < o1[best]
+                };
+                if better {
+                    best = i;
+                }
+            }
+            best
+        };
+        let (hi, lo) = (by_o1(true), by_o1(false));
+        let gap = tilde[hi] - tilde[lo];
+        let sd = targets[hi]
+            .epsilon_tilde_sd
+            .max(targets[lo].epsilon_tilde_sd);
+        Some(Self {
+            spearman_rho: spearman(&tilde, &o1),
+            most_leaky: targets[hi].name.clone(),
+            least_leaky: targets[lo].name.clone(),
+            separation_in_sd: if sd > 0.0 {
+                gap / sd
+            } else if gap > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn average_ranks_share_ties() {
+        assert_eq!(
+            average_ranks(&[0.3, 0.0, 0.0, 1.0]),
+            vec![3.0, 1.5, 1.5, 4.0]
+        );
+    }
+
+    /// Reference values: Spearman's ρ = 1 − 6 Σd² / (n(n² − 1)) without
+    /// ties; one adjacent swap in five gives 1 − 12/120 = 0.9.
+    #[test]
+    fn spearman_matches_the_formula_without_ties() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert!((spearman(&a, &a) - 1.0).abs() < 1e-12);
+        assert!((spearman(&a, &[2.0, 1.0, 3.0, 4.0, 5.0]) - 0.9).abs() < 1e-12);
+        assert!((spearman(&a, &[5.0, 4.0, 3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+    }
+
+    /// With ties ρ is Pearson's r of the average ranks: ranks (1.5, 1.5, 3)
+    /// against (1, 2, 3) give r = 1.5 / sqrt(1.5 · 2) = 0.8660.
+    #[test]
+    fn spearman_with_ties_is_pearson_of_average_ranks() {
+        let r = spearman(&[0.0, 0.0, 1.0], &[0.1, 0.2, 0.3]);
+        assert!((r - 1.5 / (1.5f64 * 2.0).sqrt()).abs() < 1e-12, "{r}");
+    }
+
+    #[test]
+    fn mean_sd_is_the_sample_standard_deviation() {
+        let (m, sd) = mean_sd(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((m - 2.5).abs() < 1e-12);
+        // Σ(x − 2.5)² = 5, / 3.
+        assert!((sd - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_sd(&[7.0]), (7.0, 0.0));
+    }
 }

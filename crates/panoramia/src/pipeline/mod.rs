@@ -105,7 +105,18 @@ pub fn run(
     let game = game::Game::new(&run, &data, &pools);
     let baseline = baseline::stage(&run, &game, h.as_ref(), shape, progress)?;
     let o1 = game::O1Game::new(&run, &data);
-    let results = per_target::all(&run, &game, &o1, &baseline, &mut targets, shape, progress)?;
+    let results = per_target::all(
+        &run,
+        &game,
+        &o1,
+        per_target::Reference {
+            baseline: &baseline,
+            helper: h.as_ref(),
+        },
+        &mut targets,
+        shape,
+        progress,
+    )?;
 
     // Report.
     let parts = report::Parts {

@@ -10,27 +10,47 @@ use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig as MeasureConfig, Pano
 use dpaudit_train::checkpoint::CheckpointMeta;
 use dpaudit_train::models::Model;
 
-use super::artifacts::{ScoresFile, TargetResult};
-use super::baseline::membership_scores;
+use super::artifacts::{
+    mean_sd, ClassifierRun, PaperChoice, ScoresFile, SeedMeasurement, TargetResult,
+};
+use super::baseline::{seed_runs, Sides};
 use super::context::Run;
 use super::game::{Game, O1Game};
 use super::store::{found, save, Artifact, Stage};
 use super::targets::{self, Resolved};
 use super::Progress;
+use crate::config::MiaLosses;
 use crate::error::{out_err, Result};
 use crate::task;
+
+/// What every MIA is compared with and may read: the baseline's scores
+/// and the helper `h`.
+pub(super) struct Reference<'a> {
+    pub baseline: &'a ScoresFile,
+    pub helper: &'a dyn Model,
+}
 
 /// Every target's result, each found in the out-dir or measured.
 pub(super) fn all(
     run: &Run<'_>,
     game: &Game,
     o1: &O1Game,
-    baseline: &ScoresFile,
+    reference: Reference<'_>,
     resolved: &mut [Resolved],
     shape: [i64; 3],
     progress: &mut dyn Progress,
 ) -> Result<Vec<TargetResult>> {
-    let baseline_obs = Observations::new(baseline.scores.clone(), game.coins.clone())?;
+    let (baseline, helper) = (reference.baseline, reference.helper);
+    let baseline_obs = baseline
+        .runs()
+        .into_iter()
+        .map(|(fit, scores)| {
+            Ok((
+                fit.best_validation_accuracy,
+                Observations::new(scores.to_vec(), game.coins.clone())?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let dir = run.out.join("targets");
     let mut results = Vec::new();
     std::fs::create_dir_all(&dir).map_err(|e| out_err(&dir, e))?;
@@ -53,6 +73,7 @@ pub(super) fn all(
             game,
             o1,
             baseline_obs: &baseline_obs,
+            helper,
             shape,
         };
         let r = measure(run, &audit, t, model.as_ref(), &meta, progress)?;
@@ -66,8 +87,23 @@ pub(super) fn all(
 struct Audit<'a> {
     game: &'a Game,
     o1: &'a O1Game,
-    baseline_obs: &'a Observations<'a>,
+    /// Per seed: the baseline's best validation accuracy and its scores.
+    baseline_obs: &'a [(f64, Observations<'a>)],
+    /// The helper `h` (its loss is a side feature of the MIA with
+    /// `mia_losses = "target_and_helper"`).
+    helper: &'a dyn Model,
     shape: [i64; 3],
+}
+
+/// The first index of the largest value.
+fn best_index(values: impl Iterator<Item = f64>) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in values.enumerate() {
+        if best.is_none_or(|(_, b)| v > b) {
+            best = Some((i, v));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
 }
 
 /// The MIA, the measurement and the one-run audit of one target.
@@ -88,16 +124,54 @@ fn measure(
     };
     let train_accuracy = task::accuracy(model, &o1.d_f_n, device)?;
     let test_accuracy = task::accuracy(model, &o1.test_n, device)?;
-    let (mia_fit, mia_scores) = membership_scores(
+    let losses: &[Option<&dyn Model>] = match config.classifier.mia_losses {
+        MiaLosses::Target => &[Some(model)],
+        MiaLosses::TargetAndHelper => &[Some(audit.helper), Some(model)],
+    };
+    let sides = Sides::of(run, game, losses)?;
+    let mut mia_runs: Vec<ClassifierRun> = seed_runs(
         run,
         &format!("MIA {name}"),
-        model,
+        &sides,
         game,
         audit.shape,
         progress,
     )?;
-    let mia_obs = Observations::new(mia_scores.clone(), game.coins.clone())?;
-    let measurement: PanoramiaMeasurement = panoramia(audit.baseline_obs, &mia_obs, &measure_cfg)?;
+    // Baseline seed k against MIA seed k: the pairs share initialisation and
+    // minibatch order, so they differ only in the side loss.
+    let mut per_seed = Vec::with_capacity(mia_runs.len());
+    let mut first: Option<PanoramiaMeasurement> = None;
+    for (mia, (b_acc, b_obs)) in mia_runs.iter().zip(audit.baseline_obs) {
+        let mia_obs = Observations::new(mia.scores.clone(), game.coins.clone())?;
+        let m: PanoramiaMeasurement = panoramia(b_obs, &mia_obs, &measure_cfg)?;
+        per_seed.push(SeedMeasurement {
+            seed: mia.seed,
+            baseline_validation_accuracy: *b_acc,
+            mia_validation_accuracy: mia.fit.best_validation_accuracy,
+            c_lb: m.c_lb,
+            c_plus_epsilon_lb: m.c_plus_epsilon_lb,
+            epsilon_tilde: m.epsilon_tilde.value,
+        });
+        first.get_or_insert(m);
+    }
+    let measurement = first.ok_or_else(|| out_err(&result_path, "no classifier seed"))?;
+    let column =
+        |f: fn(&SeedMeasurement) -> f64| mean_sd(&per_seed.iter().map(f).collect::<Vec<_>>());
+    let (tilde, tilde_sd) = column(|p| p.epsilon_tilde);
+    let (c_lb, c_lb_sd) = column(|p| p.c_lb);
+    let (cpe, cpe_sd) = column(|p| p.c_plus_epsilon_lb);
+    // The paper's estimator: each classifier's seed with the best validation
+    // accuracy (Kazmi et al. 2024, Appendix C.1), chosen independently.
+    let b_best = best_index(per_seed.iter().map(|p| p.baseline_validation_accuracy));
+    let m_best = best_index(per_seed.iter().map(|p| p.mia_validation_accuracy));
+    let paper_choice = PaperChoice {
+        baseline_seed: per_seed[b_best].seed,
+        mia_seed: per_seed[m_best].seed,
+        c_lb: per_seed[b_best].c_lb,
+        c_plus_epsilon_lb: per_seed[m_best].c_plus_epsilon_lb,
+        epsilon_tilde: (per_seed[m_best].c_plus_epsilon_lb - per_seed[b_best].c_lb).max(0.0),
+    };
+    let seed0 = mia_runs.remove(0);
     // O(1), real members vs real non-members, score = −loss.
     let o1_scores: Vec<f64> = task::losses(model, &o1.set_n, device)?
         .into_iter()
@@ -123,12 +197,18 @@ fn measure(
         accounting: meta.accounting.clone(),
         train_accuracy,
         test_accuracy,
-        mia_fit,
-        mia_scores,
-        epsilon_tilde: measurement.epsilon_tilde.value,
-        c_lb: measurement.c_lb,
-        c_plus_epsilon_lb: measurement.c_plus_epsilon_lb,
+        mia_fit: seed0.fit,
+        mia_scores: seed0.scores,
+        mia_more_seeds: mia_runs,
         measurement: serde_json::to_value(&measurement).map_err(|e| out_err(&result_path, e))?,
+        per_seed,
+        epsilon_tilde: tilde,
+        epsilon_tilde_sd: tilde_sd,
+        c_lb,
+        c_lb_sd,
+        c_plus_epsilon_lb: cpe,
+        c_plus_epsilon_lb_sd: cpe_sd,
+        paper_choice: Some(paper_choice),
         o1_epsilon: o1_bound.epsilon,
         o1: serde_json::to_value(&o1_bound).map_err(|e| out_err(&result_path, e))?,
         o1_pairs: o1.pairs,

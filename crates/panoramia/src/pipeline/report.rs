@@ -3,7 +3,7 @@
 
 use dpaudit_audit::panoramia::EpsilonTilde;
 
-use super::artifacts::{AuditReport, Quality, TargetResult, FORMAT};
+use super::artifacts::{AuditReport, Ordering, Quality, TargetResult, FORMAT};
 use super::context::Run;
 use super::data::Data;
 use super::game::Game;
@@ -32,7 +32,8 @@ pub(super) fn assemble(run: &Run<'_>, game: &Game, parts: Parts<'_>) -> AuditRep
     let (config, data, results) = (run.config, parts.data, parts.targets);
     let selection = config.threshold_selection();
     let audit_members = game.coins.iter().filter(|&&b| b).count();
-    let c_lb = results.first().map_or(0.0, |r| r.c_lb);
+    let (c_lb, c_lb_sd) = results.first().map_or((0.0, 0.0), |r| (r.c_lb, r.c_lb_sd));
+    let ordering = Ordering::of(&results);
     let c_lb_ceiling = results
         .first()
         .and_then(|t| t.measurement.get("baseline")?.get("ceiling")?.as_f64());
@@ -62,7 +63,11 @@ pub(super) fn assemble(run: &Run<'_>, game: &Game, parts: Parts<'_>) -> AuditRep
         .to_string(),
         labeler_accuracy: parts.labels.labeler_accuracy,
         baseline_fit: parts.baseline_fit,
+        classifier_seeds: config.classifier.seeds,
+        mia_losses: config.classifier.mia_losses.describe().to_string(),
         c_lb,
+        c_lb_sd,
+        ordering,
         c_lb_ceiling,
         targets: results,
     }
@@ -90,6 +95,14 @@ pub(super) fn write(
 fn pr_svg(r: &TargetResult, baseline_pr: &[PrPoint], s: &[bool], audit_members: usize) -> String {
     let m = s.len();
     let mia_pr = figures::precision_recall(&r.mia_scores, s);
+    // The curves are seed 0's (every seed's numbers are in summary.md).
+    let first = r
+        .per_seed
+        .first()
+        .map_or((r.c_lb, r.c_plus_epsilon_lb), |p| {
+            (p.c_lb, p.c_plus_epsilon_lb)
+        });
+    let seed = if r.per_seed.len() > 1 { ", seed 0" } else { "" };
     let ev = |side: &str| -> Option<(PrPoint, String)> {
         let v = r.measurement.get(side)?;
         let count = |k: &str| v.get(k).and_then(|x| x.as_u64());
@@ -108,16 +121,13 @@ fn pr_svg(r: &TargetResult, baseline_pr: &[PrPoint], s: &[bool], audit_members: 
         ),
         &[
             PrSeries {
-                label: format!("baseline b (x, loss of h): c_lb = {:.3}", r.c_lb),
+                label: format!("baseline b (x, loss of h){seed}: c_lb = {:.3}", first.0),
                 color: "#1f77b4",
                 points: baseline_pr,
                 mark: ev("baseline").map(|(p, v)| (p, format!("c_lb {v}"))),
             },
             PrSeries {
-                label: format!(
-                    "MIA (x, loss of f): {{c+ε}}_lb = {:.3}",
-                    r.c_plus_epsilon_lb
-                ),
+                label: format!("MIA (x, loss of f){seed}: {{c+ε}}_lb = {:.3}", first.1),
                 color: "#d62728",
                 points: &mia_pr,
                 mark: ev("mia").map(|(p, v)| (p, format!("{{c+ε}}_lb {v}"))),

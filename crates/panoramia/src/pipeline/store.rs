@@ -113,6 +113,8 @@ pub(super) struct PanoramiaWork {
     fingerprint: String,
     /// Scores each classifier gives (the audit set's size).
     m: usize,
+    /// Trainings of each classifier (`classifier.seeds`).
+    seeds: usize,
 }
 
 impl PanoramiaWork {
@@ -123,6 +125,7 @@ impl PanoramiaWork {
             units,
             fingerprint: fingerprint.to_string(),
             m: config.split.audit,
+            seeds: config.classifier.seeds as usize,
         }
     }
 
@@ -168,21 +171,31 @@ impl Work for PanoramiaWork {
             }
         };
         let damaged = |why: &str| Ok(UnitState::Damaged(why.to_string()));
-        let (fp, m) = (self.fingerprint.as_str(), self.m);
+        let (fp, m, more) = (self.fingerprint.as_str(), self.m, self.seeds - 1);
+        let all_m = |runs: &[super::artifacts::ClassifierRun]| {
+            runs.len() == more && runs.iter().all(|r| r.scores.len() == m)
+        };
         match &self.units[c as usize] {
             Stage::Quality => match parse::<Quality>(&bytes) {
                 Some(q) => Ok(UnitState::Intact(Artifact::Quality(q))),
                 None => damaged("not a quality check's JSON"),
             },
             Stage::Baseline => match parse::<ScoresFile>(&bytes) {
-                Some(b) if b.fingerprint == fp && b.scores.len() == m => {
+                Some(b) if b.fingerprint == fp && b.scores.len() == m && all_m(&b.more_seeds) => {
                     Ok(UnitState::Intact(Artifact::Baseline(b)))
                 }
                 Some(_) => damaged("another config's baseline"),
                 None => damaged("not a baseline's JSON"),
             },
             Stage::Target(_) => match parse::<TargetResult>(&bytes) {
-                Some(r) if r.fingerprint == fp && r.mia_scores.len() == m => {
+                // A result without the per-seed measurement (written before
+                // seeds existed) is measured again.
+                Some(r)
+                    if r.fingerprint == fp
+                        && r.mia_scores.len() == m
+                        && all_m(&r.mia_more_seeds)
+                        && r.per_seed.len() == more + 1 =>
+                {
                     Ok(UnitState::Intact(Artifact::Target(Box::new(r))))
                 }
                 Some(_) => damaged("another config's target result"),
