@@ -65,6 +65,8 @@ def test_threshold_methods_equal_the_cli(dpaudit_bin, threshold_data, method, po
     ("one-run-order", [], {}),
     ("one-run-order", ["--family", "gaussian"], {"family": "gaussian"}),
     ("one-run", ["--guesses", "with-one-sided"], {"guesses": "with-one-sided"}),
+    ("one-run", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
+    ("one-run-fdp", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
 ])
 @pytest.mark.parametrize("policy,flags", THRESHOLD_POLICIES + [
     ("fixed", ["--selection", "fixed", "--k-plus", "100", "--k-minus", "50"]),
@@ -89,6 +91,23 @@ def test_gaussian_scores_equals_the_cli(dpaudit_bin, canary_data, policy, flags)
     assert ours == cli
     assert bound.assumes == "gaussian-scores"
     assert bound.evidence["mu_lower"] > 0.0
+
+
+def test_seeded_tie_break_names_its_seed():
+    # Integer scores: ties, so the bound depends on the tie-break seed, and says so.
+    scores, members = canary_rows(1000, 1.0, seed=4)
+    scores = np.round(scores)
+    bound = dpaudit.audit.one_run(scores, members, delta=DELTA, seed=5, tie_break="seeded")
+    assert bound.evidence["tie_break"] == {"rule": "seeded", "seed": 5}
+    assert bound.evidence["tied_scores"] is True
+    d = bound.to_dict()
+    assert d["tie_break_seed"] == 5 and "depends on the tie-break seed 5" in d["tie_break"]
+    again = dpaudit.audit.one_run(scores, members, delta=DELTA, seed=5, tie_break="seeded")
+    assert again.epsilon == bound.epsilon
+    default = dpaudit.audit.one_run(scores, members, delta=DELTA)
+    assert default.evidence["tie_break"] == {"rule": "quantile"}
+    with pytest.raises(ValueError, match="tie_break `coin` is unknown"):
+        dpaudit.audit.one_run(scores, members, delta=DELTA, tie_break="coin")
 
 
 def test_gaussian_scores_refuses_a_split():

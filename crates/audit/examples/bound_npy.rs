@@ -7,7 +7,10 @@
 //!
 //! `LIST` is comma-separated `METHOD` or `METHOD:SELECTION` (names as on the
 //! command line, e.g. `one-run-fdp-gaussian`, `one-run:same-data`); without a
-//! selection the method's default ([`Method::default_selection`]). Every
+//! selection the method's default ([`Method::default_selection`]). A
+//! `+seeded` suffix (`one-run+seeded`, `one-run:split+seeded`) orders tied
+//! scores by the seeded tie-break ([`TieBreak::Seeded`], seed 0) instead of
+//! the quantile rule; its key ends in `+seeded`. Every
 //! method goes through [`lower_bound`], so a new [`Method`] variant needs no
 //! change here. The default list is every lower-bound method at its default
 //! selection. Each result is keyed by the method's snake-case name (and
@@ -22,7 +25,7 @@ use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::method::{Method, SelectionChoice};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 
 const CONFIDENCE: f64 = 0.95;
@@ -46,8 +49,13 @@ fn summary(b: &EpsilonLowerBound, seconds: f64) -> serde_json::Value {
     })
 }
 
-/// `METHOD[:SELECTION]` → the method, the asked selection and the JSON key.
-fn parse_method(item: &str) -> Result<(Method, SelectionChoice, String), String> {
+/// `METHOD[:SELECTION][+seeded]` → the method, the asked selection, the
+/// tie-break rule and the JSON key.
+fn parse_method(item: &str) -> Result<(Method, SelectionChoice, TieBreak, String), String> {
+    let (item, tie_break) = match item.strip_suffix("+seeded") {
+        Some(rest) => (rest, TieBreak::Seeded { seed: SEED }),
+        None => (item, TieBreak::Quantile),
+    };
     let (name, selection) = match item.split_once(':') {
         Some((name, selection)) => (name, Some(selection)),
         None => (item, None),
@@ -58,7 +66,11 @@ fn parse_method(item: &str) -> Result<(Method, SelectionChoice, String), String>
         None => method.file_name(),
     };
     let choice = selection.map_or(Ok(SelectionChoice::Auto), str::parse)?;
-    Ok((method, choice, key))
+    let key = match tie_break {
+        TieBreak::Quantile => key,
+        TieBreak::Seeded { .. } => format!("{key}+seeded"),
+    };
+    Ok((method, choice, tie_break, key))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -87,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut row = serde_json::Map::new();
         row.insert("file".into(), file.as_str().into());
         row.insert("n".into(), n.into());
-        for (method, choice, key) in &methods {
+        for (method, choice, tie_break, key) in &methods {
             let settings = BoundSettings {
                 confidence: CONFIDENCE,
                 delta,
@@ -95,6 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 family: TradeoffFamily::EpsDelta,
                 guesses: GuessFamily::Symmetric,
                 fixed_guesses: None,
+                tie_break: *tie_break,
             };
             let start = Instant::now();
             let bound = lower_bound(*method, &obs, &settings)

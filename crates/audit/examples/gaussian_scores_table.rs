@@ -15,7 +15,7 @@ use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::policy::default_selection;
 use rand::{Rng, SeedableRng};
@@ -73,6 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         family: TradeoffFamily::EpsDelta,
                         guesses: GuessFamily::Symmetric,
                         fixed_guesses: None,
+                        tie_break: TieBreak::Quantile,
                     };
                     match lower_bound(method, &obs, &settings) {
                         Ok(b) => match mu_of(&b) {

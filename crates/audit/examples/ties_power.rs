@@ -15,7 +15,7 @@
 
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations, SelectionChoice};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -100,6 +100,7 @@ fn main() {
             family: TradeoffFamily::EpsDelta,
             guesses: GuessFamily::Symmetric,
             fixed_guesses: None,
+            tie_break: TieBreak::Quantile,
         };
         lower_bound(method, obs, &settings)
             .map(|b| b.epsilon)

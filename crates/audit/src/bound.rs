@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::design::InclusionDesign;
 use crate::metrics::Metrics;
 use crate::observations::{Method, Selection};
+use crate::tie_break::TieBreak;
 
 /// A lower bound on ε: with probability at least `confidence` (when
 /// `valid_at_confidence` is true), the audited mechanism is not
@@ -280,12 +281,14 @@ pub struct OneRunEvidence {
     pub k_minus: u64,
     /// `r = k+ + k−`.
     pub guesses: u64,
-    /// Correct guesses `v` (a cut run of tied scores counted at the share
-    /// [`crate::tie_break::TIE_BREAK_SHARE`] of its random tie-breaks).
+    /// Correct guesses `v` (under the quantile rule a cut run of tied
+    /// scores counted at the share [`crate::tie_break::TIE_BREAK_SHARE`] of
+    /// its random tie-breaks; under the seeded rule in the seeded order).
     pub correct: u64,
     /// Level each candidate was tested at (`γ(1 − confidence)` with γ =
-    /// [`crate::tie_break::TIE_BREAK_SHARE`], divided by the number of
-    /// candidates for `bonferroni`, halved for each `multi-split` halving;
+    /// [`TieBreak::level_share`] of the rule (0.95 for the quantile rule, 1
+    /// for the seeded one), divided by the number of candidates for
+    /// `bonferroni`, halved for each `multi-split` halving;
     /// `1 − confidence`, halved for `multi-split`, for the one guess set of
     /// two-valued scores, which cuts no tied run).
     pub level: f64,
@@ -307,6 +310,37 @@ pub struct OneRunEvidence {
     pub inclusion: InclusionDesign,
     /// The candidates searched ([`GuessFamily`]).
     pub guess_family: GuessFamily,
+    /// How the guesses ordered tied scores ([`TieBreak`]; the quantile
+    /// rule in bounds written before the seeded one existed).
+    #[serde(default)]
+    pub tie_break: TieBreak,
+    /// Whether two canaries' scores are equal: then a [`TieBreak::Seeded`]
+    /// bound depends on its seed (and the row order).
+    #[serde(default)]
+    pub tied_scores: bool,
+}
+
+impl OneRunEvidence {
+    /// How tied scores were ordered, in words, with the seed of a seeded
+    /// tie-break and whether the bound depends on it.
+    pub fn tie_break_note(&self) -> String {
+        match (self.tie_break, self.tied_scores) {
+            (TieBreak::Quantile, _) => {
+                "quantile (a guess set that cuts tied scores counts them as \
+                 95 % of random tie-breaks would, tested at 95 % of the level; no seed)"
+                    .into()
+            }
+            (TieBreak::Seeded { seed }, true) => format!(
+                "seeded (seed {seed}): tied scores ordered by seeded random keys, tested at the \
+                 full level; the scores have ties, so this bound depends on the tie-break seed \
+                 {seed} (valid for a seed fixed before the scores were seen)"
+            ),
+            (TieBreak::Seeded { seed }, false) => format!(
+                "seeded (seed {seed}), tested at the full level; no two scores are tied, so the \
+                 seed does not change this bound"
+            ),
+        }
+    }
 }
 
 /// A name out of a fixed set. (An alias, so that serde's derive does not

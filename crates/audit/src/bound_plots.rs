@@ -13,6 +13,7 @@ use crate::one_run_fdp::TradeoffFamily;
 use crate::one_run_order;
 use crate::ranked::Ranked;
 use crate::region::{error_points, ErrorPoint};
+use crate::tie_break::{seeded_ranks, TieBreak};
 
 /// The observations `bound` was computed on.
 pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations<'static> {
@@ -177,7 +178,15 @@ pub fn one_run_plot(
     let Evidence::OneRun(ev) = &bound.evidence else {
         return Err(wrong_evidence(bound, "a one-run bound for a one-run plot"));
     };
-    let data = bounding_data(obs, bound);
+    // The counts are read off the order the bound used: under the seeded
+    // tie-break the scores' ranks in the seeded (score, key) order.
+    let data = match ev.tie_break {
+        TieBreak::Quantile => bounding_data(obs, bound),
+        TieBreak::Seeded { seed } => {
+            let ranks = seeded_ranks(obs.scores(), seed).0;
+            bounding_data(&Observations::borrowed(&ranks, obs.members())?, bound)
+        }
+    };
     let ranked = Ranked::new(&data);
     let m = ranked.m();
     let share = if ev.guesses == 0 {

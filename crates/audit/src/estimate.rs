@@ -8,7 +8,7 @@ use crate::gaussian_scores::{gaussian_scores_lower_bound, GaussianScoresConfig};
 use crate::interrupt::Interrupt;
 use crate::method::{Method, Selection};
 use crate::observations::Observations;
-use crate::one_run::{one_run_interruptible, GuessFamily, OneRunConfig};
+use crate::one_run::{one_run_interruptible, GuessFamily, OneRunConfig, TieBreak};
 use crate::one_run_fdp::{one_run_fdp_interruptible, TradeoffFamily};
 use crate::one_run_order::one_run_order_interruptible;
 use crate::region::{eps_delta_interruptible, gdp_interruptible, RegionConfig};
@@ -31,6 +31,9 @@ pub struct BoundSettings {
     pub guesses: GuessFamily,
     /// The one-run methods' (k+, k−) for [`Selection::Fixed`].
     pub fixed_guesses: Option<(u64, u64)>,
+    /// How the one-run guess methods ([`Method::OneRun`] and the f-DP
+    /// one-run methods) order tied scores.
+    pub tie_break: TieBreak,
 }
 
 /// The ε lower bound of `method` on `obs`. [`Method::Panoramia`] is refused:
@@ -63,7 +66,20 @@ pub fn lower_bound_interruptible(
         selection: s.selection,
         fixed_guesses: s.fixed_guesses,
         guesses: s.guesses,
+        tie_break: s.tie_break,
     };
+    let reads_tie_break = matches!(
+        method,
+        Method::OneRun | Method::OneRunFdp | Method::OneRunFdpGaussian
+    );
+    if s.tie_break != TieBreak::Quantile && !reads_tie_break {
+        return Err(AuditError::InvalidParameter {
+            name: "tie_break",
+            value: format!("{} for {}", s.tie_break.name(), method.name()),
+            expected: "quantile: the seeded tie-break applies to one-run, one-run-fdp and \
+                       one-run-fdp-gaussian",
+        });
+    }
     match method {
         Method::EpsDelta => eps_delta_interruptible(obs, &region, stop),
         Method::Gdp => gdp_interruptible(obs, &region, stop),

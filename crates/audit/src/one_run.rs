@@ -17,15 +17,20 @@
 //! **Input convention.** Each observation is one canary; `member = true`
 //! means `S_i = +1` (included). Higher score means "guess included".
 //!
-//! **Ties carry no information.** A guess set that cuts through a run of
-//! equal scores is counted at the number of correct guesses that a share
-//! γ = 0.95 of the uniformly random orders of the run reach, and every test
-//! runs at γ times the level ([`crate::tie_break`]: any tie-breaking blind
-//! to the inclusion bits keeps the theorem's premise, and the γ-quantile
-//! over tie-breaks is valid by Markov's inequality); where both guess sets
-//! cut the same run, at the worst order's count (`Ranked::new`), which every
-//! tie-break reaches. Neither depends on the order of the rows: all-equal
-//! scores give 0 however the file is sorted.
+//! **Ties carry no information.** By default (the quantile rule of
+//! [`crate::tie_break`]) a guess set that cuts through a run of equal
+//! scores is counted at the number of correct guesses that a share γ =
+//! 0.95 of the uniformly random orders of the run reach, and every test
+//! runs at γ times the level (any tie-breaking blind to the inclusion bits
+//! keeps the theorem's premise, and the γ-quantile over tie-breaks is valid
+//! by Markov's inequality); where both guess sets cut the same run, at the
+//! worst order's count (`Ranked::new`), which every tie-break reaches.
+//! Neither depends on the order of the rows: all-equal scores give 0
+//! however the file is sorted. On request ([`TieBreak::Seeded`]) the ties
+//! are instead broken by one seeded pseudo-random order, at the full level:
+//! valid for a seed fixed before the inclusion bits are seen, and stronger
+//! on heavily tied scores, but then the bound depends on the seed and the
+//! row order; the evidence says whether there were ties.
 //!
 //! **Two-valued scores** (the pooled scores, read without the labels, take
 //! exactly two values, `m ≥ 4`): every policy but `fixed` bounds the one
@@ -62,11 +67,12 @@ use crate::observations::{split_bits, Method, Observations, Selection};
 use crate::policy::{median_rank_index, multi_split_seeds};
 use crate::sort::{merge_sorted, split_sorted_classes};
 
-use crate::ranked::Ranked;
+use crate::ranked::{tied, Ranked};
 use crate::special::{ln_binomial_pmf, ln_binomial_sf};
-use crate::tie_break::TIE_BREAK_SHARE;
+use crate::tie_break::seeded_ranks;
 
 pub use crate::bound::GuessFamily;
+pub use crate::tie_break::TieBreak;
 
 /// The design of a one-run audit: the confidence, the δ and how (k+, k−)
 /// is chosen. One design serves both one-run audits: the (ε, δ) test of
@@ -90,6 +96,9 @@ pub struct OneRunConfig {
     pub fixed_guesses: Option<(u64, u64)>,
     /// The candidates the other policies search.
     pub guesses: GuessFamily,
+    /// How tied scores are ordered ([`TieBreak`]): the order-free quantile
+    /// rule (the default) or a seeded random order at the full level.
+    pub tie_break: TieBreak,
 }
 
 impl OneRunConfig {
@@ -102,7 +111,13 @@ impl OneRunConfig {
             selection,
             fixed_guesses: None,
             guesses: GuessFamily::Symmetric,
+            tie_break: TieBreak::Quantile,
         }
+    }
+
+    /// The same design ordering tied scores by `tie_break`.
+    pub fn with_tie_break(self, tie_break: TieBreak) -> Self {
+        Self { tie_break, ..self }
     }
 
     /// The same design searching the candidates `guesses`.
@@ -386,6 +401,8 @@ fn evidence(
         mu_lower: None,
         inclusion,
         guess_family,
+        tie_break: TieBreak::Quantile,
+        tied_scores: false,
     }
 }
 
@@ -418,20 +435,24 @@ fn two_valued(
 
 /// Split with `seed`: choose the fractions on the `select` half of the
 /// canaries, bound the `evaluate` half with them at `base_level` times the
-/// tie-break share; two-valued scores in the `evaluate` half get their one
-/// guess set there at `base_level` instead ([`two_valued`]).
+/// tie-break rule's `share`; two-valued scores in the evaluation half
+/// (`original`, its scores before a seeded tie-break) get their one guess
+/// set there at `base_level` instead ([`two_valued`]).
+#[allow(clippy::too_many_arguments)]
 fn split_guesses(
     [select, evaluate]: &[Ranked; 2],
+    original: &Ranked,
     seed: u64,
     base_level: f64,
+    share: f64,
     bound: &GuessBound<'_>,
     design: InclusionDesign,
     family: GuessFamily,
 ) -> Result<(f64, OneRunEvidence)> {
-    if let Some(out) = two_valued(evaluate, base_level, bound, design, family)? {
+    if let Some(out) = two_valued(original, base_level, bound, design, family)? {
         return Ok(out);
     }
-    let level = base_level * TIE_BREAK_SHARE;
+    let level = base_level * share;
     // Label-blind split: stratifying on inclusion would break the
     // independence of the evaluation half's coins.
     let cands = candidates(select.m(), family);
@@ -462,7 +483,8 @@ fn split_guesses(
 /// Chooses the guesses per the design `cfg` and bounds them with `bound`,
 /// asking `stop` between candidates and halvings. Each class is sorted once
 /// per set of canaries a policy ranks (a split sorts its halves and merges
-/// them for the metrics).
+/// them for the metrics); under the seeded tie-break the tie-broken ranks
+/// are sorted too (the metrics and the two-valued switch read the scores).
 pub(crate) fn select_guesses(
     obs: &Observations,
     cfg: &OneRunConfig,
@@ -474,20 +496,38 @@ pub(crate) fn select_guesses(
         selection,
         fixed_guesses,
         guesses: family,
+        tie_break,
         ..
     } = *cfg;
     check_confidence(confidence)?;
-    // Every count is the one a share γ of the tie-breaks reach, so every
-    // test runs at γ times the level (crate::tie_break), except the one
-    // guess set of two-valued scores, which cuts no run.
+    // Under the quantile rule every count is the one a share γ of the
+    // tie-breaks reach, so every test runs at γ times the level; under the
+    // seeded rule the counts are read off one strict order at the full
+    // level (crate::tie_break). The one guess set of two-valued scores cuts
+    // no run and runs at the full level under both.
     let base_level = 1.0 - confidence;
-    let level = base_level * TIE_BREAK_SHARE;
+    let share = tie_break.level_share();
+    let level = base_level * share;
     // The theorems need inclusion with probability ½: refuse a count that
     // is implausible under it (crate::design), before any guess is made.
     let design = check_inclusion(obs.members())?;
-    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on, metrics| GuessOutcome {
+    // The seeded rule: the scores replaced by their ranks in the strict
+    // (score, key) order, the guesses read off those.
+    let ranks = match tie_break {
+        TieBreak::Quantile => None,
+        TieBreak::Seeded { seed } => Some(seeded_ranks(obs.scores(), seed).0),
+    };
+    let broken = ranks
+        .as_deref()
+        .map(|r| Observations::borrowed(r, obs.members()))
+        .transpose()?;
+    let outcome = |value: f64, evidence: OneRunEvidence, bounded_on, metrics, tied| GuessOutcome {
         value,
-        evidence,
+        evidence: OneRunEvidence {
+            tie_break,
+            tied_scores: tied,
+            ..evidence
+        },
         bounded_on,
         split_values: None,
         metrics,
@@ -510,24 +550,32 @@ pub(crate) fn select_guesses(
                 });
             }
             let ranked = Ranked::new(obs);
+            let broken_ranked = broken.as_ref().map(Ranked::new);
             stop.check("one-run bound")?;
             let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
-            let v = ranked.correct_share(kp, km);
+            let v = broken_ranked
+                .as_ref()
+                .unwrap_or(&ranked)
+                .correct_share(kp, km);
             let value = bound(Guesses { m, r: kp + km, v }, level, 0.0)?;
             Ok(outcome(
                 value,
                 evidence(m, kp, km, v, level, 1, design, family),
                 BoundedOn::All,
                 metrics,
+                tied(&ranked.pos, &ranked.neg),
             ))
         }
         Selection::SameData | Selection::Bonferroni => {
             let ranked = Ranked::new(obs);
+            let broken_ranked = broken.as_ref().map(Ranked::new);
             stop.check("one-run bound")?;
             let metrics = metrics_sorted(&ranked.pos, &ranked.neg, confidence);
+            let ties = tied(&ranked.pos, &ranked.neg);
             if let Some((value, ev)) = two_valued(&ranked, base_level, bound, design, family)? {
-                return Ok(outcome(value, ev, BoundedOn::All, metrics));
+                return Ok(outcome(value, ev, BoundedOn::All, metrics, ties));
             }
+            let guess_ranked = broken_ranked.as_ref().unwrap_or(&ranked);
             let m = ranked.m();
             let cands = candidates(m, family);
             let level = if selection == Selection::Bonferroni {
@@ -535,14 +583,14 @@ pub(crate) fn select_guesses(
             } else {
                 level
             };
-            let c = best_candidate(&ranked, level, &cands, bound)?.ok_or_else(|| {
+            let c = best_candidate(guess_ranked, level, &cands, bound)?.ok_or_else(|| {
                 AuditError::InvalidParameter {
                     name: "canaries",
                     value: obs.len().to_string(),
                     expected: "at least one canary to guess on",
                 }
             })?;
-            let v = ranked.correct_share(c.k_plus, c.k_minus);
+            let v = guess_ranked.correct_share(c.k_plus, c.k_minus);
             Ok(outcome(
                 c.value,
                 evidence(
@@ -557,46 +605,72 @@ pub(crate) fn select_guesses(
                 ),
                 BoundedOn::All,
                 metrics,
+                ties,
             ))
         }
         Selection::Split { seed } => {
             let halves = ranked_halves(obs, seed);
+            let broken_halves = broken.as_ref().map(|b| ranked_halves(b, seed));
             stop.check("one-run bound")?;
             let [a, b] = &halves;
-            let metrics = metrics_sorted(
-                &merge_sorted(&a.pos, &b.pos),
-                &merge_sorted(&a.neg, &b.neg),
-                confidence,
-            );
-            let (value, ev) = split_guesses(&halves, seed, base_level, bound, design, family)?;
+            let (pos, neg) = (merge_sorted(&a.pos, &b.pos), merge_sorted(&a.neg, &b.neg));
+            let metrics = metrics_sorted(&pos, &neg, confidence);
+            let (value, ev) = split_guesses(
+                broken_halves.as_ref().unwrap_or(&halves),
+                b,
+                seed,
+                base_level,
+                share,
+                bound,
+                design,
+                family,
+            )?;
             Ok(outcome(
                 value,
                 ev,
                 BoundedOn::EvaluationHalf { seed },
                 metrics,
+                tied(&pos, &neg),
             ))
         }
         Selection::MultiSplit { seed, splits } => {
             let seeds = multi_split_seeds(seed, splits, obs.len())?;
             let all_ranked = Ranked::new(obs);
             let metrics = metrics_sorted(&all_ranked.pos, &all_ranked.neg, confidence);
+            let ties = tied(&all_ranked.pos, &all_ranked.neg);
             drop(all_ranked);
             let all = seeds
                 .iter()
                 .map(|&s| {
                     stop.check("multi-split")?;
                     let halves = ranked_halves(obs, s);
-                    split_guesses(&halves, s, base_level / 2.0, bound, design, family)
+                    let broken_halves = broken.as_ref().map(|b| ranked_halves(b, s));
+                    let guess_halves = broken_halves.as_ref().unwrap_or(&halves);
+                    let level = base_level / 2.0;
+                    split_guesses(
+                        guess_halves,
+                        &halves[1],
+                        s,
+                        level,
+                        share,
+                        bound,
+                        design,
+                        family,
+                    )
                 })
                 .collect::<Result<Vec<_>>>()?;
             let values: Vec<f64> = all.iter().map(|(v, _)| *v).collect();
             let i = median_rank_index(&values);
-            Ok(GuessOutcome {
-                value: values[i],
-                evidence: all[i].1.clone(),
-                bounded_on: BoundedOn::EvaluationHalf { seed: seeds[i] },
-                split_values: Some(values),
+            let chosen = outcome(
+                values[i],
+                all[i].1.clone(),
+                BoundedOn::EvaluationHalf { seed: seeds[i] },
                 metrics,
+                ties,
+            );
+            Ok(GuessOutcome {
+                split_values: Some(values),
+                ..chosen
             })
         }
     }
@@ -653,107 +727,6 @@ pub fn one_run_interruptible(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranked_counts() {
-        // Scores 4 > 3 > 2 > 1 with inclusion +, −, +, −.
-        let obs =
-            Observations::new(vec![3.0, 1.0, 4.0, 2.0], vec![false, false, true, true]).unwrap();
-        let r = Ranked::new(&obs);
-        assert_eq!(r.correct(1, 0), 1); // top: 4.0 included
-        assert_eq!(r.correct(2, 0), 1); // 3.0 excluded
-        assert_eq!(r.correct(0, 1), 1); // bottom: 1.0 excluded
-        assert_eq!(r.correct(2, 2), 2);
-        // No ties: the share rule counts the same.
-        for (kp, km) in [(1, 0), (2, 0), (0, 1), (2, 2), (1, 3)] {
-            assert_eq!(r.correct_share(kp, km), r.correct(kp, km));
-        }
-    }
-
-    #[test]
-    fn a_cut_tied_run_counts_at_the_share_of_its_tie_breaks() {
-        // From the top: 2.0 (member), then a run of ten 1.0s holding five
-        // members, then 0.0 (non-member). Two positive guesses take the
-        // member at 2.0 and one of the run: the worst order counts 1, and
-        // 1 + the 5th percentile of Hyp(10, 5, 1) (P[H ≥ 1] = ½) = 1.
-        // Five positive guesses take four of the run: Hyp(10, 5, 4) has
-        // P[H ≥ 1] = 205/210 ≥ 0.95 > P[H ≥ 2] = 155/210, so 1 + 1 = 2,
-        // against 1 + max(0, 4 − 5) = 1 in the worst order.
-        let mut scores = vec![2.0, 0.0];
-        let mut members = vec![true, false];
-        for i in 0..10 {
-            scores.push(1.0);
-            members.push(i % 2 == 0);
-        }
-        let obs = Observations::new(scores, members).unwrap();
-        let r = Ranked::new(&obs);
-        assert_eq!((r.correct(2, 0), r.correct_share(2, 0)), (1, 1));
-        assert_eq!((r.correct(5, 0), r.correct_share(5, 0)), (1, 2));
-        // The negative side mirrors it: the 0.0 and four of the run.
-        assert_eq!((r.correct(0, 5), r.correct_share(0, 5)), (1, 2));
-        // Both sides cut the same run: the worst order.
-        assert_eq!(r.correct_share(5, 5), r.correct(5, 5));
-        // The same multiset in any row order gives the same counts.
-        let rev = Observations::new(
-            obs.scores().iter().rev().copied().collect(),
-            obs.members().iter().rev().copied().collect(),
-        )
-        .unwrap();
-        let r2 = Ranked::new(&rev);
-        for (kp, km) in [(2, 0), (5, 0), (0, 5), (5, 5), (3, 2)] {
-            assert_eq!(r2.correct_share(kp, km), r.correct_share(kp, km));
-        }
-    }
-
-    /// The ranking of [`Ranked::new`] written out: every row sorted by
-    /// (score descending, non-members first), then prefix counts.
-    fn correct_by_sorting_rows(obs: &Observations, kp: usize, km: usize) -> u64 {
-        let (scores, members) = (obs.scores(), obs.members());
-        let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| {
-            (scores[b] + 0.0)
-                .total_cmp(&(scores[a] + 0.0))
-                .then(members[a].cmp(&members[b]))
-        });
-        let top = order[..kp].iter().filter(|&&i| members[i]).count();
-        let bottom = order[order.len() - km..]
-            .iter()
-            .filter(|&&i| !members[i])
-            .count();
-        (top + bottom) as u64
-    }
-
-    #[test]
-    fn binary_search_counts_equal_the_sorted_rows() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        for trial in 0..40 {
-            let n = rng.gen_range(2..60);
-            // Few distinct values (many ties, ±0.0) in half the trials.
-            let levels = if trial % 2 == 0 { 3 } else { 1000 };
-            let scores: Vec<f64> = (0..n)
-                .map(|_| match rng.gen_range(0..levels) {
-                    0 => -0.0,
-                    1 => 0.0,
-                    l => f64::from(l) * if rng.gen() { 1.0 } else { -1.0 },
-                })
-                .collect();
-            let mut members: Vec<bool> = (0..n).map(|_| rng.gen()).collect();
-            members[0] = true;
-            members[1] = false;
-            let obs = Observations::new(scores, members).unwrap();
-            let ranked = Ranked::new(&obs);
-            for kp in 0..=n {
-                for km in 0..=(n - kp) {
-                    assert_eq!(
-                        ranked.correct(kp as u64, km as u64),
-                        correct_by_sorting_rows(&obs, kp, km),
-                        "trial {trial}, k+ = {kp}, k− = {km}"
-                    );
-                }
-            }
-        }
-    }
 
     #[test]
     fn rejects_bad_counts() {

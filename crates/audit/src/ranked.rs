@@ -199,6 +199,28 @@ impl Ranked {
     }
 }
 
+/// Whether two scores of the two classes (each sorted ascending) are
+/// equal, within a class or across (−0.0 = 0.0): then a guess set can cut a
+/// tied run, and a seeded tie-break's bound depends on its seed.
+pub(crate) fn tied(pos: &[f64], neg: &[f64]) -> bool {
+    let within = |c: &[f64]| c.windows(2).any(|w| w[0] == w[1]);
+    if within(pos) || within(neg) {
+        return true;
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < pos.len() && j < neg.len() {
+        if pos[i] == neg[j] {
+            return true;
+        }
+        if pos[i] < neg[j] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +254,115 @@ mod tests {
             Ranked::new(&split.unwrap()).two_valued_guesses(),
             Some((2, 2, 4))
         );
+    }
+
+    #[test]
+    fn ties_within_and_across_classes() {
+        assert!(!tied(&[1.0, 3.0], &[0.0, 2.0, 4.0]));
+        assert!(tied(&[1.0, 1.0], &[0.0]));
+        assert!(tied(&[1.0], &[0.0, 0.0]));
+        assert!(tied(&[-1.0, 0.0, 5.0], &[-0.0, 7.0]));
+        assert!(!tied(&[], &[2.0]));
+    }
+
+    #[test]
+    fn ranked_counts() {
+        // Scores 4 > 3 > 2 > 1 with inclusion +, −, +, −.
+        let obs =
+            Observations::new(vec![3.0, 1.0, 4.0, 2.0], vec![false, false, true, true]).unwrap();
+        let r = Ranked::new(&obs);
+        assert_eq!(r.correct(1, 0), 1); // top: 4.0 included
+        assert_eq!(r.correct(2, 0), 1); // 3.0 excluded
+        assert_eq!(r.correct(0, 1), 1); // bottom: 1.0 excluded
+        assert_eq!(r.correct(2, 2), 2);
+        // No ties: the share rule counts the same.
+        for (kp, km) in [(1, 0), (2, 0), (0, 1), (2, 2), (1, 3)] {
+            assert_eq!(r.correct_share(kp, km), r.correct(kp, km));
+        }
+    }
+
+    #[test]
+    fn a_cut_tied_run_counts_at_the_share_of_its_tie_breaks() {
+        // From the top: 2.0 (member), then a run of ten 1.0s holding five
+        // members, then 0.0 (non-member). Two positive guesses take the
+        // member at 2.0 and one of the run: the worst order counts 1, and
+        // 1 + the 5th percentile of Hyp(10, 5, 1) (P[H ≥ 1] = ½) = 1.
+        // Five positive guesses take four of the run: Hyp(10, 5, 4) has
+        // P[H ≥ 1] = 205/210 ≥ 0.95 > P[H ≥ 2] = 155/210, so 1 + 1 = 2,
+        // against 1 + max(0, 4 − 5) = 1 in the worst order.
+        let mut scores = vec![2.0, 0.0];
+        let mut members = vec![true, false];
+        for i in 0..10 {
+            scores.push(1.0);
+            members.push(i % 2 == 0);
+        }
+        let obs = Observations::new(scores, members).unwrap();
+        let r = Ranked::new(&obs);
+        assert_eq!((r.correct(2, 0), r.correct_share(2, 0)), (1, 1));
+        assert_eq!((r.correct(5, 0), r.correct_share(5, 0)), (1, 2));
+        // The negative side mirrors it: the 0.0 and four of the run.
+        assert_eq!((r.correct(0, 5), r.correct_share(0, 5)), (1, 2));
+        // Both sides cut the same run: the worst order.
+        assert_eq!(r.correct_share(5, 5), r.correct(5, 5));
+        // The same multiset in any row order gives the same counts.
+        let rev = Observations::new(
+            obs.scores().iter().rev().copied().collect(),
+            obs.members().iter().rev().copied().collect(),
+        )
+        .unwrap();
+        let r2 = Ranked::new(&rev);
+        for (kp, km) in [(2, 0), (5, 0), (0, 5), (5, 5), (3, 2)] {
+            assert_eq!(r2.correct_share(kp, km), r.correct_share(kp, km));
+        }
+    }
+
+    /// The ranking of [`Ranked::new`] written out: every row sorted by
+    /// (score descending, non-members first), then prefix counts.
+    fn correct_by_sorting_rows(obs: &Observations, kp: usize, km: usize) -> u64 {
+        let (scores, members) = (obs.scores(), obs.members());
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| {
+            (scores[b] + 0.0)
+                .total_cmp(&(scores[a] + 0.0))
+                .then(members[a].cmp(&members[b]))
+        });
+        let top = order[..kp].iter().filter(|&&i| members[i]).count();
+        let bottom = order[order.len() - km..]
+            .iter()
+            .filter(|&&i| !members[i])
+            .count();
+        (top + bottom) as u64
+    }
+
+    #[test]
+    fn binary_search_counts_equal_the_sorted_rows() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for trial in 0..40 {
+            let n = rng.gen_range(2..60);
+            // Few distinct values (many ties, ±0.0) in half the trials.
+            let levels = if trial % 2 == 0 { 3 } else { 1000 };
+            let scores: Vec<f64> = (0..n)
+                .map(|_| match rng.gen_range(0..levels) {
+                    0 => -0.0,
+                    1 => 0.0,
+                    l => f64::from(l) * if rng.gen() { 1.0 } else { -1.0 },
+                })
+                .collect();
+            let mut members: Vec<bool> = (0..n).map(|_| rng.gen()).collect();
+            members[0] = true;
+            members[1] = false;
+            let obs = Observations::new(scores, members).unwrap();
+            let ranked = Ranked::new(&obs);
+            for kp in 0..=n {
+                for km in 0..=(n - kp) {
+                    assert_eq!(
+                        ranked.correct(kp as u64, km as u64),
+                        correct_by_sorting_rows(&obs, kp, km),
+                        "trial {trial}, k+ = {kp}, k− = {km}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -10,6 +10,7 @@ use crate::error::{AuditError, Result};
 use crate::observations::{Method, Selection};
 use crate::one_run_fdp::TradeoffFamily;
 use crate::panoramia::PanoramiaMeasurement;
+use crate::tie_break::TieBreak;
 
 /// What a method's bound assumes under `selection`, in words (printed and
 /// in the JSON); `family` is the f-DP one-run audit's trade-off family.
@@ -32,8 +33,31 @@ pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
         },
         Evidence::Threshold(_) | Evidence::GaussianScores(_) => None,
     };
-    assumptions_of(bound.method, family, bound.selection)
+    let mut out = assumptions_of(bound.method, family, bound.selection);
+    if let Evidence::OneRun(ev) = &bound.evidence {
+        if let TieBreak::Seeded { .. } = ev.tie_break {
+            // The selection's sentence on the row order, for the seeded
+            // tie-break (crate::tie_break), whose keys go by row.
+            let seeded = match bound.selection {
+                Selection::Split { .. } | Selection::MultiSplit { .. } => SEEDED_TIES_SPLIT,
+                Selection::SameData | Selection::Bonferroni | Selection::Fixed => SEEDED_TIES,
+            };
+            if let Some(s) = out.iter_mut().find(|a| a.contains("row order")) {
+                *s = seeded;
+            }
+        }
+    }
+    out
 }
+
+const SEEDED_TIES: &str = "with tied scores the bound depends on the row order and the tie-break \
+                           seed: tied scores are ordered by a seeded random key per row, each test \
+                           at the full level (valid for every order and seed fixed before the \
+                           scores are seen); without ties it does not";
+const SEEDED_TIES_SPLIT: &str = "the bound depends on the row order and the seed: the random \
+                                 halving assigns each row by its position and a seeded coin, and \
+                                 tied scores are ordered by a seeded random key per row (valid for \
+                                 every order and seed fixed before the scores are seen)";
 
 fn serialize<T: serde::Serialize>(value: &T, what: &str) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| AuditError::Write {
@@ -59,6 +83,12 @@ pub fn bound_json(bound: &EpsilonLowerBound, chosen_by_default: bool) -> Result<
     }
     if let Selection::Split { seed } | Selection::MultiSplit { seed, .. } = bound.selection {
         v["seed"] = Value::from(seed);
+    }
+    if let Evidence::OneRun(ev) = &bound.evidence {
+        if let TieBreak::Seeded { seed } = ev.tie_break {
+            v["tie_break_seed"] = Value::from(seed);
+        }
+        v["tie_break"] = Value::from(ev.tie_break_note());
     }
     v["bound"] = Value::from("lower");
     v["label"] = Value::from(bound.label());

@@ -5,7 +5,7 @@
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -38,7 +38,10 @@ fn every_bound_reads_back_as_itself() {
         Method::OneRunFdp,
         Method::OneRunFdpGaussian,
     ] {
-        for selection in selections {
+        for (selection, tie_break) in selections
+            .into_iter()
+            .flat_map(|s| [TieBreak::Quantile, TieBreak::Seeded { seed: 11 }].map(|t| (s, t)))
+        {
             let settings = BoundSettings {
                 confidence: 0.95,
                 delta: 1e-5,
@@ -46,8 +49,10 @@ fn every_bound_reads_back_as_itself() {
                 family: TradeoffFamily::EpsDelta,
                 guesses: GuessFamily::WithOneSided,
                 fixed_guesses: (selection == Selection::Fixed).then_some((100, 100)),
+                tie_break,
             };
-            // `fixed` is refused by the threshold methods.
+            // `fixed` and the seeded tie-break are refused by the threshold
+            // methods.
             let Ok(bound) = lower_bound(method, &obs, &settings) else {
                 continue;
             };
@@ -59,8 +64,8 @@ fn every_bound_reads_back_as_itself() {
             read += 1;
         }
     }
-    // 2 threshold methods × 4 policies + 3 one-run methods × 5.
-    assert_eq!(read, 23);
+    // 2 threshold methods × 4 policies + 3 one-run methods × 5 × 2 rules.
+    assert_eq!(read, 38);
 }
 
 #[test]
@@ -73,6 +78,7 @@ fn unknown_names_are_refused() {
         family: TradeoffFamily::Gaussian,
         guesses: GuessFamily::Symmetric,
         fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
     };
     let bound = lower_bound(Method::OneRunFdp, &obs, &settings).unwrap();
     let text = serde_json::to_string(&bound).unwrap();

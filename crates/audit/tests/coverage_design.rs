@@ -22,7 +22,7 @@ use common::{assert_coverage, rng, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::{GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::{GuessFamily, OneRunConfig, TieBreak};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::Result;
@@ -51,6 +51,7 @@ fn default_bound(method: Method, obs: &Observations, seed: u64) -> Result<Epsilo
         family: TradeoffFamily::EpsDelta,
         guesses: GuessFamily::Symmetric,
         fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
     };
     lower_bound(method, obs, &settings)
 }

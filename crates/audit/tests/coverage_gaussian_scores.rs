@@ -26,7 +26,7 @@ use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::policy::default_selection;
 use rand::Rng;
@@ -45,6 +45,7 @@ fn bound(obs: &Observations) -> EpsilonLowerBound {
         family: TradeoffFamily::EpsDelta,
         guesses: GuessFamily::Symmetric,
         fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
     };
     lower_bound(Method::OneRunGaussianScores, obs, &settings).unwrap()
 }

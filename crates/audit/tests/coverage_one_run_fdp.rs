@@ -13,7 +13,7 @@ use common::{assert_coverage, canaries, rng, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::{GuessFamily, OneRunConfig, TieBreak};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use rand::Rng;
 
@@ -58,6 +58,7 @@ fn check(selection: Selection, fixed: Option<(u64, u64)>, fast_trials: usize, se
     for family in [TradeoffFamily::Gaussian, TradeoffFamily::EpsDelta] {
         let cfg = OneRunConfig {
             fixed_guesses: fixed,
+            tie_break: TieBreak::Quantile,
             ..OneRunConfig::new(0.95, DELTA, selection).with_guesses(GuessFamily::WithOneSided)
         };
         for mech in MECHANISMS {
@@ -117,6 +118,7 @@ fn covers_where_the_bound_is_close_to_the_truth() {
     let mut rate = |selection, fixed| {
         let cfg = OneRunConfig {
             fixed_guesses: fixed,
+            tie_break: TieBreak::Quantile,
             ..OneRunConfig::new(0.5, 0.0, selection).with_guesses(GuessFamily::WithOneSided)
         };
         (0..n)

@@ -11,7 +11,10 @@
 //! standard errors. 200 trials per case (2000 with `DPAUDIT_SLOW_TESTS=1`).
 //! At confidence ½, where a bound comes closest to the truth, randomized
 //! response with and without a rare third value (missing from the data
-//! about a third of the time) checks the support family sharply.
+//! about a third of the time) checks the support family sharply. The
+//! one-run methods are checked under both tie-break rules
+//! (`dpaudit_audit::tie_break`): the order-free quantile rule (the default)
+//! and the seeded random order at the full level.
 
 mod common;
 
@@ -20,7 +23,7 @@ use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::gaussian::{gdp_epsilon, inverse_cdf};
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::Result;
@@ -119,6 +122,7 @@ fn default_bound(method: Method, obs: &Observations, seed: u64) -> Option<Epsilo
         family: TradeoffFamily::EpsDelta,
         guesses: GuessFamily::Symmetric,
         fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
     };
     let result: Result<EpsilonLowerBound> = lower_bound(method, obs, &settings);
     unless_refused(result)
@@ -292,6 +296,7 @@ fn support_family_covers_at_confidence_one_half() {
             family: TradeoffFamily::EpsDelta,
             guesses: GuessFamily::Symmetric,
             fixed_guesses: None,
+            tie_break: TieBreak::Quantile,
         };
         let bad = (0..n)
             .filter(|_| {
@@ -330,6 +335,7 @@ fn cut_tied_runs_cover_at_confidence_one_half() {
             family: TradeoffFamily::EpsDelta,
             guesses: GuessFamily::Symmetric,
             fixed_guesses: Some((300, 300)),
+            tie_break: TieBreak::Quantile,
         };
         let bad = (0..n)
             .filter(|_| {
@@ -375,6 +381,7 @@ fn two_valued_one_run_covers_at_confidence_one_half() {
                 family: TradeoffFamily::EpsDelta,
                 guesses: GuessFamily::Symmetric,
                 fixed_guesses: None,
+                tie_break: TieBreak::Quantile,
             };
             let bad = (0..n)
                 .filter(|_| {
@@ -388,6 +395,117 @@ fn two_valued_one_run_covers_at_confidence_one_half() {
                 n,
                 beta,
                 &format!("{method} default at ½, {mech:?}, {m} canaries"),
+            );
+        }
+    }
+}
+
+/// The one-run bound of `method` under the seeded tie-break with `seed`
+/// (the refusal of an implausible design is `None`).
+fn seeded_bound(
+    method: Method,
+    obs: &Observations,
+    selection: dpaudit_audit::observations::Selection,
+    confidence: f64,
+    fixed_guesses: Option<(u64, u64)>,
+    seed: u64,
+) -> Option<EpsilonLowerBound> {
+    let settings = BoundSettings {
+        confidence,
+        delta: if confidence == 0.5 { 0.0 } else { DELTA },
+        selection,
+        family: TradeoffFamily::EpsDelta,
+        guesses: GuessFamily::Symmetric,
+        fixed_guesses,
+        tie_break: TieBreak::Seeded { seed },
+    };
+    unless_refused(lower_bound(method, obs, &settings))
+}
+
+#[test]
+fn seeded_tie_break_covers_tied_scores() {
+    // The default selection (bonferroni at m = 1000, split at 6000) with
+    // the seeded tie-break, a fresh seed per data set (each fixed before
+    // the data are drawn), on integer-rounded Gaussian, randomized-response
+    // (binary), untied and null scores, rows in draw order or sorted by
+    // inclusion.
+    let n = trials(200);
+    let mut rng = rng(67);
+    let cases = [
+        (Tied::Rounded(1.0), 1000),
+        (Tied::Rounded(2.0), 1000),
+        (Tied::Rr(1.0), 1000),
+        (Tied::RrRareTail(1.0, 2e-3), 1000),
+        (Tied::Gaussian(1.0), 1000),
+        (Tied::NullBinary, 1000),
+        (Tied::NullRounded, 1000),
+        (Tied::Rounded(1.0), 6000),
+    ];
+    for (k, (mech, m)) in cases.into_iter().enumerate() {
+        for sorted in [false, true] {
+            if m > 1000 && sorted {
+                continue;
+            }
+            let data: Vec<_> = (0..n)
+                .map(|_| canaries(&mut rng, mech, m, sorted))
+                .collect();
+            for method in ONE_RUN {
+                let selection = default_selection(method, m, 5);
+                let bad = data
+                    .iter()
+                    .enumerate()
+                    .filter(|(t, obs)| {
+                        let seed = (k * 1000 + t) as u64;
+                        seeded_bound(method, obs, selection, 1.0 - BETA, None, seed)
+                            .is_some_and(|b| above_truth(method, mech, &b))
+                    })
+                    .count();
+                assert_coverage(
+                    bad,
+                    n,
+                    BETA,
+                    &format!("{method} seeded ties, {mech:?}, {m} canaries, sorted: {sorted}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn seeded_tie_break_covers_at_confidence_one_half() {
+    // δ = 0, β = ½: the bound sits near the truth, so a count or a level
+    // the seeded rule may not take would overshoot often. Fixed guess sets
+    // that end inside runs of tied scores (randomized response ε₀ = 2: runs
+    // of about 500 at 300/300), and null scores with the rows sorted by
+    // inclusion, where the seeded keys, which go by row, meet the labels'
+    // order (binary: runs of 500 at 300/300; rounded: the runs at ±1 and 0
+    // at 200/200; bonferroni, whose candidates cut the runs). Null bounds
+    // above 0 are rejections of ε = 0 at level ½.
+    let n = trials(200);
+    let mut rng = rng(68);
+    let beta = 0.5;
+    let fixed = dpaudit_audit::observations::Selection::Fixed;
+    let bonferroni = dpaudit_audit::observations::Selection::Bonferroni;
+    let cases = [
+        (Tied::Rr(2.0), false, fixed, Some((300, 300))),
+        (Tied::NullBinary, true, fixed, Some((300, 300))),
+        (Tied::NullRounded, true, fixed, Some((200, 200))),
+        (Tied::NullRounded, true, bonferroni, None),
+    ];
+    for (mech, sorted, selection, guesses) in cases {
+        for method in ONE_RUN {
+            let bad = (0..n)
+                .filter(|&t| {
+                    let obs = canaries(&mut rng, mech, 1000, sorted);
+                    seeded_bound(method, &obs, selection, 1.0 - beta, guesses, t as u64)
+                        .is_some_and(|b| b.epsilon > mech.epsilon())
+                })
+                .count();
+            assert_coverage(
+                bad,
+                n,
+                beta,
+                &format!("{method} seeded ties at ½, {selection}, {mech:?}, sorted: {sorted}"),
             );
         }
     }

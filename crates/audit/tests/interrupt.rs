@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dpaudit_audit::estimate::{lower_bound, lower_bound_interruptible, BoundSettings};
 use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::AuditError;
 use rand::{Rng, SeedableRng};
@@ -20,6 +20,7 @@ fn settings(selection: Selection) -> BoundSettings {
         family: TradeoffFamily::EpsDelta,
         guesses: GuessFamily::Symmetric,
         fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
     }
 }
 

@@ -16,7 +16,7 @@ use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
@@ -296,6 +296,7 @@ pub fn analyse(
                 family: TradeoffFamily::EpsDelta,
                 guesses: GuessFamily::WithOneSided,
                 fixed_guesses: None,
+                tie_break: TieBreak::Quantile,
             };
             match method.observes() {
                 Observed::Runs => {

@@ -44,7 +44,7 @@ use dpaudit_audit::estimate::{lower_bound_interruptible, BoundSettings};
 use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::metrics as score_metrics;
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
 use dpaudit_audit::plots::histogram_auto;
@@ -409,9 +409,11 @@ impl LowerBound {
 /// `one-run-order-gaussian` or `one-run-gaussian-scores`; snake case too) on the arrays, through the same
 /// [`lower_bound`] as `dpaudit estimate`. The threshold methods ignore
 /// `family`, `k_plus`, `k_minus` and `guesses` (and refuse selection `fixed`
-/// themselves); `family` is that of `one-run-fdp` and `one-run-order`.
+/// themselves); `family` is that of `one-run-fdp` and `one-run-order`;
+/// `tie_break` (`quantile` or `seeded`, keyed by `seed`) is read by
+/// `one-run` and the f-DP one-run methods and refused by the others.
 #[pyfunction]
-#[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric"))]
+#[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric", tie_break="quantile"))]
 #[allow(clippy::too_many_arguments)]
 fn bound(
     py: Python<'_>,
@@ -427,6 +429,7 @@ fn bound(
     k_plus: Option<u64>,
     k_minus: Option<u64>,
     guesses: &str,
+    tie_break: &str,
 ) -> PyResult<LowerBound> {
     let method = method.parse::<Method>().map_err(value_error)?;
     let family = match family {
@@ -454,6 +457,16 @@ fn bound(
         family,
         guesses,
         fixed_guesses,
+        tie_break: match tie_break {
+            "quantile" => TieBreak::Quantile,
+            "seeded" => TieBreak::Seeded { seed },
+            other => {
+                return Err(value_error(format!(
+                "tie_break `{other}` is unknown; expected quantile (order-free, the default) or \
+                     seeded (a random order keyed by `seed`)"
+            )))
+            }
+        },
     };
     let bound = interruptible(py, |stop| {
         lower_bound_interruptible(method, &obs, &settings, stop)

@@ -81,6 +81,7 @@ def bound(
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
+    tie_break: str = "quantile",
 ) -> Bound:
     """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
     one-run-order, one-run-order-gaussian or one-run-gaussian-scores).

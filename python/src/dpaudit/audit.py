@@ -184,6 +184,7 @@ def one_run(
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
+    tie_break: str = "quantile",
     in_scores=None,
     out_scores=None,
 ) -> Bound:
@@ -202,10 +203,16 @@ def one_run(
     says which holds. ``guesses="with-one-sided"`` adds
     one-sided guess counts (stronger for one-sided signals such as loss
     attacks; needs inclusion with probability exactly ½).
+    ``tie_break="seeded"`` breaks ties among the scores by a random order
+    keyed by ``seed`` and tests at the full level (stronger on heavily tied
+    scores, e.g. integer-rounded ones); with ties the bound then depends on
+    ``seed`` and the row order (valid for any seed fixed before the scores
+    are seen; ``evidence["tie_break"]`` names the seed, and
+    ``evidence["tied_scores"]`` says whether there were ties).
     """
     return _bound(
         "one-run", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
-        k_plus=k_plus, k_minus=k_minus, guesses=guesses,
+        k_plus=k_plus, k_minus=k_minus, guesses=guesses, tie_break=tie_break,
     )
 
 
@@ -222,6 +229,7 @@ def one_run_fdp(
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
     guesses: str = "symmetric",
+    tie_break: str = "quantile",
     in_scores=None,
     out_scores=None,
 ) -> Bound:
@@ -230,11 +238,11 @@ def one_run_fdp(
     ``family="eps-delta"`` (the default) bounds ε for any mechanism;
     ``family="gaussian"`` bounds μ (``evidence["mu_lower"]``) and reports an ε
     that assumes a Gaussian trade-off curve (label ``one-run-fdp-gaussian``).
-    The design and ties are handled as in :func:`one_run`.
+    The design and ties (and ``tie_break``) are handled as in :func:`one_run`.
     """
     return _bound(
         "one-run-fdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
-        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses,
+        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses, tie_break=tie_break,
     )
 
 

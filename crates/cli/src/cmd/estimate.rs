@@ -26,7 +26,7 @@ use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::method::{Method, Selection, SelectionChoice};
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::GuessFamily;
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
 use dpaudit_audit::plots::histogram_auto;
@@ -52,6 +52,17 @@ pub enum GuessesArg {
     WithOneSided,
 }
 
+/// How the one-run guess methods order tied scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TieBreakArg {
+    /// A cut run of tied scores counts as 95 % of its random orders would, at
+    /// 95 % of the level; the bound does not depend on the row order (the default).
+    Quantile,
+    /// Ties broken by a random order keyed by --seed, at the full level: stronger
+    /// on heavily tied scores, but with ties the bound depends on the seed.
+    Seeded,
+}
+
 /// Arguments of `dpaudit estimate`. The method and the selection are the
 /// audit crate's enums (clap's `ValueEnum` through its `clap` feature).
 #[derive(Debug, clap::Args)]
@@ -74,7 +85,8 @@ pub struct Args {
     /// How the threshold (or one-run's k+, k−) is chosen.
     #[arg(long, value_enum, default_value = "auto")]
     pub selection: SelectionChoice,
-    /// Seed of the random split(s) of `split` and `multi-split`; fix it before looking at the scores.
+    /// Seed of the random split(s) of `split` and `multi-split` and of `--tie-break seeded`;
+    /// fix it before looking at the scores.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Number of random halvings of `--selection multi-split`.
@@ -89,6 +101,11 @@ pub struct Args {
     /// --selection fixed).
     #[arg(long, value_enum, default_value = "symmetric")]
     pub guesses: GuessesArg,
+    /// one-run, one-run-fdp, one-run-fdp-gaussian: how tied scores are ordered (quantile:
+    /// order-free, at 95 % of the level; seeded: a random order keyed by --seed, at the full
+    /// level, so a bound on tied scores depends on the seed).
+    #[arg(long, value_enum, default_value = "quantile")]
+    pub tie_break: TieBreakArg,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
     #[arg(long)]
     pub k_plus: Option<u64>,
@@ -148,6 +165,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         GuessesArg::Symmetric => GuessFamily::Symmetric,
         GuessesArg::WithOneSided => GuessFamily::WithOneSided,
     };
+    let tie_break = match args.tie_break {
+        TieBreakArg::Quantile => TieBreak::Quantile,
+        TieBreakArg::Seeded => TieBreak::Seeded { seed: args.seed },
+    };
     if args.method == Method::Panoramia {
         let path = args.baseline_scores.as_ref().context(
             "--method panoramia needs --baseline-scores FILE (the baseline classifier's scores)",
@@ -168,6 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         family,
         guesses,
         fixed_guesses,
+        tie_break,
     };
     let what = match args.method {
         Method::OneRun => "one-run audit of",
@@ -350,6 +372,7 @@ fn report_bound(
             if let Some(family) = ev.family {
                 println!("family:     {family}");
             }
+            println!("tie-break:  {}", ev.tie_break_note());
             println!(
                 "candidates: {} (k+, k-) pairs, {}",
                 ev.candidates,
