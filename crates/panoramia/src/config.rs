@@ -44,8 +44,9 @@
 //! learning_rate = 1e-3
 //! seeds = 5                   # optional (default 1): b and every MIA trained with 5 seeds;
 //!                             #   ε̃ reported as mean ± standard deviation over them
-//! mia_losses = "target"       # optional: "target" (the paper: the MIA reads f's loss) or
-//!                             #   "target_and_helper" (the MIA reads h's loss and f's, b reads h's)
+//! mia_losses = "target"       # optional: "target" (the paper: the MIA reads f's loss),
+//!                             #   "target_and_helper" (the MIA reads h's loss and f's, b reads h's) or
+//!                             #   "stacked" (the MIA is a logistic regression of b's score and f's loss)
 //!
 //! [quality]                   # the real-vs-generated check of the generator
 //! epochs = 3
@@ -304,19 +305,19 @@ pub enum MiaLosses {
     /// a classifier of `(x, f)` and data independent of the audit coins,
     /// so Proposition 2 applies unchanged; the baseline never sees `f`.
     TargetAndHelper,
+    /// The MIA is the baseline's score stacked with the target's loss
+    /// features by a logistic regression fitted on the validation sets
+    /// (the paper stacks its modules with a logistic regression too,
+    /// Appendix B.1): the baseline's network is the only one trained, and
+    /// the MIA differs from it exactly by what the target's loss adds.
+    /// Still a function of `(x, f)` fitted on data independent of the
+    /// audit coins, so Proposition 2 applies; the baseline never sees `f`.
+    Stacked,
 }
 
 impl MiaLosses {
     fn is_paper(&self) -> bool {
         *self == Self::Target
-    }
-
-    /// Side features the classifiers read.
-    pub fn side_width(self) -> usize {
-        match self {
-            Self::Target => crate::classifier::LOSS_FEATURES,
-            Self::TargetAndHelper => 2 * crate::classifier::LOSS_FEATURES,
-        }
     }
 
     /// In words, for reports.
@@ -326,6 +327,11 @@ impl MiaLosses {
             Self::TargetAndHelper => {
                 "the MIA reads the helper's loss and the target's, the baseline the helper's (and zeros): \
                  the MIA knows all the baseline knows, plus the target (a departure from the paper, docs/panoramia.md)"
+            }
+            Self::Stacked => {
+                "stacked: the baseline reads the helper's loss; the MIA is a logistic regression of the baseline's score \
+                 and the target's loss features, fitted on the validation sets (as the paper stacks its modules, App. B.1; \
+                 docs/panoramia.md)"
             }
         }
     }

@@ -228,13 +228,11 @@ fn the_mia_may_read_the_helpers_loss_too() {
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     common::write_tiny_fmnist(&data, 100, 120);
-    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400)
-        .replacen(
-            "learning_rate = 1e-3\n\n[quality]",
-            "learning_rate = 1e-3\nmia_losses = \"target_and_helper\"\n\n[quality]",
-            1,
-        )
-        + &common::target("f", &data, 1, 1000);
+    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400).replacen(
+        "learning_rate = 1e-3\n\n[quality]",
+        "learning_rate = 1e-3\nmia_losses = \"target_and_helper\"\n\n[quality]",
+        1,
+    ) + &common::target("f", &data, 1, 1000);
     let cfg = config(&text);
     assert_eq!(
         cfg.classifier.mia_losses,
@@ -252,4 +250,61 @@ fn the_mia_may_read_the_helpers_loss_too() {
         summary.contains("the MIA reads the helper's loss and the target's"),
         "{summary}"
     );
+}
+
+/// `mia_losses = "stacked"`: only the baseline's network is trained; each
+/// seed's MIA is a logistic regression of that seed's baseline score and
+/// the target's loss features, fitted on the validation sets. The baseline
+/// keeps its validation scores for it; on resume the baseline is found and
+/// the MIA refitted to the same scores. On the control generator the
+/// baseline's bound stays near 0 (see the first test).
+#[test]
+fn the_stacked_mia_is_fitted_on_the_baselines_validation_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    common::write_tiny_fmnist(&data, 100, 120);
+    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400).replacen(
+        "learning_rate = 1e-3\n\n[quality]",
+        "learning_rate = 1e-3\nseeds = 2\nmia_losses = \"stacked\"\n\n[quality]",
+        1,
+    ) + &common::target("f", &data, 1, 1000);
+    let cfg = config(&text);
+    let out = dir.path().join("out");
+    let report = run(&cfg, "test.toml", &out, &mut Count::default()).unwrap();
+    assert!(report.c_lb < 0.25, "{}", report.c_lb);
+    let t = &report.targets[0];
+    assert_eq!(t.per_seed.len(), 2);
+    // One "epoch": the regression's fit, its in-sample validation accuracy.
+    assert_eq!(t.mia_fit.validation_accuracy.len(), 1);
+    let acc = t.mia_fit.best_validation_accuracy;
+    assert!((0.0..=1.0).contains(&acc), "{acc}");
+    let b: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("baseline.json")).unwrap()).unwrap();
+    // 50 validation members + 50 generated, for each of the two seeds.
+    assert_eq!(b["validation_scores"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        b["more_seeds"][0]["validation_scores"]
+            .as_array()
+            .unwrap()
+            .len(),
+        100
+    );
+    // Resume with the target result removed: the baseline is found, no
+    // network is trained, and the regression gives the same scores.
+    std::fs::remove_file(out.join("targets/f.json")).unwrap();
+    let mut again = Count::default();
+    let r2 = run(&cfg, "test.toml", &out, &mut again).unwrap();
+    assert!(
+        again
+            .stages
+            .iter()
+            .any(|s| s == "baseline: found in the out-dir"),
+        "{:?}",
+        again.stages
+    );
+    assert_eq!(again.epochs, 0, "{:?}", again.stages);
+    assert_eq!(r2.targets[0].per_seed, t.per_seed);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("stacked"), "{summary}");
 }

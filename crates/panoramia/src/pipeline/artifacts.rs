@@ -37,6 +37,10 @@ pub struct ClassifierRun {
     pub fit: FitReport,
     /// Its scores on the audit set.
     pub scores: Vec<f64>,
+    /// Its scores on the validation set (members first; kept for the
+    /// baseline, which the stacked MIA is fitted on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation_scores: Vec<f64>,
 }
 
 /// Scores of the baseline on the audit set (`baseline.json`): seed 0, and
@@ -48,19 +52,22 @@ pub(super) struct ScoresFile {
     pub fit: FitReport,
     pub scores: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation_scores: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_seeds: Vec<ClassifierRun>,
 }
 
 impl ScoresFile {
-    /// Every seed's fit and scores, seed 0 first.
-    pub fn runs(&self) -> Vec<(&FitReport, &[f64])> {
-        std::iter::once((&self.fit, self.scores.as_slice()))
-            .chain(
-                self.more_seeds
-                    .iter()
-                    .map(|r| (&r.fit, r.scores.as_slice())),
-            )
-            .collect()
+    /// Every seed, seed 0 first.
+    pub fn runs(&self) -> Vec<ClassifierRun> {
+        std::iter::once(ClassifierRun {
+            seed: 0,
+            fit: self.fit.clone(),
+            scores: self.scores.clone(),
+            validation_scores: self.validation_scores.clone(),
+        })
+        .chain(self.more_seeds.iter().cloned())
+        .collect()
     }
 }
 
@@ -79,6 +86,10 @@ pub struct SeedMeasurement {
     pub c_plus_epsilon_lb: f64,
     /// `max(0, {c+ε}_lb − c_lb)`.
     pub epsilon_tilde: f64,
+    /// The MIA's mean excess over the baseline at the fixed thresholds of
+    /// the band (`pipeline/band.rs`).
+    #[serde(default)]
+    pub band_excess: f64,
 }
 
 /// The paper's choice among seeds (Kazmi et al. 2024, Appendix C.1: the
@@ -164,6 +175,13 @@ pub struct TargetResult {
     /// Its standard deviation over seeds.
     #[serde(default)]
     pub c_plus_epsilon_lb_sd: f64,
+    /// The fixed-threshold excess (mean over seeds), a lower-variance
+    /// companion of ε̃ for comparing targets; not a bound.
+    #[serde(default)]
+    pub band_excess: f64,
+    /// Its standard deviation over seeds.
+    #[serde(default)]
+    pub band_excess_sd: f64,
     /// The paper's estimator: the best-validation seed of each classifier.
     #[serde(default)]
     pub paper_choice: Option<PaperChoice>,
@@ -255,6 +273,10 @@ pub struct Ordering {
     /// `(ε̃ of the most leaky − ε̃ of the least leaky) / the larger of their
     /// standard deviations over seeds` (∞ when both are 0).
     pub separation_in_sd: f64,
+    /// The same two for the fixed-threshold excess.
+    pub band_spearman_rho: f64,
+    /// See `band_spearman_rho`.
+    pub band_separation_in_sd: f64,
 }
 
 /// Average ranks (1-based) of `v`, ties sharing the mean of their ranks.
@@ -311,21 +333,30 @@ impl Ordering {
             best
         };
         let (hi, lo) = (by_o1(true), by_o1(false));
-        let gap = tilde[hi] - tilde[lo];
-        let sd = targets[hi]
-            .epsilon_tilde_sd
-            .max(targets[lo].epsilon_tilde_sd);
-        Some(Self {
-            spearman_rho: spearman(&tilde, &o1),
-            most_leaky: targets[hi].name.clone(),
-            least_leaky: targets[lo].name.clone(),
-            separation_in_sd: if sd > 0.0 {
+        let separation = |v: &[f64], sd: [f64; 2]| {
+            let (gap, sd) = (v[hi] - v[lo], sd[0].max(sd[1]));
+            if sd > 0.0 {
                 gap / sd
             } else if gap > 0.0 {
                 f64::INFINITY
             } else {
                 0.0
-            },
+            }
+        };
+        let band: Vec<f64> = targets.iter().map(|t| t.band_excess).collect();
+        Some(Self {
+            spearman_rho: spearman(&tilde, &o1),
+            most_leaky: targets[hi].name.clone(),
+            least_leaky: targets[lo].name.clone(),
+            separation_in_sd: separation(
+                &tilde,
+                [targets[hi].epsilon_tilde_sd, targets[lo].epsilon_tilde_sd],
+            ),
+            band_spearman_rho: spearman(&band, &o1),
+            band_separation_in_sd: separation(
+                &band,
+                [targets[hi].band_excess_sd, targets[lo].band_excess_sd],
+            ),
         })
     }
 }

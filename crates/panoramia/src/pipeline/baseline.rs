@@ -45,17 +45,24 @@ pub(super) fn stage(
             // The baseline reads the helper's loss; with `target_and_helper`
             // it has the MIA's network, the target's columns zero.
             let losses: &[Option<&dyn Model>] = match run.config.classifier.mia_losses {
-                MiaLosses::Target => &[Some(helper)],
+                MiaLosses::Target | MiaLosses::Stacked => &[Some(helper)],
                 MiaLosses::TargetAndHelper => &[Some(helper), None],
             };
             let sides = Sides::of(run, game, losses)?;
             let mut runs = seed_runs(run, "baseline", &sides, game, shape, progress)?;
+            if run.config.classifier.mia_losses != MiaLosses::Stacked {
+                // Only the stacked MIA is fitted on them.
+                for r in &mut runs {
+                    r.validation_scores.clear();
+                }
+            }
             let first = runs.remove(0);
             let b = ScoresFile {
                 format: FORMAT.into(),
                 fingerprint: run.fp.to_string(),
                 fit: first.fit,
                 scores: first.scores,
+                validation_scores: first.validation_scores,
                 more_seeds: runs,
             };
             save(run.store, &Stage::Baseline, &b)?;
@@ -94,11 +101,13 @@ pub(super) fn seed_runs(
             } else {
                 format!("{name} seed {k}")
             };
-            let (fit, scores) = membership_scores(run, &label, k, sides, game, shape, progress)?;
+            let (fit, scores, validation_scores) =
+                membership_scores(run, &label, k, sides, game, shape, progress)?;
             Ok(ClassifierRun {
                 seed: k,
                 fit,
                 scores,
+                validation_scores,
             })
         })
         .collect()
@@ -140,7 +149,8 @@ impl Sides {
     }
 }
 
-/// Train a membership classifier at seed `k` and score the audit set.
+/// Train a membership classifier at seed `k`; its scores on the audit set
+/// and on the validation set.
 fn membership_scores(
     run: &Run<'_>,
     name: &str,
@@ -149,7 +159,7 @@ fn membership_scores(
     game: &Game,
     shape: [i64; 3],
     progress: &mut dyn Progress,
-) -> Result<(FitReport, Vec<f64>)> {
+) -> Result<(FitReport, Vec<f64>, Vec<f64>)> {
     let device = run.device;
     let (train_side, val_side, audit_side) = (&sides.train, &sides.val, &sides.audit);
     let mut init = HostInit::new(seed_key(run.rnd.stream(Stream::Init), k), device);
@@ -174,5 +184,6 @@ fn membership_scores(
         &mut |e, a| progress.epoch(name, e, epochs, "validation accuracy", a),
     )?;
     let scores = net.scores(&game.audit, Some(audit_side), device)?;
-    Ok((fit, scores))
+    let validation = net.scores(&game.val_set, Some(val_side), device)?;
+    Ok((fit, scores, validation))
 }

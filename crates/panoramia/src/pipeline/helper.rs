@@ -13,8 +13,12 @@ use crate::records::Records;
 use crate::task::{self, TaskMeta};
 
 /// What labelling the generated pools measured (both None without a
-/// generator).
+/// generator), and the labeler itself.
 pub(super) struct Labels {
+    /// The labeler (a model of the target's architecture trained on the
+    /// real records `D_G`, none of them audit members): the stacked MIA's
+    /// reference model.
+    pub labeler: Option<Box<dyn Model>>,
     /// Accuracy of the labeler on the test split.
     pub labeler_accuracy: Option<f64>,
     /// Share of generated records the labeler gives the class the
@@ -78,6 +82,7 @@ pub(super) fn label_pools(
     progress: &mut dyn Progress,
 ) -> Result<Labels> {
     let mut labels = Labels {
+        labeler: None,
         labeler_accuracy: None,
         agreement: None,
     };
@@ -120,6 +125,7 @@ pub(super) fn label_pools(
     if drawn > 0 {
         labels.agreement = Some(agree as f64 / drawn as f64);
     }
+    labels.labeler = Some(labeler);
     Ok(labels)
 }
 

@@ -28,11 +28,12 @@
 //! filter, the sample grids), `helper` (labeler and helper `h`),
 //! `quality` (real vs generated), `game` (the audit set and the
 //! classifiers' training sets), `baseline` (`b`), `per_target` (the MIA,
-//! the measurement, the one-run audit), `report` (`audit.json`, plots) and
+//! the measurement, the one-run audit; `stacked` the stacked MIA), `report` (`audit.json`, plots) and
 //! `summary` (`summary.md`); `store` is the out-dir: its manifest
 //! (`config.json`) and the stages' JSON artifacts as units of work.
 
 mod artifacts;
+mod band;
 mod baseline;
 mod context;
 mod data;
@@ -42,6 +43,7 @@ mod helper;
 mod per_target;
 mod quality;
 mod report;
+mod stacked;
 mod store;
 mod summary;
 mod targets;
@@ -97,7 +99,7 @@ pub fn run(
     let mut filter = generator::filter(&run, &data, gen.as_ref(), progress)?;
     let (mut pools, generator_text) = data::pools(&run, &data, gen.as_ref(), filter.as_mut())?;
     generator::sample_grids(&run, &data, gen.as_ref(), &pools, filter.is_some())?;
-    let labels = helper::label_pools(&run, &data, gen.is_some(), &mut pools, progress)?;
+    let mut labels = helper::label_pools(&run, &data, gen.is_some(), &mut pools, progress)?;
     let h = helper::helper(&run, &data, &pools, progress)?;
     let quality = quality::stage(&run, &data, &pools, shape, progress)?;
 
@@ -105,13 +107,15 @@ pub fn run(
     let game = game::Game::new(&run, &data, &pools);
     let baseline = baseline::stage(&run, &game, h.as_ref(), shape, progress)?;
     let o1 = game::O1Game::new(&run, &data);
-    let results = per_target::all(
+    let labeler = labels.labeler.take();
+    let measured = per_target::all(
         &run,
         &game,
         &o1,
         per_target::Reference {
             baseline: &baseline,
             helper: h.as_ref(),
+            labeler: labeler.as_deref(),
         },
         &mut targets,
         shape,
@@ -126,9 +130,9 @@ pub fn run(
         filter: filter.map(|f| f.report().clone()),
         labels,
         baseline_fit: baseline.fit.clone(),
-        targets: results,
+        targets: measured.targets,
     };
     let report = report::assemble(&run, &game, parts);
-    report::write(&run, &report, &baseline.scores, &game.coins)?;
+    report::write(&run, &report, &measured.baseline_scores, &game.coins)?;
     Ok(report)
 }

@@ -13,9 +13,11 @@ use dpaudit_train::models::Model;
 use super::artifacts::{
     mean_sd, ClassifierRun, PaperChoice, ScoresFile, SeedMeasurement, TargetResult,
 };
+use super::band;
 use super::baseline::{seed_runs, Sides};
 use super::context::Run;
 use super::game::{Game, O1Game};
+use super::stacked;
 use super::store::{found, save, Artifact, Stage};
 use super::targets::{self, Resolved};
 use super::Progress;
@@ -23,11 +25,13 @@ use crate::config::MiaLosses;
 use crate::error::{out_err, Result};
 use crate::task;
 
-/// What every MIA is compared with and may read: the baseline's scores
-/// and the helper `h`.
+/// What every MIA is compared with and may read: the baseline's scores,
+/// the helper `h` and the labeler (the stacked classifiers' reference
+/// model; None without a generator).
 pub(super) struct Reference<'a> {
     pub baseline: &'a ScoresFile,
     pub helper: &'a dyn Model,
+    pub labeler: Option<&'a dyn Model>,
 }
 
 /// Every target's result, each found in the out-dir or measured.
@@ -39,12 +43,26 @@ pub(super) fn all(
     resolved: &mut [Resolved],
     shape: [i64; 3],
     progress: &mut dyn Progress,
-) -> Result<Vec<TargetResult>> {
+) -> Result<Measured> {
     let (baseline, helper) = (reference.baseline, reference.helper);
-    let baseline_obs = baseline
-        .runs()
-        .into_iter()
-        .map(|(fit, scores)| {
+    let network_runs = baseline.runs();
+    // The stacked baseline: each seed's network score with the reference
+    // model's loss, fitted on the validation sets; the MIAs add f's loss.
+    let stacked_reference = match run.config.classifier.mia_losses {
+        MiaLosses::Stacked => {
+            let models: Vec<&dyn Model> = reference.labeler.into_iter().collect();
+            Some(stacked::Features::of(run, game, &models)?)
+        }
+        _ => None,
+    };
+    let baseline_runs = match &stacked_reference {
+        Some(f) => stacked::runs(run, game, f, &network_runs, "stacked baseline")?,
+        None => network_runs.clone(),
+    };
+    let baseline_obs = baseline_runs
+        .iter()
+        .map(|r| {
+            let (fit, scores) = (&r.fit, &r.scores);
             Ok((
                 fit.best_validation_accuracy,
                 Observations::new(scores.to_vec(), game.coins.clone())?,
@@ -73,6 +91,9 @@ pub(super) fn all(
             game,
             o1,
             baseline_obs: &baseline_obs,
+            baseline_runs: &network_runs,
+            baseline_scored: &baseline_runs,
+            stacked_reference: stacked_reference.as_ref(),
             helper,
             shape,
         };
@@ -80,7 +101,22 @@ pub(super) fn all(
         save(run.store, &stage, &r)?;
         results.push(r);
     }
-    Ok(results)
+    let baseline_scores = baseline_runs
+        .into_iter()
+        .next()
+        .map(|r| r.scores)
+        .unwrap_or_default();
+    Ok(Measured {
+        targets: results,
+        baseline_scores,
+    })
+}
+
+/// Every target's result, and the baseline's seed-0 audit scores the
+/// bounds used (the stacked baseline's with `mia_losses = "stacked"`).
+pub(super) struct Measured {
+    pub targets: Vec<TargetResult>,
+    pub baseline_scores: Vec<f64>,
 }
 
 /// What every target is measured against.
@@ -89,6 +125,15 @@ struct Audit<'a> {
     o1: &'a O1Game,
     /// Per seed: the baseline's best validation accuracy and its scores.
     baseline_obs: &'a [(f64, Observations<'a>)],
+    /// Per seed: the baseline network's audit and validation scores (the
+    /// stacked MIA is fitted on them).
+    baseline_runs: &'a [ClassifierRun],
+    /// Per seed: the baseline's scores the bounds use (the stacked
+    /// baseline's when stacked).
+    baseline_scored: &'a [ClassifierRun],
+    /// The stacked classifiers' reference-model features (None: not
+    /// stacked).
+    stacked_reference: Option<&'a stacked::Features>,
     /// The helper `h` (its loss is a side feature of the MIA with
     /// `mia_losses = "target_and_helper"`).
     helper: &'a dyn Model,
@@ -124,26 +169,50 @@ fn measure(
     };
     let train_accuracy = task::accuracy(model, &o1.d_f_n, device)?;
     let test_accuracy = task::accuracy(model, &o1.test_n, device)?;
-    let losses: &[Option<&dyn Model>] = match config.classifier.mia_losses {
-        MiaLosses::Target => &[Some(model)],
-        MiaLosses::TargetAndHelper => &[Some(audit.helper), Some(model)],
+    let mut mia_runs: Vec<ClassifierRun> = match config.classifier.mia_losses {
+        MiaLosses::Stacked => {
+            let target = stacked::Features::of(run, game, &[model])?;
+            let features = match audit.stacked_reference {
+                Some(r) => r.and(&target),
+                None => target,
+            };
+            stacked::runs(
+                run,
+                game,
+                &features,
+                audit.baseline_runs,
+                &format!("MIA {name}"),
+            )?
+        }
+        mode => {
+            let losses: &[Option<&dyn Model>] = match mode {
+                MiaLosses::TargetAndHelper => &[Some(audit.helper), Some(model)],
+                _ => &[Some(model)],
+            };
+            let sides = Sides::of(run, game, losses)?;
+            seed_runs(
+                run,
+                &format!("MIA {name}"),
+                &sides,
+                game,
+                audit.shape,
+                progress,
+            )?
+        }
     };
-    let sides = Sides::of(run, game, losses)?;
-    let mut mia_runs: Vec<ClassifierRun> = seed_runs(
-        run,
-        &format!("MIA {name}"),
-        &sides,
-        game,
-        audit.shape,
-        progress,
-    )?;
     // Baseline seed k against MIA seed k: the pairs share initialisation and
     // minibatch order, so they differ only in the side loss.
     let mut per_seed = Vec::with_capacity(mia_runs.len());
     let mut first: Option<PanoramiaMeasurement> = None;
-    for (mia, (b_acc, b_obs)) in mia_runs.iter().zip(audit.baseline_obs) {
+    let level = (1.0 - config.confidence) / 2.0;
+    for ((mia, (b_acc, b_obs)), b_run) in mia_runs
+        .iter()
+        .zip(audit.baseline_obs)
+        .zip(audit.baseline_scored)
+    {
         let mia_obs = Observations::new(mia.scores.clone(), game.coins.clone())?;
         let m: PanoramiaMeasurement = panoramia(b_obs, &mia_obs, &measure_cfg)?;
+        let band_excess = band::excess(&b_run.scores, &mia.scores, &game.coins, level)?;
         per_seed.push(SeedMeasurement {
             seed: mia.seed,
             baseline_validation_accuracy: *b_acc,
@@ -151,6 +220,7 @@ fn measure(
             c_lb: m.c_lb,
             c_plus_epsilon_lb: m.c_plus_epsilon_lb,
             epsilon_tilde: m.epsilon_tilde.value,
+            band_excess,
         });
         first.get_or_insert(m);
     }
@@ -160,6 +230,7 @@ fn measure(
     let (tilde, tilde_sd) = column(|p| p.epsilon_tilde);
     let (c_lb, c_lb_sd) = column(|p| p.c_lb);
     let (cpe, cpe_sd) = column(|p| p.c_plus_epsilon_lb);
+    let (band_excess, band_excess_sd) = column(|p| p.band_excess);
     // The paper's estimator: each classifier's seed with the best validation
     // accuracy (Kazmi et al. 2024, Appendix C.1), chosen independently.
     let b_best = best_index(per_seed.iter().map(|p| p.baseline_validation_accuracy));
@@ -208,6 +279,8 @@ fn measure(
         c_lb_sd,
         c_plus_epsilon_lb: cpe,
         c_plus_epsilon_lb_sd: cpe_sd,
+        band_excess,
+        band_excess_sd,
         paper_choice: Some(paper_choice),
         o1_epsilon: o1_bound.epsilon,
         o1: serde_json::to_value(&o1_bound).map_err(|e| out_err(&result_path, e))?,

@@ -115,6 +115,9 @@ pub(super) struct PanoramiaWork {
     m: usize,
     /// Trainings of each classifier (`classifier.seeds`).
     seeds: usize,
+    /// Validation scores each baseline seed must keep (the stacked MIA's
+    /// fitting set; 0 for the other MIAs).
+    validation: usize,
 }
 
 impl PanoramiaWork {
@@ -126,6 +129,11 @@ impl PanoramiaWork {
             fingerprint: fingerprint.to_string(),
             m: config.split.audit,
             seeds: config.classifier.seeds as usize,
+            validation: if config.classifier.mia_losses == crate::config::MiaLosses::Stacked {
+                2 * config.split.classifier_validation
+            } else {
+                0
+            },
         }
     }
 
@@ -181,7 +189,14 @@ impl Work for PanoramiaWork {
                 None => damaged("not a quality check's JSON"),
             },
             Stage::Baseline => match parse::<ScoresFile>(&bytes) {
-                Some(b) if b.fingerprint == fp && b.scores.len() == m && all_m(&b.more_seeds) => {
+                Some(b)
+                    if b.fingerprint == fp
+                        && b.scores.len() == m
+                        && all_m(&b.more_seeds)
+                        && b.runs()
+                            .iter()
+                            .all(|r| r.validation_scores.len() == self.validation) =>
+                {
                     Ok(UnitState::Intact(Artifact::Baseline(b)))
                 }
                 Some(_) => damaged("another config's baseline"),

@@ -141,12 +141,12 @@ fn table(s: &mut String, r: &AuditReport) {
     };
     let _ = writeln!(
         s,
-        "| target | accountant ε (δ) | σ | train acc | test acc | c_lb | {{c+ε}}_lb | ε̃ (not a bound) |{} O(1) ε lower bound, RM;RN (δ = 0) |",
+        "| target | accountant ε (δ) | σ | train acc | test acc | c_lb | {{c+ε}}_lb | ε̃ (not a bound) | excess at fixed thresholds (not a bound) |{} O(1) ε lower bound, RM;RN (δ = 0) |",
         if many { " ε̃ paper (best-validation seeds) |" } else { "" }
     );
     let _ = writeln!(
         s,
-        "|---|---|---|---|---|---|---|---|{}---|",
+        "|---|---|---|---|---|---|---|---|---|{}---|",
         if many { "---|" } else { "" }
     );
     for t in &r.targets {
@@ -160,7 +160,7 @@ fn table(s: &mut String, r: &AuditReport) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} ({:.0e}) | {:.3} | {:.4} | {:.4} | {} | {} | {} |{paper} {:.4} (m = {}) |",
+            "| {} | {} ({:.0e}) | {:.3} | {:.4} | {:.4} | {} | {} | {} | {} |{paper} {:.4} (m = {}) |",
             t.name,
             opt(t.accountant_epsilon),
             t.delta,
@@ -170,6 +170,7 @@ fn table(s: &mut String, r: &AuditReport) {
             pm(t.c_lb, t.c_lb_sd),
             pm(t.c_plus_epsilon_lb, t.c_plus_epsilon_lb_sd),
             pm(t.epsilon_tilde, t.epsilon_tilde_sd),
+            pm(t.band_excess, t.band_excess_sd),
             t.o1_epsilon,
             t.o1_pairs
         );
@@ -178,12 +179,22 @@ fn table(s: &mut String, r: &AuditReport) {
         let _ = writeln!(
             s,
             "\nOrdering: Spearman's ρ between ε̃ and the O(1) ε over the {} targets = {:.3}; the most leaky target by O(1) \
-             (`{}`) and the least (`{}`) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds.",
+             (`{}`) and the least (`{}`) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds. \
+             The excess at fixed thresholds (the mean over r = {} of the top r's bound c_r(MIA) − c_r(b), each at level {:.3}; \
+             docs/panoramia.md): ρ = {:.3}, separation {:.1} standard deviations.",
             r.targets.len(),
             o.spearman_rho,
             o.most_leaky,
             o.least_leaky,
-            o.separation_in_sd
+            o.separation_in_sd,
+            super::band::BAND
+                .iter()
+                .map(|f| format!("{}", (f * r.split.audit as f64 / 2.0).round()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            (1.0 - r.confidence) / 2.0,
+            o.band_spearman_rho,
+            o.band_separation_in_sd
         );
     }
     let _ = writeln!(
