@@ -46,7 +46,8 @@
 //!                             #   ε̃ reported as mean ± standard deviation over them
 //! mia_losses = "target"       # optional: "target" (the paper: the MIA reads f's loss),
 //!                             #   "target_and_helper" (the MIA reads h's loss and f's, b reads h's) or
-//!                             #   "stacked" (the MIA is a logistic regression of b's score and f's loss)
+//!                             #   "stacked" (logistic regressions: b's network score and a reference
+//!                             #   model's loss; the MIA adds f's loss)
 //!
 //! [quality]                   # the real-vs-generated check of the generator
 //! epochs = 3
@@ -305,11 +306,13 @@ pub enum MiaLosses {
     /// a classifier of `(x, f)` and data independent of the audit coins,
     /// so Proposition 2 applies unchanged; the baseline never sees `f`.
     TargetAndHelper,
-    /// The MIA is the baseline's score stacked with the target's loss
-    /// features by a logistic regression fitted on the validation sets
-    /// (the paper stacks its modules with a logistic regression too,
-    /// Appendix B.1): the baseline's network is the only one trained, and
-    /// the MIA differs from it exactly by what the target's loss adds.
+    /// Stacked by logistic regressions fitted on the validation sets (the
+    /// paper stacks its modules with a logistic regression too, Appendix
+    /// B.1): the baseline is the baseline network's score with a reference
+    /// model's loss (the labeler, trained on `D_G`), the MIA the same plus
+    /// the target's loss features. The baseline's network is the only one
+    /// trained, and the MIA differs from the baseline exactly by what the
+    /// target's loss adds (`pipeline/stacked.rs`).
     /// Still a function of `(x, f)` fitted on data independent of the
     /// audit coins, so Proposition 2 applies; the baseline never sees `f`.
     Stacked,
@@ -329,9 +332,10 @@ impl MiaLosses {
                  the MIA knows all the baseline knows, plus the target (a departure from the paper, docs/panoramia.md)"
             }
             Self::Stacked => {
-                "stacked: the baseline reads the helper's loss; the MIA is a logistic regression of the baseline's score \
-                 and the target's loss features, fitted on the validation sets (as the paper stacks its modules, App. B.1; \
-                 docs/panoramia.md)"
+                "stacked: the baseline network reads the helper's loss; per seed, logistic regressions fitted on the \
+                 validation sets score the audit set: the baseline from the network's score and a reference model's loss \
+                 (the labeler, trained on D_G), the MIA from the same plus the target's loss (the paper stacks its modules \
+                 with a logistic regression, App. B.1; docs/panoramia.md)"
             }
         }
     }

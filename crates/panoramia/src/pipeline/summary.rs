@@ -93,8 +93,8 @@ pub fn summary(r: &AuditReport) -> String {
         );
         let _ = writeln!(
             s,
-            "- seeds: the baseline and every MIA are trained {} times (seed k of each shares initialisation and minibatch \
-             order); each seed's c_lb and {{c+ε}}_lb are one-sided bounds at level {:.3} each; ε̃ below is the mean over seeds \
+            "- seeds: the baseline and every MIA are trained (stacked: the network trained, the regressions fitted) {} times \
+             (seed k of each shares initialisation and minibatch order); each seed's c_lb and {{c+ε}}_lb are one-sided bounds at level {:.3} each; ε̃ below is the mean over seeds \
              of each seed's ε̃ ± its standard deviation, a summary of the measurement's spread over classifier training (the \
              audit set is the same for every seed, so its own sampling is not in the spread). \
              \"paper\": the paper's estimator, each classifier's seed with the best validation accuracy (Kazmi et al. 2024, App. C.1)",
