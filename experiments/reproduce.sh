@@ -105,7 +105,7 @@ case "$headline" in
         # file is experiments/panoramia/fmnist-lenet-dcgan.toml. One libtorch thread: the numbers
         # in the docs were measured so, and libtorch's reductions (hence the classifiers) differ
         # with the thread count.
-        OMP_NUM_THREADS=1 run fmnist-lenet-ranking panoramia experiments/panoramia/fmnist-lenet-ranking.toml \
+        OMP_NUM_THREADS=1 run fmnist-lenet-ranking panoramia --config experiments/panoramia/fmnist-lenet-ranking.toml \
             --out-dir "$out/$headline/fmnist-lenet-ranking"
         ;;
     lecture)
