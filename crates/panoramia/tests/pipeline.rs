@@ -125,6 +125,22 @@ fn vae_pipeline_runs_and_draws_its_samples() {
     assert!(t.c_lb >= 0.0 && t.o1_epsilon >= 0.0);
 }
 
+/// A tiny real-holdout audit of one target `f` in a fresh directory, with
+/// `extra` lines added to its `[classifier]` section: the directory (kept
+/// alive by the caller) and the config's text.
+fn tiny_with_classifier(selection: &str, extra: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    common::write_tiny_fmnist(&data, 100, 120);
+    let text = common::head(r#"kind = "real_holdout""#, selection, 400).replacen(
+        "learning_rate = 1e-3\n\n[quality]",
+        &format!("learning_rate = 1e-3\n{extra}\n[quality]"),
+        1,
+    ) + &common::target("f", &data, 1, 1000);
+    (dir, text)
+}
+
 /// `classifier.seeds = 3`: the baseline and the MIA are trained three
 /// times; seed 0 is the one-seed run (same keys), ε̃ is the mean of the
 /// seeds' ε̃ with their sample standard deviation, and the paper's choice
@@ -133,12 +149,7 @@ fn vae_pipeline_runs_and_draws_its_samples() {
 /// the per-seed measurement is measured again on resume.
 #[test]
 fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    common::write_tiny_fmnist(&data, 100, 120);
-    let one_text = common::head(r#"kind = "real_holdout""#, "same-data", 400)
-        + &common::target("f", &data, 1, 1000);
+    let (dir, one_text) = tiny_with_classifier("same-data", "");
     let one = config(&one_text);
     let three = config(&one_text.replacen(
         "learning_rate = 1e-3\n\n[quality]",
@@ -224,15 +235,7 @@ fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
 /// losses, and the report says which side information was used.
 #[test]
 fn the_mia_may_read_the_helpers_loss_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    common::write_tiny_fmnist(&data, 100, 120);
-    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400).replacen(
-        "learning_rate = 1e-3\n\n[quality]",
-        "learning_rate = 1e-3\nmia_losses = \"target_and_helper\"\n\n[quality]",
-        1,
-    ) + &common::target("f", &data, 1, 1000);
+    let (dir, text) = tiny_with_classifier("bonferroni", "mia_losses = \"target_and_helper\"\n");
     let cfg = config(&text);
     assert_eq!(
         cfg.classifier.mia_losses,
@@ -260,15 +263,7 @@ fn the_mia_may_read_the_helpers_loss_too() {
 /// baseline's bound stays near 0 (see the first test).
 #[test]
 fn the_stacked_mia_is_fitted_on_the_baselines_validation_scores() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    common::write_tiny_fmnist(&data, 100, 120);
-    let text = common::head(r#"kind = "real_holdout""#, "bonferroni", 400).replacen(
-        "learning_rate = 1e-3\n\n[quality]",
-        "learning_rate = 1e-3\nseeds = 2\nmia_losses = \"stacked\"\n\n[quality]",
-        1,
-    ) + &common::target("f", &data, 1, 1000);
+    let (dir, text) = tiny_with_classifier("bonferroni", "seeds = 2\nmia_losses = \"stacked\"\n");
     let cfg = config(&text);
     let out = dir.path().join("out");
     let report = run(&cfg, "test.toml", &out, &mut Count::default()).unwrap();
