@@ -19,25 +19,32 @@ use crate::error::Result;
 /// thresholds sit (for m = 10,000: the top 250, 500, 1,000 and 2,000).
 pub const BAND: [f64; 4] = [0.05, 0.1, 0.2, 0.4];
 
-/// `c_r` of the `r` highest scores (ties by index), floored at 0.
-fn c_at(scores: &[f64], coins: &[bool], r: usize, level: f64) -> Result<f64> {
+/// `c_r` at every `r` of `rs` for the `r` highest scores (ties by
+/// index), floored at 0.
+fn c_at(scores: &[f64], coins: &[bool], rs: &[usize], level: f64) -> Result<Vec<f64>> {
     let mut order: Vec<usize> = (0..scores.len()).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    let tp = order[..r].iter().filter(|&&i| coins[i]).count() as u64;
-    let c = logit_precision_lower_bound(tp, r as u64, level)?;
-    Ok(c.max(0.0))
+    rs.iter()
+        .map(|&r| {
+            let tp = order[..r].iter().filter(|&&i| coins[i]).count() as u64;
+            Ok(logit_precision_lower_bound(tp, r as u64, level)?.max(0.0))
+        })
+        .collect()
 }
 
 /// The mean over [`BAND`] of `c_r(mia) − c_r(baseline)` on the audit set
 /// with coins `coins`, each bound at `level`.
 pub fn excess(baseline: &[f64], mia: &[f64], coins: &[bool], level: f64) -> Result<f64> {
     let m = coins.len();
-    let mut sum = 0.0;
-    for f in BAND {
-        let r = ((f * m as f64 / 2.0).round() as usize).clamp(1, m);
-        sum += c_at(mia, coins, r, level)? - c_at(baseline, coins, r, level)?;
-    }
-    Ok(sum / BAND.len() as f64)
+    let rs: Vec<usize> = BAND
+        .iter()
+        .map(|f| ((f * m as f64 / 2.0).round() as usize).clamp(1, m))
+        .collect();
+    let (a, b) = (
+        c_at(mia, coins, &rs, level)?,
+        c_at(baseline, coins, &rs, level)?,
+    );
+    Ok(a.iter().zip(&b).map(|(x, y)| x - y).sum::<f64>() / rs.len() as f64)
 }
 
 #[cfg(test)]

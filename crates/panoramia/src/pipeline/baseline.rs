@@ -49,13 +49,17 @@ pub(super) fn stage(
                 MiaLosses::TargetAndHelper => &[Some(helper), None],
             };
             let sides = Sides::of(run, game, losses)?;
-            let mut runs = seed_runs(run, "baseline", &sides, game, shape, progress)?;
-            if run.config.classifier.mia_losses != MiaLosses::Stacked {
-                // Only the stacked MIA is fitted on them.
-                for r in &mut runs {
-                    r.validation_scores.clear();
-                }
-            }
+            // Only the stacked classifiers are fitted on the validation scores.
+            let keep_validation = run.config.classifier.mia_losses == MiaLosses::Stacked;
+            let mut runs = seed_runs(
+                run,
+                "baseline",
+                &sides,
+                game,
+                shape,
+                keep_validation,
+                progress,
+            )?;
             let first = runs.remove(0);
             let b = ScoresFile {
                 format: FORMAT.into(),
@@ -84,13 +88,15 @@ fn seed_key(key: dpaudit_data::seed::SeedKey, k: u32) -> dpaudit_data::seed::See
 }
 
 /// Every seed of a membership classifier (baseline or MIA) on `(x,
-/// sides)`, seed 0 first.
+/// sides)`, seed 0 first, with its audit scores and, when
+/// `keep_validation`, its validation scores.
 pub(super) fn seed_runs(
     run: &Run<'_>,
     name: &str,
     sides: &Sides,
     game: &Game,
     shape: [i64; 3],
+    keep_validation: bool,
     progress: &mut dyn Progress,
 ) -> Result<Vec<ClassifierRun>> {
     let seeds = run.config.classifier.seeds;
@@ -101,8 +107,13 @@ pub(super) fn seed_runs(
             } else {
                 format!("{name} seed {k}")
             };
-            let (fit, scores, validation_scores) =
-                membership_scores(run, &label, k, sides, game, shape, progress)?;
+            let (fit, net) = train_classifier(run, &label, k, sides, game, shape, progress)?;
+            let scores = net.scores(&game.audit, Some(&sides.audit), run.device)?;
+            let validation_scores = if keep_validation {
+                net.scores(&game.val_set, Some(&sides.val), run.device)?
+            } else {
+                Vec::new()
+            };
             Ok(ClassifierRun {
                 seed: k,
                 fit,
@@ -149,9 +160,9 @@ impl Sides {
     }
 }
 
-/// Train a membership classifier at seed `k`; its scores on the audit set
-/// and on the validation set.
-fn membership_scores(
+/// Train a membership classifier at seed `k` (the epoch with the best
+/// validation accuracy kept).
+fn train_classifier(
     run: &Run<'_>,
     name: &str,
     k: u32,
@@ -159,9 +170,9 @@ fn membership_scores(
     game: &Game,
     shape: [i64; 3],
     progress: &mut dyn Progress,
-) -> Result<(FitReport, Vec<f64>, Vec<f64>)> {
+) -> Result<(FitReport, MembershipNet)> {
     let device = run.device;
-    let (train_side, val_side, audit_side) = (&sides.train, &sides.val, &sides.audit);
+    let (train_side, val_side) = (&sides.train, &sides.val);
     let mut init = HostInit::new(seed_key(run.rnd.stream(Stream::Init), k), device);
     let mut net = MembershipNet::new(&mut init, shape, sides.width)?;
     let epochs = run.config.classifier.epochs;
@@ -183,7 +194,5 @@ fn membership_scores(
         name,
         &mut |e, a| progress.epoch(name, e, epochs, "validation accuracy", a),
     )?;
-    let scores = net.scores(&game.audit, Some(audit_side), device)?;
-    let validation = net.scores(&game.val_set, Some(val_side), device)?;
-    Ok((fit, scores, validation))
+    Ok((fit, net))
 }

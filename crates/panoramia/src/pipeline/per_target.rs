@@ -196,6 +196,7 @@ fn measure(
                 &sides,
                 game,
                 audit.shape,
+                false,
                 progress,
             )?
         }

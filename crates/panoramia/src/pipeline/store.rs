@@ -203,8 +203,6 @@ impl Work for PanoramiaWork {
                 None => damaged("not a baseline's JSON"),
             },
             Stage::Target(_) => match parse::<TargetResult>(&bytes) {
-                // A result without the per-seed measurement (written before
-                // seeds existed) is measured again.
                 Some(r)
                     if r.fingerprint == fp
                         && r.mia_scores.len() == m
@@ -212,6 +210,10 @@ impl Work for PanoramiaWork {
                         && r.per_seed.len() == more + 1 =>
                 {
                     Ok(UnitState::Intact(Artifact::Target(Box::new(r))))
+                }
+                // Written before classifier seeds existed: measured again.
+                Some(r) if r.fingerprint == fp && r.per_seed.is_empty() => {
+                    damaged("a target result without the per-seed measurement (written before classifier seeds)")
                 }
                 Some(_) => damaged("another config's target result"),
                 None => damaged("not a target result's JSON"),
