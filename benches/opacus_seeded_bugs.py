@@ -8,7 +8,7 @@ One training per invocation, one JSON line on stdout (and appended to --out):
 - `--setting lenet`: the project's example (examples/opacus_lenet_fmnist.py): LeNet-5 (61,706
   weights), all 60,000 records, expected batch 256, σ = 0.6, C = 1, 5 epochs = 1,175 steps, lr 2.
 
-`--bug` patches Opacus the way the test suite does (python/tests/test_opacus.py, `seed_bug`):
+`--bug` patches Opacus the way the test suite does (python/tests/torch/test_opacus.py, `seed_bug`):
 `noise-off` and `noise-quarter` scale `_generate_noise`'s std (0 and ¼), `clipping-bypassed` sums the
 per-sample gradients unclipped; the accountant keeps σ, so Opacus's claimed ε is unchanged.
 
@@ -44,7 +44,7 @@ from dpaudit.opacus import LLR_SCALES, DiracCanaries
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "python", "tests"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "python", "tests", "torch"))
 from opacus_lenet_fmnist import DATA_DIR, accuracy, load  # noqa: E402
 from test_opacus import BUGS, seed_bug  # noqa: E402
 from torch_rows import LeNet5  # noqa: E402
