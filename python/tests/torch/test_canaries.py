@@ -168,3 +168,33 @@ def test_seeded_bugs_are_caught_and_the_correct_loop_is_consistent(bug):
     if bug == "noise-off":  # perfect separation: what m = 1,000 canaries can show (measured 4.41 / 4.80)
         assert result.one_run.epsilon > 4.0 and result.one_run_fdp.epsilon > 4.0
 
+
+
+def test_final_score_and_unobserved_records_are_audited_with_notes():
+    params, canaries = dp_sgd(8, T=50)
+    final = canaries.audit(delta=1e-5, score="final", params=params)
+    assert final.score == "final" and not any(final.exceeds_claim.values())
+    with pytest.raises(ValueError, match="final parameters"):
+        canaries.scores("final")
+    # A loop that does not expose the records' sum: the scores keep the drift, and the audit says so.
+    loose = DiracCanaries([torch.zeros(50)], m=20, sample_rate=0.5, seed=1)
+    loose.draw(1.0)
+    loose.observe([torch.zeros(50)], noise_multiplier=1.0)
+    assert any("observed at 0 of 1 steps" in note for note in loose.audit(delta=1e-5).notes)
+
+
+def test_every_step_canaries_are_claimed_gdp():
+    params = {"w": torch.zeros(2000)}
+    canaries = DiracCanaries(params, m=2000, insertion="every", seed=9)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(25):
+        rows = canaries.draw(1.0).rows()["w"]  # already of norm 4C: clip to C
+        clipped = rows / 4.0
+        noisy = clipped.sum(0) + 4.0 * torch.randn(2000, generator=gen)
+        canaries.observe({"w": noisy}, {"w": torch.zeros(2000)}, noise_multiplier=4.0)
+    result = canaries.audit(delta=1e-5)
+    # 25 Gaussian mechanisms of noise σ = 4: μ = √25/4 = 1.25 GDP, ε at δ = 1e-5 from dpaudit's gdp accountant.
+    assert result.claim_epsilon == pytest.approx(
+        dpaudit.accounting.account(1.0, 4.0, 25, 1e-5, accountant="gdp")["epsilon"], rel=1e-12
+    )
+    assert result.mean_insertions == 25 and not any(result.exceeds_claim.values())
