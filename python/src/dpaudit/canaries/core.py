@@ -204,29 +204,29 @@ class DiracCanaries:
         self.steps = 0
         self.insertions = np.zeros(m, dtype=np.int64)
         self._pending: Optional[CanaryStep] = None
-        self._history: list = []  # (noise_multiplier, clipping_norm) per step
+        self._history: list = []  # (noise_multiplier, max_grad_norm) per step
         self._records_seen = 0
         self._step_scores = StepScores(m, self.sample_rate)
         self._started = time.perf_counter()
 
     # -- one step ---------------------------------------------------------------
 
-    def draw(self, clipping_norm: float) -> CanaryStep:
+    def draw(self, max_grad_norm: float) -> CanaryStep:
         """The canaries that enter the next step (included ones, each present
         with rate q, or all of them with ``"every"``), with per-sample value
-        ``norm_factor · clipping_norm``. Call once per step, before clipping;
+        ``norm_factor · max_grad_norm``. Call once per step, before clipping;
         then :meth:`observe` once the step's noisy sum exists."""
         if self._pending is not None:
             raise RuntimeError("draw() called twice without observe(): each step draws once and observes once")
-        if not (math.isfinite(clipping_norm) and clipping_norm > 0):
-            raise ValueError(f"clipping_norm must be a finite number > 0, got {clipping_norm!r}")
+        if not (math.isfinite(max_grad_norm) and max_grad_norm > 0):
+            raise ValueError(f"max_grad_norm must be a finite number > 0, got {max_grad_norm!r}")
         if self.insertion == "every":
             present = np.ones(self.m, dtype=bool)
         else:
             present = self._sampler.random(self.m) < self.sample_rate
         rows = np.flatnonzero(present & self.included)
-        self._pending = CanaryStep(self, rows, self.norm_factor * float(clipping_norm))
-        self._pending_norm = float(clipping_norm)
+        self._pending = CanaryStep(self, rows, self.norm_factor * float(max_grad_norm))
+        self._pending_norm = float(max_grad_norm)
         return self._pending
 
     def gather(self, tensors) -> np.ndarray:
@@ -391,7 +391,7 @@ class DiracCanaries:
             steps=T,
             sample_rate=self.sample_rate,
             noise_multiplier=sigma,
-            clipping_norm=norm,
+            max_grad_norm=norm,
             delta=float(delta),
             confidence=float(confidence),
             mean_insertions=float(self.insertions[members].mean()) if included else 0.0,

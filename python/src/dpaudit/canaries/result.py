@@ -36,7 +36,7 @@ class CanaryAudit:
     steps: int
     sample_rate: float
     noise_multiplier: float
-    clipping_norm: float
+    max_grad_norm: float
     delta: float
     confidence: float
     mean_insertions: float
@@ -70,7 +70,7 @@ class CanaryAudit:
             f"<dpaudit CanaryAudit: {self.m} Dirac canaries ({self.included} included), insertion {self.insertion}",
             f"  canaries   per-sample gradients of norm {self.norm_factor:g}·C before clipping; score {score}",
             f"  mechanism  {self.steps} steps, q = {self.sample_rate:.6g}, σ = {self.noise_multiplier:g}, "
-            f"C = {self.clipping_norm:g}, δ = {self.delta:g}; an included canary entered "
+            f"C = {self.max_grad_norm:g}, δ = {self.delta:g}; an included canary entered "
             f"{self.mean_insertions:.2f} steps on average",
             f"  claim      ε ≤ {self.claim_epsilon:.4f}: {self.claim_source}   (dpaudit ε ≤ {reference})",
             f"  one-run    ε ≥ {self.one_run.epsilon:.4f} ({self.one_run.confidence:g} confidence, "
