@@ -5,7 +5,9 @@
 - :mod:`dpaudit.runs` — the out-dirs of ``dpaudit run``, ``bgm`` and
   ``panoramia`` as NumPy arrays and dicts;
 - :mod:`dpaudit.opacus` — a one-run audit of an Opacus training run (needs
-  torch and opacus; imported on first use).
+  torch and opacus; imported on first use);
+- :mod:`dpaudit.canaries` — the same Dirac canaries in any hand-written
+  per-sample-gradient loop (needs torch when canaries are built).
 
 Five lines::
 
@@ -16,10 +18,10 @@ Five lines::
     print(dpaudit.audit.eps_delta(scores, members, delta=1e-5))
 """
 
-from . import accounting, audit, runs
+from . import accounting, audit, canaries, runs
 from ._dpaudit import __version__
 
-__all__ = ["audit", "accounting", "runs", "opacus", "__version__"]
+__all__ = ["audit", "accounting", "canaries", "runs", "opacus", "__version__"]
 
 
 def __getattr__(name):
