@@ -358,6 +358,7 @@ def audit_report(report: str, variant: str, runs: int, seed: int = 0) -> Row:
     train, score_name = REPORTS[report]
     started = time.perf_counter()
     root = np.random.SeedSequence([seed, int(report), VARIANTS.index(variant)])
+    # SeedSequence.spawn counts its children: the coins use child 0, run i uses child i + 2.
     coins = np.random.default_rng(root.spawn(1)[0]).random(runs) < 0.5
     run_seeds = root.spawn(runs + 1)[1:]
     scores = np.empty(runs)
