@@ -110,7 +110,10 @@ class Row:
     torch: str = torch.__version__
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["eps_delta_same_data_valid"] = False  # chosen on the scores it bounds
+        out["confidence"], out["delta"] = CONFIDENCE, DELTA
+        return out
 
 
 # -- the trainings ---------------------------------------------------------------------------------
