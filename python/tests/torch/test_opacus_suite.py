@@ -41,7 +41,7 @@ EVERY_CLAIM = 21.580  # μ = √30 / 1.5 GDP at δ = 1e-5 (dpaudit gdp accountan
 @pytest.fixture(scope="module")
 def quick():
     torch.set_num_threads(1)
-    return suite.run_suite(setting=suite.QUICK)
+    return suite.run_suite(seeds=(0,), setting=suite.QUICK)
 
 
 def test_the_table_has_every_configuration_and_field(quick):
@@ -106,7 +106,7 @@ def test_a_seeded_bug_flips_the_verdict(monkeypatch):
     setting = dataclasses.replace(suite.QUICK, m_every=0)
     seed_bug(monkeypatch, "noise-off")
     monkeypatch.setattr(fast, "_generate_noise", lambda std, reference, *a, **k: torch.zeros_like(reference))
-    result = suite.run_suite(["hooks", "ghost"], setting=setting)
+    result = suite.run_suite(["hooks", "ghost"], seeds=(0,), setting=setting)
     for row in result.rows:
         assert row["claim_epsilon"] == pytest.approx(CLAIM, abs=1e-3)  # the accountant still believes σ
         assert row["verdict"] == "exceeds the claim", row
@@ -121,7 +121,7 @@ def test_clipping_bypassed_flips_only_the_rows_before_clipping(monkeypatch):
     torch.set_num_threads(1)
     setting = dataclasses.replace(suite.QUICK, m_every=0)
     seed_bug(monkeypatch, "clipping-bypassed")
-    result = suite.run_suite(["hooks", "ghost"], setting=setting)
+    result = suite.run_suite(["hooks", "ghost"], seeds=(0,), setting=setting)
     assert result.row("hooks")["verdict"] == "exceeds the claim"  # measured 2.88 against 2.02
     assert result.row("ghost")["verdict"] == "consistent"  # ghost clips elsewhere; canaries enter after it
 
@@ -169,3 +169,19 @@ def test_the_command(tmp_path, capsys):
     assert "unknown configuration(s) nope" in capsys.readouterr().err
     assert suite.main(["--quick", "--m", "700"]) == 2  # 700 + 100 canaries, 700 weights
     assert math.isfinite(data["meta"]["wall_seconds"])
+
+
+def test_a_configuration_that_fails_is_a_row(monkeypatch, capsys):
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    def broken(self):
+        raise RuntimeError("no memory today")
+
+    monkeypatch.setattr(BatchMemoryManager, "__enter__", broken)
+    args = ["--quick", "--configs", "hooks,virtual-steps", "--steps", "3", "--m", "20", "--m-every", "0"]
+    assert suite.main(args) == 1
+    out, err = capsys.readouterr()
+    assert "virtual-steps (seed 0) failed" in err
+    row = next(line for line in out.splitlines() if line.startswith("| virtual-steps"))
+    assert "| failed |" in row and "RuntimeError: no memory today" in row
+    assert "| consistent |" in next(line for line in out.splitlines() if line.startswith("| hooks"))

@@ -320,6 +320,14 @@ def run_config(config: Config, setting: Setting, seed: int) -> dict:
     except Unavailable as why:
         row.update(status="not run", reason=str(why), verdict="not run", wall_seconds=time.perf_counter() - started)
         return row
+    except Exception as error:  # one broken configuration is a row of the table, not the end of the suite
+        row.update(
+            status="failed",
+            reason=f"{type(error).__name__}: {error}",
+            verdict="failed",
+            wall_seconds=time.perf_counter() - started,
+        )
+        return row
     result = trained.sampled.audit(delta=setting.delta)
     row.update(
         status="ran",
@@ -370,7 +378,7 @@ def run_config(config: Config, setting: Setting, seed: int) -> dict:
 
 def run_suite(
     configs: Optional[Sequence[str]] = None,
-    seeds: Sequence[int] = (0,),
+    seeds: Sequence[int] = (0, 1, 2),
     setting: Setting = DEFAULT,
     on_row: Optional[Callable[[dict], None]] = None,
 ) -> SuiteResult:
@@ -416,10 +424,13 @@ def _parse(argv):
         prog="python -m dpaudit.opacus.suite",
         description="Train a small model under each Opacus configuration with Dirac canaries; "
         "audit each in one run.",
+        epilog="Exit status: 0 when every configuration ran or could not run here (its row says why), 1 when a "
+        "configuration failed (its row gives the error), 2 on bad arguments. A verdict 'exceeds the claim' "
+        "is a result, not an error.",
     )
     ap.add_argument("--quick", action="store_true", help="a tiny setting (seconds per configuration)")
     ap.add_argument("--configs", help=f"comma-separated subset of {','.join(_BY_NAME)} (default: all)")
-    ap.add_argument("--seeds", default="0", help="comma-separated seeds (one row per configuration and seed)")
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (one row per configuration and seed)")
     ap.add_argument("--m", type=int, help="sampled canaries per run")
     ap.add_argument("--m-every", type=int, help="every-step canaries per run (0: none)")
     ap.add_argument("--steps", type=int, help="logical steps per run")
@@ -468,6 +479,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.makedirs(args.out_dir, exist_ok=True)
         result.write(args.out_dir)
     print(result.to_json() if args.json else result.table())
+    failed = [f"{r['config']} (seed {r['seed']})" for r in result.rows if r["status"] == "failed"]
+    if failed:
+        print(f"error: {', '.join(failed)} failed; the table gives the errors", file=sys.stderr)
+        return 1
     return 0
 
 
