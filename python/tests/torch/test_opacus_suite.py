@@ -178,7 +178,8 @@ def test_a_configuration_that_fails_is_a_row(monkeypatch, capsys):
         raise RuntimeError("no memory today")
 
     monkeypatch.setattr(BatchMemoryManager, "__enter__", broken)
-    args = ["--quick", "--configs", "hooks,virtual-steps", "--steps", "3", "--m", "20", "--m-every", "0"]
+    args = ["--quick", "--configs", "hooks,virtual-steps", "--seeds", "0", "--steps", "3", "--m", "20"]
+    args += ["--m-every", "0"]
     assert suite.main(args) == 1
     out, err = capsys.readouterr()
     assert "virtual-steps (seed 0) failed" in err
