@@ -186,3 +186,10 @@ def test_a_configuration_that_fails_is_a_row(monkeypatch, capsys):
     row = next(line for line in out.splitlines() if line.startswith("| virtual-steps"))
     assert "| failed |" in row and "RuntimeError: no memory today" in row
     assert "| consistent |" in next(line for line in out.splitlines() if line.startswith("| hooks"))
+
+
+def test_the_callers_generator_is_left_alone():
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    suite.train(suite.CONFIGS[0], dataclasses.replace(suite.QUICK, steps=2), 0)
+    assert torch.equal(torch.random.get_rng_state(), before)

@@ -197,8 +197,12 @@ def train(
     training); with ``canaries``, attaches the two canary sets (their inclusion
     bits drawn from ``seed``, or fixed by ``included``/``included_every``).
     Raises :class:`Unavailable` when the configuration cannot run here."""
-    stack = contextlib.ExitStack()
-    with stack:
+    # Opacus draws its Poisson batches and its noise from torch's global generator (a seeded
+    # noise_generator would not cover the sampling, and secure mode refuses one): seed it inside a
+    # fork, so that the caller's generator state is back as it was afterwards.
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        torch.manual_seed(seed)
         if config.ddp:
             stack.enter_context(_process_group())
         return _train(config, setting, seed, canaries, included, included_every)
@@ -217,7 +221,6 @@ def _train(config, setting, seed, canaries, included, included_every) -> Trained
     else:
         engine = opacus.PrivacyEngine()
     x, y = _data(setting, seed)
-    torch.manual_seed(seed)
     net = nn.Sequential(
         nn.Linear(setting.features, setting.hidden), nn.Tanh(), nn.Linear(setting.hidden, setting.classes)
     )
@@ -250,7 +253,7 @@ def _train(config, setting, seed, canaries, included, included_every) -> Trained
     if canaries:
         common = dict(privacy_engine=engine, insert_at=config.insert_at)
         sampled = DiracCanaries(optimizer, loader, m=setting.m, seed=seed, included=included, **common)
-        if setting.m_every:
+        if setting.m_every:  # a seed of its own: the two sets' coins must be independent
             every = DiracCanaries(
                 optimizer, loader, m=setting.m_every, insertion="every", seed=seed + 1_000_003,
                 included=included_every, **common,
