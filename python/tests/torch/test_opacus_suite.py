@@ -115,7 +115,9 @@ def test_a_seeded_bug_flips_the_verdict(monkeypatch):
     assert "exceeds the claim" in result.svg() and 'class="warning"' in result.svg()
 
 
-def test_clipping_bypassed_flips_only_the_rows_before_clipping(monkeypatch):
+def test_clipping_bypassed_flips_hooks_not_ghost(monkeypatch):
+    # The patch replaces DPOptimizer.clip_and_accumulate; ghost clipping neither calls it nor
+    # lets canaries enter before its own clipping, so that row cannot show the bug.
     from test_opacus import seed_bug
 
     torch.set_num_threads(1)
@@ -193,3 +195,14 @@ def test_the_callers_generator_is_left_alone():
     before = torch.random.get_rng_state()
     suite.train(suite.CONFIGS[0], dataclasses.replace(suite.QUICK, steps=2), 0)
     assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_ddp_is_audited_on_one_process_only():
+    from dpaudit.opacus import DiracCanaries
+
+    ddp = next(c for c in suite.CONFIGS if c.name == "ddp")
+    trained = suite.train(ddp, dataclasses.replace(suite.QUICK, steps=1), 0, canaries=False)
+    assert type(trained.optimizer).__name__ == "DistributedDPOptimizer" and trained.optimizer.world_size == 1
+    trained.optimizer.world_size = 2  # what a second rank would make it
+    with pytest.raises(ValueError, match="more than one process"):
+        DiracCanaries(trained.optimizer, [0], m=1)
