@@ -48,17 +48,7 @@ class CanaryAudit:
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (the bounds as ``Bound.to_dict()``; the
         scores and members left out)."""
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            if field.name in ("scores", "members"):
-                continue
-            value = getattr(self, field.name)
-            if isinstance(value, Bound):
-                value = value.to_dict()
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[field.name] = value
-        return out
+        return audit_to_dict(self)
 
     def __repr__(self) -> str:
         def flag(name: str) -> str:
@@ -82,3 +72,20 @@ class CanaryAudit:
         return "\n".join(lines) + ">"
 
     __str__ = __repr__
+
+
+def audit_to_dict(audit) -> dict:
+    """A canary audit dataclass as a JSON-serialisable dict: the bounds as
+    ``Bound.to_dict()``, tuples as lists, the scores and members left out
+    (shared by :class:`CanaryAudit` and ``dpaudit.opacus.OpacusAudit``)."""
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(audit):
+        if field.name in ("scores", "members"):
+            continue
+        value = getattr(audit, field.name)
+        if isinstance(value, Bound):
+            value = value.to_dict()
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[field.name] = value
+    return out

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
 from .. import accounting as _accounting
 from .._dpaudit import Bound
+from ..canaries.result import audit_to_dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,17 +65,7 @@ class OpacusAudit:
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (the bounds as ``Bound.to_dict()``; the
         scores and members are left out)."""
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            if field.name in ("scores", "members"):
-                continue
-            value = getattr(self, field.name)
-            if isinstance(value, Bound):
-                value = value.to_dict()
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[field.name] = value
-        return out
+        return audit_to_dict(self)
 
     def __repr__(self) -> str:
         def eps(x: Optional[float]) -> str:
