@@ -5,7 +5,8 @@
 - :mod:`dpaudit.runs` — the out-dirs of ``dpaudit run``, ``bgm`` and
   ``panoramia`` as NumPy arrays and dicts;
 - :mod:`dpaudit.opacus` — a one-run audit of an Opacus training run (needs
-  torch and opacus; imported on first use).
+  torch and opacus 1.6: ``pip install opacus==1.6.0``; imported on first use,
+  and not part of ``from dpaudit import *``).
 
 Five lines::
 
@@ -19,7 +20,8 @@ Five lines::
 from . import accounting, audit, runs
 from ._dpaudit import __version__
 
-__all__ = ["audit", "accounting", "runs", "opacus", "__version__"]
+# `opacus` is left out: `from dpaudit import *` must work without torch.
+__all__ = ["audit", "accounting", "runs", "__version__"]
 
 
 def __getattr__(name):
