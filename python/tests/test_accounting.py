@@ -76,6 +76,8 @@ def test_bad_parameters_raise_the_library_message(dpaudit_bin):
         acc(0.01, 1.0, 2**70, 1e-5)
     with pytest.raises(TypeError, match="noise_multiplier must be a number"):
         acc(0.01, "1", 10, 1e-5)
+    with pytest.raises(ValueError, match="noise_multiplier = 1000+ is too large for a float64"):
+        acc(0.01, 10**400, 10, 1e-5)
 
 
 def acc(q, sigma, steps, delta, **kw):

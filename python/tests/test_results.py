@@ -176,3 +176,14 @@ def test_star_import_and_the_opacus_hint_without_torch():
     names, hint = out.stdout.splitlines()[:2]
     assert names == "['__version__', 'accounting', 'audit', 'runs']"
     assert "pip install opacus==1.6.0" in hint and "dpaudit[" not in hint
+
+
+def test_every_public_function_has_numpydoc_sections():
+    import inspect
+    for module in (dpaudit.audit, dpaudit.accounting):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj):
+                doc = inspect.getdoc(obj)
+                for section in ("Parameters\n----------", "Returns\n-------", "Raises\n------"):
+                    assert section in doc, f"{module.__name__}.{name} lacks {section.splitlines()[0]}"

@@ -44,7 +44,10 @@ def number(name: str, value: Any) -> float:
         raise ValueError(f"{name} is required")
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} = {value} is too large for a float64") from None
 
 
 def check_delta(delta: Any) -> float:

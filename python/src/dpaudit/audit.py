@@ -216,8 +216,19 @@ def eps_delta(
     Requirements: one score per independent run; member scores i.i.d.,
     non-member scores i.i.d.
 
-    Parameters, Returns, Raises: as :func:`estimate` with
-    ``method="eps-delta"``.
+    Parameters
+    ----------
+    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
+        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
     return estimate(scores, members, method="eps-delta", **_common(locals()))
 
@@ -235,7 +246,19 @@ def gdp(
     is Gaussian (Gaussian noise without subsampling or shuffling): the
     bound's ``assumes`` is ``"gaussian-tradeoff"``. ``delta`` must be > 0.
 
-    Parameters, Returns, Raises: as :func:`estimate` with ``method="gdp"``.
+    Parameters
+    ----------
+    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
+        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
     return estimate(scores, members, method="gdp", **_common(locals()))
 
