@@ -174,7 +174,7 @@ def test_star_import_and_the_opacus_hint_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     names, hint = out.stdout.splitlines()[:2]
-    assert names == "['__version__', 'accounting', 'audit', 'runs']"
+    assert names == "['__version__', 'accounting', 'audit', 'canaries', 'runs']"
     assert "pip install opacus==1.6.0" in hint and "dpaudit[" not in hint
 
 

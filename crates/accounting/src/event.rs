@@ -90,6 +90,33 @@ impl MechanismEvent {
         }
     }
 
+    /// The same event with every Gaussian's noise multiplier set to
+    /// `noise_multiplier` (what a calibration varies; sampling rates, counts
+    /// and structure are kept).
+    pub fn with_noise_multiplier(&self, noise_multiplier: f64) -> Self {
+        match self {
+            Self::Gaussian { .. } => Self::gaussian(noise_multiplier),
+            Self::PoissonSampled { sample_rate, event } => Self::PoissonSampled {
+                sample_rate: *sample_rate,
+                event: Box::new(event.with_noise_multiplier(noise_multiplier)),
+            },
+            Self::SelfComposed { event, count } => Self::SelfComposed {
+                event: Box::new(event.with_noise_multiplier(noise_multiplier)),
+                count: *count,
+            },
+            Self::Composed(events) => Self::Composed(
+                events
+                    .iter()
+                    .map(|e| e.with_noise_multiplier(noise_multiplier))
+                    .collect(),
+            ),
+            Self::FixedBatches { participations, .. } => Self::FixedBatches {
+                noise_multiplier,
+                participations: *participations,
+            },
+        }
+    }
+
     /// Flattens the event into subsampled-Gaussian components with their multiplicities,
     /// validating every parameter on the way. Components with equal (q, σ) are merged.
     pub fn components(&self) -> Result<Vec<Component>> {

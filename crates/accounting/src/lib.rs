@@ -8,7 +8,8 @@
 //! * [`epsilon`] / [`delta`] interpret an event with one [`Accountant`]; [`dpsgd_epsilon`] is the
 //!   shortcut for Poisson-sampled DP-SGD. Results with numerical error carry
 //!   (lower, estimate, upper); `epsilon` is always the upper bound.
-//! * [`calibrate_noise_multiplier`]: the smallest noise multiplier that reaches a target (ε, δ).
+//! * [`calibrate_noise_multiplier`]: the smallest noise multiplier that reaches a target (ε, δ);
+//!   [`calibrate_event`] the same for any mechanism event (a sampler's own claim).
 //! * [`shuffle_lower_bound`]: what shuffling costs at least (a *lower* bound, its own type).
 
 pub mod chua_shuffle;
@@ -300,7 +301,32 @@ pub fn calibrate_noise_multiplier(
 ) -> Result<Calibration> {
     check_sample_rate(sample_rate)?;
     check_count("steps", steps)?;
+    calibrate_event(
+        &MechanismEvent::dpsgd(sample_rate, 1.0, steps),
+        delta,
+        target_epsilon,
+        accountant,
+        relative_tolerance,
+    )
+}
+
+/// The smallest noise multiplier (within `relative_tolerance`) at which
+/// `event` — its structure kept, every Gaussian's σ varied
+/// ([`MechanismEvent::with_noise_multiplier`]) — reaches (`target_epsilon`,
+/// `delta`) under `accountant`, add/remove neighbours. The bisection of
+/// [`calibrate_noise_multiplier`], which is this for the DP-SGD event; a
+/// sampler's own mechanism (fixed batches, a canary every k-th step)
+/// calibrates the same way.
+pub fn calibrate_event(
+    event: &MechanismEvent,
+    delta: f64,
+    target_epsilon: f64,
+    accountant: Accountant,
+    relative_tolerance: f64,
+) -> Result<Calibration> {
     check_delta(delta)?;
+    // Every parameter but σ is checked once, before any bisection.
+    event.with_noise_multiplier(1.0).components()?;
     if !(target_epsilon.is_finite() && target_epsilon > 0.0) {
         return Err(AccountingError::InvalidParameter {
             name: "target_epsilon",
@@ -327,9 +353,10 @@ pub fn calibrate_noise_multiplier(
     let mut evaluations = 0u32;
     let mut eval = |sigma: f64, acc: Accountant| -> Result<EpsilonUpperBound> {
         evaluations += 1;
+        let at = event.with_noise_multiplier(sigma);
         if acc == Accountant::Pld {
             // Only the upper bound matters for the decision; the full result is computed at the end.
-            let components = MechanismEvent::dpsgd(sample_rate, sigma, steps).components()?;
+            let components = at.components()?;
             let e = pld::Pld::new_upper_only(&components, PldOptions::default())?.epsilon(delta);
             Ok(EpsilonUpperBound {
                 epsilon: e.upper,
@@ -342,7 +369,7 @@ pub fn calibrate_noise_multiplier(
                 mu: None,
             })
         } else {
-            dpsgd_epsilon(sample_rate, sigma, steps, delta, acc)
+            epsilon(&at, delta, acc, NeighbouringRelation::AddOrRemove)
         }
     };
     // Bracket. For PLD, the RDP answer is an upper end (PLD ≤ RDP) and cheap to find.
@@ -400,7 +427,12 @@ pub fn calibrate_noise_multiplier(
     }
     if accountant == Accountant::Pld {
         evaluations += 1;
-        at_hi = dpsgd_epsilon(sample_rate, hi, steps, delta, accountant)?;
+        at_hi = epsilon(
+            &event.with_noise_multiplier(hi),
+            delta,
+            accountant,
+            NeighbouringRelation::AddOrRemove,
+        )?;
     }
     Ok(Calibration {
         noise_multiplier: hi,

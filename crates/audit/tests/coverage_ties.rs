@@ -14,7 +14,8 @@
 //! about a third of the time) checks the support family sharply. The
 //! one-run methods are checked under both tie-break rules
 //! (`dpaudit_audit::tie_break`): the order-free quantile rule (the default)
-//! and the seeded random order at the full level.
+//! and the seeded random order at the full level, the latter also on null
+//! scores at member counts fixed away from ½.
 
 mod common;
 
@@ -507,6 +508,51 @@ fn seeded_tie_break_covers_at_confidence_one_half() {
                 beta,
                 &format!("{method} seeded ties at ½, {selection}, {mech:?}, sorted: {sorted}"),
             );
+        }
+    }
+}
+
+#[test]
+fn seeded_tie_break_covers_null_ties_at_skewed_member_fractions() {
+    // Null binary and rounded scores with exactly 450, 470, 490 or 550
+    // members of 1000 (the design check's plausible range; the canaries of
+    // one run are included with probability ½, so a fixed count far from
+    // ½ is the adversarial case), rows spread evenly or sorted by
+    // inclusion, where the seeded keys, which go by row, meet the labels'
+    // order. Refusals of an implausible design count as not above.
+    let n = trials(200);
+    let mut rng = rng(69);
+    for mech in [Tied::NullBinary, Tied::NullRounded] {
+        for (fraction, sorted) in [
+            (0.45, false),
+            (0.45, true),
+            (0.47, true),
+            (0.49, true),
+            (0.55, false),
+        ] {
+            let n1 = (1000.0 * fraction) as usize;
+            let data: Vec<_> = (0..n)
+                .map(|_| runs(&mut rng, mech, n1, 1000 - n1, sorted))
+                .collect();
+            for method in ONE_RUN {
+                let selection = default_selection(method, 1000, 5);
+                let bad = data
+                    .iter()
+                    .enumerate()
+                    .filter(|(t, obs)| {
+                        seeded_bound(method, obs, selection, 1.0 - BETA, None, *t as u64)
+                            .is_some_and(|b| b.epsilon > 0.0)
+                    })
+                    .count();
+                assert_coverage(
+                    bad,
+                    n,
+                    BETA,
+                    &format!(
+                        "{method} seeded ties, {mech:?}, {n1} members of 1000, sorted: {sorted}"
+                    ),
+                );
+            }
         }
     }
 }

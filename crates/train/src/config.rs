@@ -162,6 +162,22 @@ pub struct DpConfig {
     pub weight_decay: f64,
 }
 
+impl DpConfig {
+    /// The engine's hyperparameters with this `normaliser`: the one place the
+    /// DP fields are copied into [`crate::engine::DpSgdConfig`], whose
+    /// `validate` is their one range check.
+    pub fn engine(&self, normaliser: crate::engine::Normaliser) -> crate::engine::DpSgdConfig {
+        crate::engine::DpSgdConfig {
+            noise_multiplier: self.noise_multiplier,
+            max_grad_norm: self.max_grad_norm,
+            learning_rate: self.learning_rate,
+            normaliser,
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+        }
+    }
+}
+
 /// A whole `dpaudit train` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -363,27 +379,23 @@ impl TrainConfig {
                 needs,
             ));
         }
-        crate::engine::DpSgdConfig {
-            noise_multiplier: self.dp.noise_multiplier,
-            max_grad_norm: self.dp.max_grad_norm,
-            learning_rate: self.dp.learning_rate,
-            normaliser: crate::engine::Normaliser::ExpectedBatchSize(1.0),
-            momentum: self.dp.momentum,
-            weight_decay: self.dp.weight_decay,
-        }
-        .validate()
-        .map_err(|e| match e {
-            TrainError::InvalidConfig {
-                field,
-                value,
-                expected,
-            } => TrainError::InvalidConfig {
-                field: format!("dp.{field}"),
-                value,
-                expected,
-            },
-            other => other,
-        })?;
+        // The normaliser is checked where the sampler is built; a
+        // placeholder here lets the one range check read the DP fields.
+        self.dp
+            .engine(crate::engine::Normaliser::ExpectedBatchSize(1.0))
+            .validate()
+            .map_err(|e| match e {
+                TrainError::InvalidConfig {
+                    field,
+                    value,
+                    expected,
+                } => TrainError::InvalidConfig {
+                    field: format!("dp.{field}"),
+                    value,
+                    expected,
+                },
+                other => other,
+            })?;
         Ok(())
     }
 }

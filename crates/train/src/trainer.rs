@@ -257,14 +257,7 @@ pub fn normaliser_of(sampler: &Sampler) -> Normaliser {
 
 /// The DP-SGD hyperparameters of a config with this sampler.
 pub fn dp_config(config: &TrainConfig, sampler: &Sampler) -> DpSgdConfig {
-    DpSgdConfig {
-        noise_multiplier: config.dp.noise_multiplier,
-        max_grad_norm: config.dp.max_grad_norm,
-        learning_rate: config.dp.learning_rate,
-        normaliser: normaliser_of(sampler),
-        momentum: config.dp.momentum,
-        weight_decay: config.dp.weight_decay,
-    }
+    config.dp.engine(normaliser_of(sampler))
 }
 
 /// Run the configured training with the given randomness (whose public seed

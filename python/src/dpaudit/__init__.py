@@ -6,7 +6,9 @@
   ``panoramia`` as NumPy arrays and dicts;
 - :mod:`dpaudit.opacus` — a one-run audit of an Opacus training run (needs
   torch and opacus 1.6: ``pip install opacus==1.6.0``; imported on first use,
-  and not part of ``from dpaudit import *``).
+  and not part of ``from dpaudit import *``);
+- :mod:`dpaudit.canaries` — the same Dirac canaries in any hand-written
+  per-sample-gradient loop (needs torch when canaries are built).
 
 Five lines::
 
@@ -17,11 +19,11 @@ Five lines::
     print(dpaudit.audit.eps_delta(scores, members, delta=1e-5))
 """
 
-from . import accounting, audit, runs
+from . import accounting, audit, canaries, runs
 from ._dpaudit import __version__
 
 # `opacus` is left out: `from dpaudit import *` must work without torch.
-__all__ = ["audit", "accounting", "runs", "__version__"]
+__all__ = ["audit", "accounting", "canaries", "runs", "__version__"]
 
 
 def __getattr__(name):

@@ -26,7 +26,8 @@ use super::placement::InsertionSchedule;
 use super::{BatchSampler, Sampler};
 use crate::seed::SeedKey;
 use dpaudit_accounting::{
-    Accountant, AccountingError, EpsilonUpperBound, MechanismEvent, NeighbouringRelation,
+    calibrate_event, Accountant, AccountingError, Calibration, EpsilonUpperBound, MechanismEvent,
+    NeighbouringRelation,
 };
 
 /// How the record or canary a claim is about takes part in training.
@@ -152,6 +153,30 @@ pub fn claimed_epsilon(
     )
 }
 
+/// The smallest noise multiplier (within `relative_tolerance`) at which the
+/// mechanism of `participation` over `steps` steps reaches (`target_epsilon`,
+/// `delta`) under PLD accounting, add/remove neighbours — the claim
+/// [`claimed_epsilon`] reports, so a calibrated run's own claim meets its
+/// target. Returns the calibration and the claim at the calibrated σ (its
+/// `valid_for_sampler` says whether the accounting matches the sampler).
+pub fn calibrate(
+    participation: Participation<'_>,
+    steps: u64,
+    delta: f64,
+    target_epsilon: f64,
+    relative_tolerance: f64,
+) -> std::result::Result<(Calibration, Claim), AccountingError> {
+    let at_one = mechanism(participation, 1.0, steps);
+    let cal = calibrate_event(
+        &at_one.event,
+        delta,
+        target_epsilon,
+        Accountant::Pld,
+        relative_tolerance,
+    )?;
+    Ok((cal, mechanism(participation, cal.noise_multiplier, steps)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +197,55 @@ mod tests {
         assert!(c.valid_for_sampler);
         let eps = claimed_epsilon(&c, 0.126936).unwrap();
         assert!((eps.epsilon - 1.0).abs() < 2e-3, "{}", eps.epsilon);
+    }
+
+    #[test]
+    fn calibration_meets_its_own_claim() {
+        // One Gaussian mechanism: δ(ε = 1) = 0.126936 at σ = 1 (the vector
+        // above), so calibrating one insertion to ε = 1 at that δ gives σ ≈ 1.
+        let (cal, claim) = calibrate(
+            Participation::EveryKth { every: 100 },
+            100,
+            0.126936,
+            1.0,
+            1e-4,
+        )
+        .unwrap();
+        assert!(
+            (cal.noise_multiplier - 1.0).abs() < 5e-3,
+            "{}",
+            cal.noise_multiplier
+        );
+        let eps = claimed_epsilon(&claim, 0.126936).unwrap().epsilon;
+        assert!(eps <= 1.0 + 1e-9 && eps > 0.99, "{eps}");
+        // Poisson sampling: the same σ as the DP-SGD calibration.
+        let config = super::super::PoissonConfig {
+            sample_rate: 0.01,
+            steps_per_epoch: None,
+        };
+        let sampler = Sampler::Poisson(super::super::PoissonSampler::new(10_000, &config).unwrap());
+        let key = crate::seed::RunSeed(1).stream(crate::seed::Stream::Sampler);
+        let (cal, claim) = calibrate(
+            Participation::Sampled {
+                sampler: &sampler,
+                key,
+            },
+            1000,
+            1e-5,
+            2.0,
+            1e-4,
+        )
+        .unwrap();
+        let direct = dpaudit_accounting::calibrate_noise_multiplier(
+            0.01,
+            1000,
+            1e-5,
+            2.0,
+            Accountant::Pld,
+            1e-4,
+        )
+        .unwrap();
+        assert_eq!(cal.noise_multiplier, direct.noise_multiplier);
+        assert!(claim.valid_for_sampler);
     }
 }

@@ -274,9 +274,15 @@ pub fn insertion_steps(
                     let q = s.sample_rate();
                     (0..steps).filter(|_| rng.gen_bool(q)).collect()
                 }
-                other => {
-                    let per_epoch = other.steps_per_epoch().max(1) as u64;
-                    let reach = other.first_record_reach();
+                // Once per epoch, like a record at position 0: uniformly
+                // among the steps that can hold it. Every sampler answers
+                // here (no catch-all arm: a new one must decide).
+                Sampler::Shuffle(_)
+                | Sampler::PartialShuffle(_)
+                | Sampler::BatchThenShuffle(_)
+                | Sampler::FixedSequence(_) => {
+                    let per_epoch = sampler.steps_per_epoch().max(1) as u64;
+                    let reach = sampler.first_record_reach();
                     let mut out = Vec::new();
                     let mut start = 0;
                     while start < steps {

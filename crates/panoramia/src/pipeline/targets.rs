@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_data::dataset::{Dataset, Normalization};
+use dpaudit_data::sampler::claim::{self, Participation};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
-use dpaudit_data::seed::Randomness;
+use dpaudit_data::seed::{Randomness, RunSeed, Stream};
 use dpaudit_train::checkpoint::{self, CheckpointMeta};
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::models::Model;
@@ -68,7 +68,7 @@ pub(super) fn resolve(run: &Run<'_>, progress: &mut dyn Progress) -> Result<Vec<
         let Some(train) = &t.train else { continue };
         let mut train = train.clone();
         if let Some(eps) = t.epsilon {
-            train.dp.noise_multiplier = calibrate(&train, eps, i, file)?;
+            train.dp.noise_multiplier = calibrate(&train, eps, i, file, progress)?;
         }
         out.push(Resolved {
             cfg: t.clone(),
@@ -104,20 +104,30 @@ fn load(t: &TargetConfig, path: &Path, i: usize, file: &str, device: Device) -> 
     })
 }
 
-/// The noise multiplier that reaches `eps` (`target[i].epsilon`).
-fn calibrate(train: &TrainConfig, eps: f64, i: usize, file: &str) -> Result<f64> {
+/// The noise multiplier that reaches `eps` (`target[i].epsilon`): the
+/// sampler's own claim (`dpaudit_data::sampler::claim`, the accounting
+/// `dpaudit train` reports for the same config) calibrated, never a rate
+/// computed here. Shuffle-type samplers are accounted as Poisson with
+/// q = B/n there, flagged as not a valid bound; the progress line says so.
+fn calibrate(
+    train: &TrainConfig,
+    eps: f64,
+    i: usize,
+    file: &str,
+    progress: &mut dyn Progress,
+) -> Result<f64> {
     let (d, _) = trainer::prepare_data(train)?;
     let sampler = train.sampler.build(d.len())?;
-    let q = match &sampler {
-        Sampler::Poisson(s) => s.sample_rate(),
-        other => other.batch_size().unwrap_or(1) as f64 / d.len().max(1) as f64,
-    };
-    let cal = calibrate_noise_multiplier(
-        q,
+    // The fixed public sequence does not depend on the run's sampler key.
+    let key = RunSeed(train.seed).stream(Stream::Sampler);
+    let (cal, claim) = claim::calibrate(
+        Participation::Sampled {
+            sampler: &sampler,
+            key,
+        },
         steps_of(train, &sampler),
         train.delta,
         eps,
-        Accountant::Pld,
         1e-3,
     )
     .map_err(|e| {
@@ -128,6 +138,15 @@ fn calibrate(train: &TrainConfig, eps: f64, i: usize, file: &str) -> Result<f64>
             format!("an ε the accountant can reach: {e}"),
         )
     })?;
+    if !claim.valid_for_sampler {
+        progress.stage(
+            "targets",
+            &format!(
+                "target[{i}]: σ = {:.4} calibrated to ε = {eps} as {}",
+                cal.noise_multiplier, claim.assumption
+            ),
+        );
+    }
     Ok(cal.noise_multiplier)
 }
 

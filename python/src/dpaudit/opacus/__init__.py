@@ -86,6 +86,10 @@ gives the arguments.
   ``gdp`` accountant). Opacus's subsampled ε does **not** apply to such a
   canary and is reported only for reference.
 
+**The suite.** ``python -m dpaudit.opacus.suite`` (:mod:`dpaudit.opacus.suite`)
+runs this audit under each Opacus configuration (grad-sample modes, shuffled
+batches, virtual steps, secure mode, one-process DDP) and prints one table.
+
 Needs torch and Opacus 1.6 (``pip install opacus==1.6.0``, which brings torch); the rest of
 ``dpaudit`` needs neither.
 """

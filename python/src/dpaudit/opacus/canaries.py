@@ -26,7 +26,7 @@ import numpy as np
 import opacus
 import torch
 from opacus.data_loader import DPDataLoader
-from opacus.optimizers import DPOptimizer, DPOptimizerFastGradientClipping
+from opacus.optimizers import DistributedDPOptimizer, DPOptimizer, DPOptimizerFastGradientClipping
 
 from .. import audit as _audit
 from .result import OpacusAudit, claims
@@ -46,7 +46,8 @@ _REFUSED_REASONS = {
     "not to the mechanism's sensitivity",
     "AdaClipDPOptimizer": "adaptive clipping: the clipping norm and the noise change with the "
     "clipped fraction of the batch, which canaries would have to enter too",
-    "DistributedDPOptimizer": "distributed training: each rank sums its own gradients",
+    "DistributedDPOptimizer": "distributed training on more than one process: each rank sums its own gradients "
+    "and only rank 0 adds noise, so no rank sees the mechanism's noisy sum",
     "DistributedDPOptimizerFastGradientClipping": "distributed training: each rank sums its own gradients",
     "FSDPOptimizerFastGradientClipping": "distributed training: each rank sums its own gradients",
     "SimpleDistributedPerLayerOptimizer": "distributed training with per-layer clipping",
@@ -86,12 +87,16 @@ def _check_optimizer(optimizer, insert_at: str) -> None:
             f"got {type(optimizer).__module__}.{type(optimizer).__name__}"
         )
     name = type(optimizer).__name__
-    if name in _REFUSED_REASONS:
+    # One process (world size 1): rank 0 adds the noise and the all-reduce of one
+    # rank is the identity, so add_noise sees the whole noisy sum, as DPOptimizer's.
+    one_process = type(optimizer) is DistributedDPOptimizer and optimizer.world_size == 1
+    if name in _REFUSED_REASONS and not one_process:
         raise ValueError(f"cannot audit {name}: {_REFUSED_REASONS[name]}; use flat clipping on one process")
-    if type(optimizer) not in (DPOptimizer, DPOptimizerFastGradientClipping):
+    if type(optimizer) not in (DPOptimizer, DPOptimizerFastGradientClipping) and not one_process:
         raise ValueError(
             f"cannot audit {type(optimizer).__name__}: only DPOptimizer and DPOptimizerFastGradientClipping "
-            "(flat clipping, hooks, functorch, ew or ghost clipping, one process) were checked"
+            "(flat clipping, hooks, functorch, ew or ghost clipping, one process; DistributedDPOptimizer on "
+            "one process) were checked"
         )
     if type(optimizer) is DPOptimizerFastGradientClipping and insert_at == "grad_sample":
         raise ValueError(
@@ -136,7 +141,8 @@ class DiracCanaries:
         optimizer: Opacus's ``DPOptimizer`` (flat clipping, one process) over
             ``torch.optim.SGD``: per-sample gradients from ``hooks``,
             ``functorch`` or ``ew``; ghost clipping only with
-            ``insert_at="summed_grad"``.
+            ``insert_at="summed_grad"``; ``DistributedDPOptimizer`` (``DPDDP``)
+            only with world size 1, where rank 0's noisy sum is the whole one.
         data_loader: the training loader from ``make_private``: a
             ``DPDataLoader`` means Poisson sampling with its ``sample_rate``;
             any other loader means shuffled batches, ``len(data_loader)`` steps

@@ -1,0 +1,1 @@
+"""One-command audits of DP libraries (each needs its library; see each module)."""
