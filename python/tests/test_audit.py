@@ -149,7 +149,9 @@ def test_result_object(threshold_data, tmp_path):
     assert b.method == "gdp" and b.label == "gdp" and b.assumes == "gaussian-tradeoff"
     assert b.valid_at_confidence and b.confidence == 0.95 and b.delta == DELTA
     assert b.evidence["mu_lower"] > 0 and b.evidence["test"] == "rank"
-    assert 0.7 < b.metrics["auc"] < 0.8  # Phi(1/sqrt(2)) = 0.760 for mu = 1
+    assert 0.7 < b.metrics.auc < 0.8  # Phi(1/sqrt(2)) = 0.760 for mu = 1
+    assert b.metrics == dpaudit.audit.metrics(scores, members) and b.metrics.to_dict() == b.to_dict()["metrics"]
+    assert b.metrics.tpr_at_fpr(0.2) == dpaudit.audit.metrics(scores, members).tpr_at_fpr(0.2)
     assert "gdp" in repr(b) and "ε ≥" in repr(b)
     assert b.plot().startswith("<svg") and b.plot(roc=True).startswith("<svg")
     b.plot(tmp_path / "p.svg")

@@ -38,7 +38,7 @@ def test_non_zero_bytes_are_members(byte, method):
     m = dirty(members, byte)
     clean = METHODS[method](scores, members)
     ours = METHODS[method](scores, m)
-    assert ours.metrics["members"] == np.count_nonzero(m) == members.sum()
+    assert ours.metrics.members == np.count_nonzero(m) == members.sum()
     assert ours == clean
     assert ours.epsilon == clean.epsilon
 

@@ -262,10 +262,20 @@ impl LowerBound {
     fn evidence(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_python(py, &self.json["evidence"])
     }
-    /// AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals.
+    /// AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals: a
+    /// `dpaudit.audit.Metrics` over the arrays the bound was computed from
+    /// (so its `tpr_at_fpr(x)` and `roc()` work too).
     #[getter]
     fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_python(py, &self.json["metrics"])
+        let json = to_python(py, &self.json["metrics"])?;
+        let arrays = pyo3::types::PyDict::new(py);
+        arrays.set_item("scores", self.scores.bind(py))?;
+        arrays.set_item("member_flags", self.members.bind(py))?;
+        Ok(py
+            .import("dpaudit._results")?
+            .getattr("Metrics")?
+            .call_method("_from_json", (json,), Some(&arrays))?
+            .unbind())
     }
     /// What the bound assumes, in words.
     #[getter]

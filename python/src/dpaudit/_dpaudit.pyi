@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
+from ._results import Metrics
+
 __version__: str
 DEFAULT_SPLITS: int
 DESIGN_LEVEL: float
@@ -69,9 +71,9 @@ class Bound:
         """Counts, threshold or guesses, and the test behind the number (its
         keys depend on the method: docs/audit-statistics.md)."""
     @property
-    def metrics(self) -> dict[str, Any]:
-        """AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals, as
-        the JSON object; `dpaudit.audit.metrics(...)` gives the typed `Metrics`."""
+    def metrics(self) -> Metrics:
+        """AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals, over
+        the arrays the bound was computed from (`tpr_at_fpr(x)`, `roc()` too)."""
     @property
     def assumptions(self) -> list[str]: ...
     @property
