@@ -124,9 +124,13 @@ def test_panoramia_and_metrics_equal_the_cli(dpaudit_bin, tmp_path):
     ours = dpaudit.audit.panoramia(b_scores, b_members, m_scores, m_members)
     cli = cli_json(dpaudit_bin, "estimate", "--method", "panoramia", "--scores", m_path,
                    "--baseline-scores", b_path)
-    assert ours == cli
+    assert ours.to_dict() == cli
+    assert isinstance(ours, dpaudit.audit.Panoramia) and ours.epsilon == cli["epsilon"]
+    assert ours.epsilon_tilde.is_lower_bound is False and ours.mia.lower_bound == cli["mia"]["lower_bound"]
     bound = cli_json(dpaudit_bin, "estimate", "--method", "eps-delta", "--scores", m_path, "--delta", "1e-5")
-    assert dpaudit.audit.metrics(m_scores, m_members) == bound["metrics"]
+    metrics = dpaudit.audit.metrics(m_scores, m_members)
+    assert metrics.to_dict() == bound["metrics"]
+    assert metrics.auc == bound["metrics"]["auc"] and metrics.at_low_fpr[1].tpr == bound["metrics"]["tpr_at_fpr"][1]["tpr"]
 
 
 def test_in_and_out_arrays_are_the_same_rows(threshold_data):
@@ -145,7 +149,9 @@ def test_result_object(threshold_data, tmp_path):
     assert b.method == "gdp" and b.label == "gdp" and b.assumes == "gaussian-tradeoff"
     assert b.valid_at_confidence and b.confidence == 0.95 and b.delta == DELTA
     assert b.evidence["mu_lower"] > 0 and b.evidence["test"] == "rank"
-    assert 0.7 < b.metrics["auc"] < 0.8  # Phi(1/sqrt(2)) = 0.760 for mu = 1
+    assert 0.7 < b.metrics.auc < 0.8  # Phi(1/sqrt(2)) = 0.760 for mu = 1
+    assert b.metrics == dpaudit.audit.metrics(scores, members) and b.metrics.to_dict() == b.to_dict()["metrics"]
+    assert b.metrics.tpr_at_fpr(0.2) == dpaudit.audit.metrics(scores, members).tpr_at_fpr(0.2)
     assert "gdp" in repr(b) and "ε ≥" in repr(b)
     assert b.plot().startswith("<svg") and b.plot(roc=True).startswith("<svg")
     b.plot(tmp_path / "p.svg")
@@ -255,7 +261,23 @@ BAD_INPUTS = [
                                    k_plus=3, k_minus=0), ValueError, "k\\+ = 3"),
     (lambda: dpaudit.audit.eps_delta(scores=np.array([0.1]), members=np.array([1]), in_scores=np.array([1.0]),
                                      delta=DELTA), ValueError, "not both"),
-    (lambda: dpaudit.audit.inclusion_check(10, 11), ValueError, "exceeds"),
+    (lambda: dpaudit.audit.inclusion_check(canaries=10, included=11), ValueError, "exceeds"),
+    (lambda: dpaudit.audit.inclusion_check(10, 5), TypeError, r"inclusion_check\(canaries=…, included=…\)"),
+    (lambda: dpaudit.audit.eps_delta(np.array([0.1, 0.2]), np.array([1, 0]), 1e-5), TypeError,
+     r"eps_delta\(scores, members, delta=…\)"),
+    (lambda: dpaudit.audit.eps_delta(np.array([0.1, 0.2]), np.array([1, 0]), delta=DELTA, seed=2**70), ValueError,
+     r"seed = 1180591620717411303424 is invalid; expected an integer in \[0, 18446744073709551615\]"),
+    (lambda: dpaudit.audit.eps_delta(np.array([0.1, 0.2]), np.array([1, 0]), delta=DELTA, splits=2**40), ValueError,
+     r"splits = 1099511627776 is invalid; expected an integer in \[0, 4294967295\]"),
+    (lambda: dpaudit.audit.one_run(np.array([0.1, 0.2]), np.array([1, 0]), delta=DELTA, selection="fixed",
+                                   k_plus=2**64, k_minus=0), ValueError, "k_plus = 18446744073709551616"),
+    (lambda: dpaudit.audit.panoramia(np.array([0.1, 0.2]), np.array([1, 0]), np.array([0.1, 0.2]), np.array([1, 0]),
+                                     seed=2**64), ValueError, "seed = 18446744073709551616"),
+    (lambda: dpaudit.audit.estimate(np.array([0.1, 0.2]), np.array([1, 0]), method="eps-delta", delta=DELTA,
+                                    family="gaussian"), ValueError,
+     "family is not an option of method eps-delta"),
+    (lambda: dpaudit.audit.estimate(np.array([0.1, 0.2]), np.array([1, 0]), method="laplace", delta=DELTA),
+     ValueError, "method `laplace` is unknown"),
 ]
 
 

@@ -38,7 +38,7 @@ def test_non_zero_bytes_are_members(byte, method):
     m = dirty(members, byte)
     clean = METHODS[method](scores, members)
     ours = METHODS[method](scores, m)
-    assert ours.metrics["members"] == np.count_nonzero(m) == members.sum()
+    assert ours.metrics.members == np.count_nonzero(m) == members.sum()
     assert ours == clean
     assert ours.epsilon == clean.epsilon
 
@@ -49,7 +49,7 @@ def test_fromfile_mask(tmp_path):
     (members.astype(np.uint8) * 255).tofile(path)
     m = np.fromfile(path, dtype=bool)
     assert m.view(np.uint8).max() == 255
-    assert dpaudit.audit.metrics(scores, m)["members"] == np.count_nonzero(m) == 500
+    assert dpaudit.audit.metrics(scores, m).members == np.count_nonzero(m) == 500
     assert dpaudit.audit.eps_delta(scores, m, delta=DELTA) == dpaudit.audit.eps_delta(scores, members, delta=DELTA)
     assert dpaudit.audit.panoramia(scores, m, scores, m) == dpaudit.audit.panoramia(
         scores, members, scores, members)

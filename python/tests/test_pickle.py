@@ -68,3 +68,40 @@ def test_bounds_cross_processes():
 def test_a_corrupt_state_is_a_value_error():
     with pytest.raises(ValueError, match="not the state of a pickled Bound"):
         dpaudit.audit.Bound._from_state("{}", np.zeros(2), np.array([True, False]), False)
+
+
+def results():
+    """Every typed result class of dpaudit.audit and dpaudit.accounting."""
+    s, m = gaussian_rows(300, 1.0, seed=13)
+    acc = dpaudit.accounting
+    dpsgd = dict(sample_rate=0.01, noise_multiplier=1.0, steps=200)
+    return [
+        acc.account(**dpsgd, delta=DELTA, shuffle=True),
+        acc.account(**dpsgd, delta=DELTA, accountant="rdp"),
+        acc.account_delta(**dpsgd, epsilon=1.0),
+        acc.calibrate(sample_rate=0.01, steps=200, delta=DELTA, target_epsilon=2.0),
+        acc.shuffle_lower_bound(noise_multiplier=1.0, steps_per_epoch=100, epochs=2, delta=DELTA),
+        dpaudit.audit.metrics(s, m),
+        dpaudit.audit.panoramia(s, m, s + 0.5 * m, m, selection="split", seed=3),
+        dpaudit.audit.inclusion_check(canaries=1000, included=480),
+    ]
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_results_pickle_copy_and_stay_frozen(i):
+    r = results()[i]
+    for again in [pickle.loads(pickle.dumps(r, protocol=p)) for p in range(2, pickle.HIGHEST_PROTOCOL + 1)] + [
+        copy.copy(r), copy.deepcopy(r)
+    ]:
+        assert type(again) is type(r) and again == r and hash(again) == hash(r)
+        assert again.to_dict() == r.to_dict() and repr(again) == repr(r)
+    assert type(r).__module__ in ("dpaudit.audit", "dpaudit.accounting")
+    with pytest.raises(AttributeError):
+        r.epsilon = 0.0  # frozen (dataclasses.FrozenInstanceError is an AttributeError)
+
+
+def test_metrics_keep_their_scores_across_pickling():
+    m = results()[5]
+    again = pickle.loads(pickle.dumps(m))
+    assert again.tpr_at_fpr(0.05) == m.tpr_at_fpr(0.05)
+    np.testing.assert_array_equal(again.roc().tpr, m.roc().tpr)

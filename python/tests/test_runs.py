@@ -496,9 +496,10 @@ def test_panoramia_scores_members_and_measurement(built):
         assert r.mia_scores[name].tolist() == result["mia_scores"]
         bs, bm, s, m = r.observations(name)
         meas = r.results[name]["measurement"]
-        got = dpaudit.audit.panoramia(bs, bm, s, m, confidence=0.95, selection="bonferroni", seed=3)
-        assert got == r.measure(name)
-        assert got["selection"] == meas["selection"]["policy"]
+        measured = dpaudit.audit.panoramia(bs, bm, s, m, confidence=0.95, selection="bonferroni", seed=3)
+        assert measured == r.measure(name)
+        got = measured.to_dict()
+        assert got["selection"] == measured.selection == meas["selection"]["policy"]
         shared = set(got) & set(meas) - {"selection"}
         assert {"baseline", "mia", "c_lb", "c_plus_epsilon_lb", "epsilon_tilde"} <= shared
         for k in shared:

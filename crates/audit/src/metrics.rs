@@ -15,7 +15,14 @@
 //! with its own interval. When `n₀ < 1/f` no false positive is allowed
 //! (`k = 0`) and the entry says `resolvable: false`: the data cannot show an
 //! FPR as small as `f`.
+//!
+//! [`tpr_at_fprs`] gives the same entry at any target FPRs and [`roc`] the
+//! whole empirical ROC curve. Both are **same-data** descriptions: the
+//! threshold is chosen on the very scores whose rates are reported, so the
+//! rates are not bounds (the intervals hold for the TPR given the threshold,
+//! which depends on the non-member scores only).
 
+use crate::error::AuditError;
 use serde::{Deserialize, Serialize};
 
 use crate::clopper_pearson::{lower_unchecked, upper_unchecked, Interval};
@@ -73,15 +80,72 @@ pub fn metrics(obs: &Observations, confidence: f64) -> Result<Metrics> {
     Ok(metrics_sorted(&pos, &neg, confidence))
 }
 
+/// The [`TprAtFpr`] entry at each of `targets` (each in `[0, 1]`), with
+/// intervals at `confidence`: the rule of [`metrics`] at any FPR.
+pub fn tpr_at_fprs(obs: &Observations, targets: &[f64], confidence: f64) -> Result<Vec<TprAtFpr>> {
+    check_confidence(confidence)?;
+    if let Some(&bad) = targets.iter().find(|t| !(0.0..=1.0).contains(*t)) {
+        return Err(AuditError::InvalidParameter {
+            name: "fpr",
+            value: bad.to_string(),
+            expected: "a false-positive rate in [0, 1] (e.g. 1e-4)",
+        });
+    }
+    let (pos, neg) = sorted_classes(obs.scores(), obs.members());
+    Ok(tpr_at_sorted(&pos, &neg, targets, confidence))
+}
+
+/// The empirical ROC curve of the rule "member iff score > threshold".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Roc {
+    /// Decreasing: every distinct score, then −∞ (every row a member).
+    pub thresholds: Vec<f64>,
+    /// Non-members above each threshold over n₀ (non-decreasing, 0 to 1).
+    pub fpr: Vec<f64>,
+    /// Members above each threshold over n₁ (non-decreasing, 0 to 1).
+    pub tpr: Vec<f64>,
+}
+
+/// The ROC of `obs`: one point per distinct score (ties form one step),
+/// from (0, 0) at the largest score to (1, 1) at −∞. The trapezoid area
+/// under it is the AUC of [`metrics`] (ties count ½).
+pub fn roc(obs: &Observations) -> Result<Roc> {
+    let (pos, neg) = sorted_classes(obs.scores(), obs.members());
+    let mut all: Vec<f64> = pos.iter().chain(neg.iter()).copied().collect();
+    all.sort_by(|a, b| b.total_cmp(a));
+    all.dedup();
+    all.push(f64::NEG_INFINITY);
+    let above = |sorted: &[f64], t: f64| sorted.len() - sorted.partition_point(|&x| x <= t);
+    let (n1, n0) = (pos.len() as f64, neg.len() as f64);
+    let fpr = all.iter().map(|&t| above(&neg, t) as f64 / n0).collect();
+    let tpr = all.iter().map(|&t| above(&pos, t) as f64 / n1).collect();
+    Ok(Roc {
+        thresholds: all,
+        fpr,
+        tpr,
+    })
+}
+
 /// [`metrics`] for both classes sorted ascending (each non-empty).
 pub(crate) fn metrics_sorted(pos: &[f64], neg: &[f64], confidence: f64) -> Metrics {
+    Metrics {
+        members: pos.len() as u64,
+        nonmembers: neg.len() as u64,
+        auc: auc_sorted(pos, neg),
+        interval_confidence: confidence,
+        tpr_at_fpr: tpr_at_sorted(pos, neg, &LOW_FPRS, confidence),
+    }
+}
+
+/// [`tpr_at_fprs`] for both classes sorted ascending (each non-empty).
+fn tpr_at_sorted(pos: &[f64], neg: &[f64], targets: &[f64], confidence: f64) -> Vec<TprAtFpr> {
     let (n1, n0) = (pos.len() as u64, neg.len() as u64);
     let ln_tail = ((1.0 - confidence) / 2.0).ln();
     let interval = |k: u64, n: u64| Interval {
         lower: lower_unchecked(k, n, ln_tail),
         upper: upper_unchecked(k, n, ln_tail),
     };
-    let tpr_at_fpr = LOW_FPRS
+    targets
         .iter()
         .map(|&target| {
             let k = ((target * n0 as f64).floor() as u64).min(n0 - 1);
@@ -100,14 +164,7 @@ pub(crate) fn metrics_sorted(pos: &[f64], neg: &[f64], confidence: f64) -> Metri
                 tpr_interval: interval(tp, n1),
             }
         })
-        .collect();
-    Metrics {
-        members: n1,
-        nonmembers: n0,
-        auc: auc_sorted(pos, neg),
-        interval_confidence: confidence,
-        tpr_at_fpr,
-    }
+        .collect()
 }
 
 /// Mann–Whitney AUC of sorted classes: P[member > non-member] + ½ P[tie].
@@ -179,6 +236,42 @@ mod tests {
         assert_eq!(
             (t.threshold, t.false_positives, t.true_positives),
             (2.0, 0, 1)
+        );
+    }
+
+    #[test]
+    fn tpr_at_any_fpr_is_the_metrics_rule() {
+        let neg: Vec<f64> = (0..2000).map(f64::from).collect();
+        let pos: Vec<f64> = (0..20).map(|i| 1990.5 + f64::from(i % 10)).collect();
+        let obs = Observations::from_classes(&pos, &neg).unwrap();
+        let m = metrics(&obs, 0.95).unwrap();
+        assert_eq!(tpr_at_fprs(&obs, &LOW_FPRS, 0.95).unwrap(), m.tpr_at_fpr);
+        // FPR 1e-4 with 2000 non-members: k = 0, the largest non-member
+        // (1999) is the threshold, 2 members (1999.5 twice) above it.
+        let t = &tpr_at_fprs(&obs, &[1e-4], 0.95).unwrap()[0];
+        assert!(!t.resolvable);
+        assert_eq!(
+            (t.threshold, t.true_positives, t.false_positives),
+            (1999.0, 2, 0)
+        );
+        let err = tpr_at_fprs(&obs, &[1.5], 0.95).unwrap_err().to_string();
+        assert!(err.contains("fpr") && err.contains("1.5"), "{err}");
+    }
+
+    #[test]
+    fn roc_hand_computed_and_its_area_is_the_auc() {
+        // Members {1, 2, 3}, non-members {0, 2}: distinct scores 3, 2, 1, 0.
+        let obs = Observations::from_classes(&[3.0, 1.0, 2.0], &[2.0, 0.0]).unwrap();
+        let r = roc(&obs).unwrap();
+        assert_eq!(r.thresholds, vec![3.0, 2.0, 1.0, 0.0, f64::NEG_INFINITY]);
+        assert_eq!(r.tpr, vec![0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0, 1.0]);
+        assert_eq!(r.fpr, vec![0.0, 0.0, 0.5, 0.5, 1.0]);
+        let area: f64 = (1..r.fpr.len())
+            .map(|i| (r.fpr[i] - r.fpr[i - 1]) * (r.tpr[i] + r.tpr[i - 1]) / 2.0)
+            .sum();
+        assert!(
+            (area - metrics(&obs, 0.95).unwrap().auc).abs() < 1e-15,
+            "{area}"
         );
     }
 }

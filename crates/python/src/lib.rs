@@ -43,7 +43,7 @@ use dpaudit_audit::design::inclusion_test;
 use dpaudit_audit::estimate::{lower_bound_interruptible, BoundSettings};
 use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
-use dpaudit_audit::metrics::metrics as score_metrics;
+use dpaudit_audit::metrics::{metrics as score_metrics, roc as roc_curve, tpr_at_fprs};
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
@@ -51,6 +51,7 @@ use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 use dpaudit_audit::AuditError;
+use numpy::PyArray1;
 
 /// How often a long computation checks for Python signals (each check
 /// takes the GIL).
@@ -261,10 +262,20 @@ impl LowerBound {
     fn evidence(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_python(py, &self.json["evidence"])
     }
-    /// AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals.
+    /// AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals: a
+    /// `dpaudit.audit.Metrics` over the arrays the bound was computed from
+    /// (so its `tpr_at_fpr(x)` and `roc()` work too).
     #[getter]
     fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_python(py, &self.json["metrics"])
+        let json = to_python(py, &self.json["metrics"])?;
+        let arrays = pyo3::types::PyDict::new(py);
+        arrays.set_item("scores", self.scores.bind(py))?;
+        arrays.set_item("member_flags", self.members.bind(py))?;
+        Ok(py
+            .import("dpaudit._results")?
+            .getattr("Metrics")?
+            .call_method("_from_json", (json,), Some(&arrays))?
+            .unbind())
     }
     /// What the bound assumes, in words.
     #[getter]
@@ -325,6 +336,18 @@ impl LowerBound {
             }
         };
         write_or_return(path, svg)
+    }
+    /// `float(bound)`: the lower bound on ε.
+    fn __float__(&self) -> f64 {
+        self.bound.epsilon
+    }
+    /// The SVG a notebook shows: `plot()` (the trade-off or one-run plot),
+    /// or the score histogram for a bound without a threshold or guesses.
+    fn _repr_svg_(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        match self.bound.evidence {
+            Evidence::GaussianScores(_) => self.histogram(py, None, "scores"),
+            Evidence::Threshold(_) | Evidence::OneRun(_) => self.plot(py, None, None, false),
+        }
     }
     /// The score histogram (`FILE-hist.svg` of `--plot`), to `path` or returned.
     #[pyo3(signature = (path=None, title="scores"))]
@@ -524,6 +547,47 @@ fn metrics(
     to_python(py, &serde_json::to_value(m).map_err(value_error)?)
 }
 
+/// The TPR entry of `metrics` at each FPR of `fprs` (a list of JSON objects).
+#[pyfunction]
+#[pyo3(signature = (scores, members, fprs, confidence=0.95))]
+fn tpr_at_fpr(
+    py: Python<'_>,
+    scores: &Bound<'_, PyAny>,
+    members: &Bound<'_, PyAny>,
+    fprs: Vec<f64>,
+    confidence: f64,
+) -> PyResult<Py<PyAny>> {
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let t = py
+        .detach(|| tpr_at_fprs(&obs, &fprs, confidence))
+        .map_err(audit_error)?;
+    to_python(py, &serde_json::to_value(t).map_err(value_error)?)
+}
+
+/// The empirical ROC: `(fpr, tpr, thresholds)` as float64 arrays.
+#[pyfunction]
+fn roc<'py>(
+    py: Python<'py>,
+    scores: &Bound<'py, PyAny>,
+    members: &Bound<'py, PyAny>,
+) -> PyResult<RocArrays<'py>> {
+    let inputs = Inputs::read(scores, members)?;
+    let obs = inputs.observations()?;
+    let r = py.detach(|| roc_curve(&obs)).map_err(audit_error)?;
+    Ok((
+        PyArray1::from_vec(py, r.fpr),
+        PyArray1::from_vec(py, r.tpr),
+        PyArray1::from_vec(py, r.thresholds),
+    ))
+}
+
+type RocArrays<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
 /// The one-run methods' design check: the exact two-sided binomial test of
 /// `included` of `canaries` against inclusion with probability ½.
 #[pyfunction]
@@ -658,6 +722,8 @@ fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bound, m)?)?;
     m.add_function(wrap_pyfunction!(panoramia, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(tpr_at_fpr, m)?)?;
+    m.add_function(wrap_pyfunction!(roc, m)?)?;
     m.add_function(wrap_pyfunction!(inclusion_check, m)?)?;
     m.add_function(wrap_pyfunction!(account, m)?)?;
     m.add_function(wrap_pyfunction!(delta_for_epsilon, m)?)?;

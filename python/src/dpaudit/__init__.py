@@ -5,7 +5,8 @@
 - :mod:`dpaudit.runs` — the out-dirs of ``dpaudit run``, ``bgm`` and
   ``panoramia`` as NumPy arrays and dicts;
 - :mod:`dpaudit.opacus` — a one-run audit of an Opacus training run (needs
-  torch and opacus; imported on first use);
+  torch and opacus 1.6: ``pip install opacus==1.6.0``; imported on first use,
+  and not part of ``from dpaudit import *``);
 - :mod:`dpaudit.canaries` — the same Dirac canaries in any hand-written
   per-sample-gradient loop (needs torch when canaries are built).
 
@@ -21,7 +22,8 @@ Five lines::
 from . import accounting, audit, canaries, runs
 from ._dpaudit import __version__
 
-__all__ = ["audit", "accounting", "canaries", "runs", "opacus", "__version__"]
+# `opacus` is left out: `from dpaudit import *` must work without torch.
+__all__ = ["audit", "accounting", "canaries", "runs", "__version__"]
 
 
 def __getattr__(name):

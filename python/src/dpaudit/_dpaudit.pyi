@@ -1,10 +1,17 @@
-"""Type stubs of the Rust extension `dpaudit._dpaudit` (crates/python)."""
+"""Type stubs of the Rust extension `dpaudit._dpaudit` (crates/python).
+
+The functions below return the core's JSON objects (`_Json`): the public
+functions of `dpaudit.audit` and `dpaudit.accounting` turn them into the typed
+result classes of `dpaudit._results`. `Bound` is the one result class defined
+in Rust."""
 
 from os import PathLike
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
+
+from ._results import Metrics
 
 __version__: str
 DEFAULT_SPLITS: int
@@ -13,6 +20,21 @@ DESIGN_LEVEL: float
 _Scores = npt.NDArray[Any]
 _Members = npt.NDArray[Any]
 _Path = Union[str, PathLike[str]]
+#: A JSON object of the core, typed by the result classes of `dpaudit._results`.
+_Json = dict[str, Any]
+
+_MethodName = Literal[
+    "eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order",
+    "one-run-order-gaussian", "one-run-gaussian-scores",
+]
+_Label = _MethodName
+_Selection = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "same-data"]
+_ResolvedSelection = Literal["bonferroni", "split", "multi-split", "fixed", "same-data"]
+_Assumes = Literal["nothing", "gaussian-tradeoff", "gaussian-scores", "independent-gaussian-channels"]
+_Family = Literal["eps-delta", "gaussian"]
+_Guesses = Literal["symmetric", "with-one-sided"]
+_TieBreak = Literal["quantile", "seeded"]
+_Accountant = Literal["pld", "rdp", "gdp", "gdp-clt"]
 
 class Bound:
     """An ε lower bound with what produced it. Frozen; picklable and copyable
@@ -28,28 +50,30 @@ class Bound:
     @property
     def delta(self) -> float: ...
     @property
-    def method(self) -> str:
+    def method(self) -> Literal["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"]:
         """eps-delta, gdp, one-run, one-run-fdp, one-run-order or one-run-gaussian-scores."""
     @property
-    def label(self) -> str:
+    def label(self) -> _Label:
         """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian, one-run-order-gaussian)."""
     @property
     def valid_at_confidence(self) -> bool:
         """False for same-data selection (the papers' practice)."""
     @property
-    def assumes(self) -> str:
+    def assumes(self) -> _Assumes:
         """`nothing`, `gaussian-tradeoff` for an ε that assumes a Gaussian trade-off curve, or
         `gaussian-scores` for a bound that assumes Gaussian canary scores, or
         `independent-gaussian-channels` (one-run-order-gaussian: canaries that do not interact, each
         channel μ-GDP, and a Gaussian trade-off curve)."""
     @property
-    def selection(self) -> str: ...
+    def selection(self) -> _ResolvedSelection: ...
     @property
     def evidence(self) -> dict[str, Any]:
-        """Counts, threshold or guesses, and the test behind the number."""
+        """Counts, threshold or guesses, and the test behind the number (its
+        keys depend on the method: docs/audit-statistics.md)."""
     @property
-    def metrics(self) -> dict[str, Any]:
-        """AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals."""
+    def metrics(self) -> Metrics:
+        """AUC and TPR at FPR 1e-3 and 1e-2 with Clopper–Pearson intervals, over
+        the arrays the bound was computed from (`tpr_at_fpr(x)`, `roc()` too)."""
     @property
     def assumptions(self) -> list[str]: ...
     @property
@@ -62,6 +86,10 @@ class Bound:
     ) -> Optional[str]:
         """The SVG of `--plot` (to `path`, or returned)."""
     def histogram(self, path: Optional[_Path] = None, title: str = "scores") -> Optional[str]: ...
+    def __float__(self) -> float:
+        """The lower bound on ε."""
+    def _repr_svg_(self) -> Optional[str]:
+        """What a notebook shows: `plot()`, or `histogram()` for one-run-gaussian-scores."""
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, tuple[str, _Scores, _Members, bool]]: ...
@@ -69,19 +97,19 @@ class Bound:
     def _from_state(state: str, scores: _Scores, members: _Members, by_default: bool) -> Bound: ...
 
 def bound(
-    method: str,
+    method: _MethodName,
     scores: _Scores,
     members: _Members,
     delta: float,
     confidence: float = 0.95,
-    selection: str = "auto",
+    selection: _Selection = "auto",
     seed: int = 0,
     splits: Optional[int] = None,
-    family: str = "eps-delta",
+    family: _Family = "eps-delta",
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
-    guesses: str = "symmetric",
-    tie_break: str = "quantile",
+    guesses: _Guesses = "symmetric",
+    tie_break: _TieBreak = "quantile",
 ) -> Bound:
     """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
     one-run-order, one-run-order-gaussian or one-run-gaussian-scores).
@@ -95,30 +123,34 @@ def panoramia(
     scores: _Scores,
     members: _Members,
     confidence: float = 0.95,
-    selection: str = "auto",
+    selection: _Selection = "auto",
     seed: int = 0,
-) -> dict[str, Any]: ...
-def metrics(scores: _Scores, members: _Members, confidence: float = 0.95) -> dict[str, Any]: ...
-def inclusion_check(canaries: int, included: int) -> dict[str, Any]: ...
+) -> _Json: ...
+def metrics(scores: _Scores, members: _Members, confidence: float = 0.95) -> _Json: ...
+def tpr_at_fpr(scores: _Scores, members: _Members, fprs: list[float], confidence: float = 0.95) -> list[_Json]:
+    """The `tpr_at_fpr` entry of `metrics` at each of `fprs`."""
+def roc(
+    scores: _Scores, members: _Members
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The empirical ROC: (fpr, tpr, thresholds)."""
+def inclusion_check(canaries: int, included: int) -> _Json: ...
 def account(
     sample_rate: float,
     noise_multiplier: float,
     steps: int,
     delta: float,
-    accountant: str = "pld",
+    accountant: _Accountant = "pld",
     shuffle: bool = False,
-) -> dict[str, Any]: ...
+) -> _Json: ...
 def delta_for_epsilon(
-    sample_rate: float, noise_multiplier: float, steps: int, epsilon: float, accountant: str = "pld"
-) -> dict[str, Any]: ...
+    sample_rate: float, noise_multiplier: float, steps: int, epsilon: float, accountant: _Accountant = "pld"
+) -> _Json: ...
 def calibrate(
     sample_rate: float,
     steps: int,
     delta: float,
     target_epsilon: float,
-    accountant: str = "pld",
+    accountant: _Accountant = "pld",
     tolerance: float = 1e-3,
-) -> dict[str, Any]: ...
-def shuffle_epsilon_lower_bound(
-    noise_multiplier: float, steps_per_epoch: int, epochs: int, delta: float
-) -> dict[str, Any]: ...
+) -> _Json: ...
+def shuffle_epsilon_lower_bound(noise_multiplier: float, steps_per_epoch: int, epochs: int, delta: float) -> _Json: ...

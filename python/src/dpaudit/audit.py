@@ -1,10 +1,14 @@
 """ε lower bounds from membership scores.
 
-Every function takes NumPy arrays and returns a :class:`Bound` (PANORAMIA: a
-dict, since its ε̃ is a measurement, not a bound). The numbers and the JSON of
-``Bound.to_dict()`` come from the same Rust functions as ``dpaudit estimate
---json``; ``docs/audit-statistics.md`` gives the arguments for every method
-and selection policy.
+:func:`estimate` is the one entry: ``estimate(scores, members,
+method="eps-delta", delta=1e-5)`` returns a :class:`Bound`; ``eps_delta``,
+``gdp``, ``one_run``, ``one_run_fdp``, ``one_run_order`` and
+``one_run_gaussian_scores`` are that call with ``method`` filled in.
+:func:`panoramia` returns a :class:`Panoramia` measurement (not a bound),
+:func:`metrics` a :class:`Metrics`, :func:`inclusion_check` an
+:class:`InclusionCheck`. The numbers and ``to_dict()`` come from the same
+Rust functions as ``dpaudit estimate --json``; ``docs/audit-statistics.md``
+gives the arguments for every method and selection policy.
 
 Two input forms:
 
@@ -12,19 +16,18 @@ Two input forms:
   boolean (or 0/1) array, True when the target/canary was included. A higher
   score must mean "member" (pass ``-loss`` for loss-based attacks).
 - ``in_scores`` and ``out_scores``: the scores of the runs with and without the
-  target, as JAX-Privacy's ``CanaryScoreAuditor`` takes them.
+  target, as JAX-Privacy's ``CanaryScoreAuditor`` takes them (its names
+  ``in_canary_scores`` and ``out_canary_scores`` are accepted too).
 
 A contiguous float64 ``scores`` array is read in place, without a copy;
 other dtypes and strided views are converted first. A boolean ``members``
-array is read as bytes with NumPy's rule, any non-zero byte is a member
-(``u8.view(bool)`` and ``np.fromfile(..., dtype=bool)`` masks count as
-``np.count_nonzero`` counts them). Long computations release the GIL (do not
-write to the arrays from another thread meanwhile) and stop on Ctrl-C with
-``KeyboardInterrupt``; a ``multi-split`` of absurdly many ``splits`` is
-refused with an estimate of its cost. Bad input raises ``ValueError`` (or
-``TypeError`` for an argument of the wrong kind) with the message the CLI
-prints. A :class:`Bound` is picklable and copyable, and equal bounds compare
-equal.
+array is read as bytes with NumPy's rule, any non-zero byte is a member.
+Long computations release the GIL (do not write to the arrays from another
+thread meanwhile) and stop on Ctrl-C with ``KeyboardInterrupt``; a
+``multi-split`` of absurdly many ``splits`` is refused with an estimate of its
+cost. Bad input raises ``ValueError`` (or ``TypeError`` for an argument of the
+wrong kind, or numbers given by position) with the message the CLI prints.
+Every result is frozen and picklable; equal results compare equal.
 
 Selection policies (``selection=``): ``"auto"`` (the default: the best valid
 policy for the method and the number of rows, chosen from them alone),
@@ -36,15 +39,19 @@ stated confidence in every output).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Literal, Optional, Tuple
 
-import numpy as np
-
-from . import _dpaudit
+from . import _args, _dpaudit
 from ._dpaudit import Bound
+from ._results import (
+    EpsilonTilde, InclusionCheck, Interval, Metrics, Panoramia, PrecisionEvidence, Roc, TprAtFpr,
+)
 
 __all__ = [
     "Bound",
+    "estimate",
+    "METHODS",
+    "LABELS",
     "eps_delta",
     "gdp",
     "one_run",
@@ -54,90 +61,152 @@ __all__ = [
     "panoramia",
     "metrics",
     "inclusion_check",
+    "Metrics",
+    "TprAtFpr",
+    "Interval",
+    "Roc",
+    "Panoramia",
+    "PrecisionEvidence",
+    "EpsilonTilde",
+    "InclusionCheck",
     "DESIGN_LEVEL",
 ]
 
 #: Below this p-value of the inclusion test the one-run methods refuse.
 DESIGN_LEVEL: float = _dpaudit.DESIGN_LEVEL
 
+Method = Literal["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"]
+SelectionName = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "same-data"]
+Family = Literal["eps-delta", "gaussian"]
+Guesses = Literal["symmetric", "with-one-sided"]
+TieBreak = Literal["quantile", "seeded"]
 
-def _as_array(name: str, value: Any) -> np.ndarray:
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, (list, tuple)):
-        return np.asarray(value)
-    # pandas Series and other array-likes
-    if hasattr(value, "__array__"):
-        return np.asarray(value)
-    raise TypeError(f"`{name}` must be a NumPy array (or a list or array-like), got {type(value).__name__}")
+#: The method table: each method by its CLI name, with the options it takes
+#: beyond ``delta``, ``confidence``, ``selection`` and ``seed``. A method of
+#: the Rust core is reachable through :func:`estimate` by one line here.
+METHODS: Dict[str, Tuple[str, ...]] = {
+    "eps-delta": ("splits",),
+    "gdp": ("splits",),
+    "one-run": ("splits", "k_plus", "k_minus", "guesses", "tie_break"),
+    "one-run-fdp": ("splits", "family", "k_plus", "k_minus", "guesses", "tie_break"),
+    "one-run-order": ("splits", "family", "k_plus", "k_minus", "guesses"),
+    "one-run-gaussian-scores": (),
+}
 
+#: The printed labels of ``audit.json`` and ``Bound.label``: the method and
+#: the options a label fixes (``dpaudit.runs`` reproduces bounds through it).
+LABELS: Dict[str, Tuple[str, Dict[str, str]]] = {
+    "eps-delta": ("eps-delta", {}),
+    "gdp": ("gdp", {}),
+    "one-run": ("one-run", {}),
+    "one-run-fdp": ("one-run-fdp", {"family": "eps-delta"}),
+    "one-run-fdp-gaussian": ("one-run-fdp", {"family": "gaussian"}),
+    "one-run-order": ("one-run-order", {"family": "eps-delta"}),
+    "one-run-order-gaussian": ("one-run-order", {"family": "gaussian"}),
+    "one-run-gaussian-scores": ("one-run-gaussian-scores", {}),
+}
 
-def _rows(scores, members, in_scores, out_scores):
-    """(scores, members) from either input form."""
-    if in_scores is not None or out_scores is not None:
-        if scores is not None or members is not None:
-            raise ValueError("give either scores and members, or in_scores and out_scores, not both")
-        if in_scores is None or out_scores is None:
-            raise ValueError("in_scores and out_scores must be given together")
-        a = _as_array("in_scores", in_scores)
-        b = _as_array("out_scores", out_scores)
-        if a.ndim != 1 or b.ndim != 1:
-            raise ValueError(
-                f"in_scores and out_scores must be one-dimensional, got shapes {a.shape} and {b.shape}"
-            )
-        rows = np.concatenate([np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)])
-        flags = np.concatenate([np.ones(a.shape[0], dtype=bool), np.zeros(b.shape[0], dtype=bool)])
-        return rows, flags
-    if scores is None or members is None:
-        raise ValueError("scores and members are required (or in_scores and out_scores)")
-    s = _as_array("scores", scores)
-    m = _as_array("members", members)
-    if s.shape != m.shape:
-        raise ValueError(f"scores and members must have the same shape, got {s.shape} and {m.shape}")
-    return s, m
+# The integer options and their largest values (the core's u64 and u32).
+_COUNTS = {"splits": _args.U32_MAX, "k_plus": _args.U64_MAX, "k_minus": _args.U64_MAX}
 
 
-def _count(name: str, value, optional: bool = False):
-    """A non-negative integer argument (NumPy integers accepted)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} = {value} is invalid; expected an integer ≥ 0")
-    return int(value)
-
-
-def _check_delta(delta) -> float:
-    if delta is None:
-        raise ValueError("delta is required: the δ of the guarantee being audited, e.g. 1e-5")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating, np.integer)):
-        raise TypeError(f"delta must be a number, got {type(delta).__name__}")
-    return float(delta)
-
-
-def _bound(method, scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits, **one_run):
-    """The one call behind every bound function: ``method`` by its CLI name,
-    the arguments checked in the order of the signatures."""
-    s, m = _rows(scores, members, in_scores, out_scores)
-    args = (method, s, m, _check_delta(delta), confidence, selection, _count("seed", seed), _count("splits", splits, True))
-    for k in ("k_plus", "k_minus"):
-        if k in one_run:
-            one_run[k] = _count(k, one_run[k], True)
-    return _dpaudit.bound(*args, **one_run)
-
-
-def eps_delta(
-    scores=None,
-    members=None,
+@_args.keyword_only(positional=2)
+def estimate(
+    scores: Any = None,
+    members: Any = None,
     *,
+    method: Method,
     delta: float,
     confidence: float = 0.95,
-    selection: str = "auto",
+    selection: SelectionName = "auto",
     seed: int = 0,
     splits: Optional[int] = None,
-    in_scores=None,
-    out_scores=None,
+    family: Optional[Family] = None,
+    k_plus: Optional[int] = None,
+    k_minus: Optional[int] = None,
+    guesses: Optional[Guesses] = None,
+    tie_break: Optional[TieBreak] = None,
+    in_scores: Any = None,
+    out_scores: Any = None,
+    in_canary_scores: Any = None,
+    out_canary_scores: Any = None,
+) -> Bound:
+    """The ε lower bound of ``method`` on the scores, as ``dpaudit estimate
+    --method METHOD --json``.
+
+    Parameters
+    ----------
+    scores, members : array_like, optional
+        One score per row (higher = member) and the membership flags
+        (booleans, non-zero = member, or 0/1 numbers).
+    method : {"eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"}
+        The statistic (``METHODS`` lists each one's options; ``snake_case`` names work too).
+    delta : float
+        The δ of the guarantee being audited, in [0, 1) (> 0 for the Gaussian methods).
+    confidence : float, default 0.95
+        The confidence the bound holds at, in (0, 1).
+    selection : {"auto", "bonferroni", "split", "multi-split", "fixed", "same-data"}, default "auto"
+        How the threshold or guess count is chosen (see the module docs).
+    seed : int, default 0
+        Keys a ``split`` or ``multi-split`` and a ``tie_break="seeded"``; in [0, 2⁶⁴ − 1].
+    splits : int, optional
+        The halvings of a ``multi-split`` (default ``DEFAULT_SPLITS``).
+    family, k_plus, k_minus, guesses, tie_break : optional
+        The one-run options (see :func:`one_run`, :func:`one_run_fdp`); None
+        means the method's default. An option the method does not take is an error.
+    in_scores, out_scores : array_like, optional
+        The other input form: scores with and without the target.
+    in_canary_scores, out_canary_scores : array_like, optional
+        JAX-Privacy's names for ``in_scores`` and ``out_scores``.
+
+    Returns
+    -------
+    Bound
+        The lower bound with what produced it.
+
+    Raises
+    ------
+    ValueError
+        Bad data, a parameter out of range, an unknown name, an option the
+        method does not take, or a one-run member count the design check refuses.
+    TypeError
+        An argument of the wrong kind, or numbers given by position.
+    KeyboardInterrupt
+        Ctrl-C during the computation.
+    """
+    name = method.replace("_", "-") if isinstance(method, str) else method
+    if name not in METHODS:
+        raise ValueError(f"method `{method}` is unknown; expected {', '.join(METHODS)}")
+    options = {"splits": splits, "family": family, "k_plus": k_plus, "k_minus": k_minus,
+               "guesses": guesses, "tie_break": tie_break}
+    for key, value in options.items():
+        if value is not None and key not in METHODS[name]:
+            takes = ", ".join(METHODS[name]) or "none"
+            raise ValueError(f"{key} is not an option of method {name} (its options: {takes})")
+    in_scores, out_scores = _args.scores_aliases(
+        in_scores, out_scores, {"in_canary_scores": in_canary_scores, "out_canary_scores": out_canary_scores}
+    )
+    s, m = _args.rows(scores, members, in_scores, out_scores)
+    given = {key: value for key, value in options.items() if value is not None}
+    for key, most in _COUNTS.items():
+        if key in given:
+            given[key] = _args.count(key, given[key], maximum=most)
+    return _dpaudit.bound(
+        name, s, m, _args.check_delta(delta), confidence=_args.number("confidence", confidence),
+        selection=selection, seed=_args.count("seed", seed), **given,
+    )
+
+
+def _common(local: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments of a per-method function, passed on to :func:`estimate`."""
+    return {k: v for k, v in local.items() if k not in ("scores", "members")}
+
+
+@_args.keyword_only(positional=2)
+def eps_delta(
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The (ε, δ) region bound (Annamalai et al. 2024, Eq. (1)).
 
@@ -146,21 +215,29 @@ def eps_delta(
     mechanism at ``confidence`` (unless ``selection="same-data"``).
     Requirements: one score per independent run; member scores i.i.d.,
     non-member scores i.i.d.
+
+    Parameters
+    ----------
+    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
+        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound("eps-delta", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits)
+    return estimate(scores, members, method="eps-delta", **_common(locals()))
 
 
+@_args.keyword_only(positional=2)
 def gdp(
-    scores=None,
-    members=None,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-    in_scores=None,
-    out_scores=None,
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The GDP audit (Cebere, Bellet & Papernot 2024, App. A).
 
@@ -168,25 +245,31 @@ def gdp(
     derived from it is a lower bound only if the mechanism's trade-off curve
     is Gaussian (Gaussian noise without subsampling or shuffling): the
     bound's ``assumes`` is ``"gaussian-tradeoff"``. ``delta`` must be > 0.
+
+    Parameters
+    ----------
+    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
+        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound("gdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits)
+    return estimate(scores, members, method="gdp", **_common(locals()))
 
 
+@_args.keyword_only(positional=2)
 def one_run(
-    scores=None,
-    members=None,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-    k_plus: Optional[int] = None,
-    k_minus: Optional[int] = None,
-    guesses: str = "symmetric",
-    tie_break: str = "quantile",
-    in_scores=None,
-    out_scores=None,
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
+    k_plus: Optional[int] = None, k_minus: Optional[int] = None, guesses: Guesses = "symmetric",
+    tie_break: TieBreak = "quantile",
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The one-run audit of Steinke, Nasr & Jagielski 2023 (Thm 3.1).
 
@@ -196,66 +279,73 @@ def one_run(
     is refused with ``ValueError``. Under ``bonferroni``, ``fixed`` and
     ``same-data`` the row order does not matter (a guess set that cuts tied
     scores counts them as 95 % of random tie-breaks would, at 95 % of the
-    level); under ``split`` and ``multi-split`` (the default
-    from 5000 canaries) the random halving assigns rows by position and
-    ``seed``, so the bound depends on the row order and the seed (valid for
-    any order and seed fixed before the scores are seen). ``Bound.assumptions()``
-    says which holds. ``guesses="with-one-sided"`` adds
-    one-sided guess counts (stronger for one-sided signals such as loss
-    attacks; needs inclusion with probability exactly ½).
-    ``tie_break="seeded"`` breaks ties among the scores by a random order
-    keyed by ``seed`` and tests at the full level (stronger on heavily tied
-    scores, e.g. integer-rounded ones); with ties the bound then depends on
-    ``seed`` and the row order (valid for any seed fixed before the scores
-    are seen; ``evidence["tie_break"]`` names the seed, and
-    ``evidence["tied_scores"]`` says whether there were ties).
+    level); under ``split`` and ``multi-split`` (the default from 5000
+    canaries) the random halving assigns rows by position and ``seed``, so the
+    bound depends on the row order and the seed (valid for any order and seed
+    fixed before the scores are seen). ``Bound.assumptions`` says which holds.
+
+    Parameters
+    ----------
+    k_plus, k_minus : int, optional
+        The guess counts of ``selection="fixed"``, fixed in advance.
+    guesses : {"symmetric", "with-one-sided"}, default "symmetric"
+        ``"with-one-sided"`` adds one-sided guess counts (stronger for
+        one-sided signals such as loss attacks; needs inclusion with
+        probability exactly ½).
+    tie_break : {"quantile", "seeded"}, default "quantile"
+        ``"seeded"`` breaks ties by a random order keyed by ``seed`` and tests
+        at the full level (stronger on heavily tied scores); the bound then
+        depends on ``seed`` and the row order, and ``evidence["tie_break"]``
+        names the seed.
+    Others : as :func:`estimate`.
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound(
-        "one-run", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
-        k_plus=k_plus, k_minus=k_minus, guesses=guesses, tie_break=tie_break,
-    )
+    return estimate(scores, members, method="one-run", **_common(locals()))
 
 
+@_args.keyword_only(positional=2)
 def one_run_fdp(
-    scores=None,
-    members=None,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    family: str = "eps-delta",
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-    k_plus: Optional[int] = None,
-    k_minus: Optional[int] = None,
-    guesses: str = "symmetric",
-    tie_break: str = "quantile",
-    in_scores=None,
-    out_scores=None,
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    family: Family = "eps-delta", selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
+    k_plus: Optional[int] = None, k_minus: Optional[int] = None, guesses: Guesses = "symmetric",
+    tie_break: TieBreak = "quantile",
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The f-DP one-run audit of Mahloujifar, Melis & Chaudhuri 2024.
 
-    ``family="eps-delta"`` (the default) bounds ε for any mechanism;
-    ``family="gaussian"`` bounds μ (``evidence["mu_lower"]``) and reports an ε
-    that assumes a Gaussian trade-off curve (label ``one-run-fdp-gaussian``).
-    The design and ties (and ``tie_break``) are handled as in :func:`one_run`.
+    Parameters
+    ----------
+    family : {"eps-delta", "gaussian"}, default "eps-delta"
+        ``"eps-delta"`` bounds ε for any mechanism; ``"gaussian"`` bounds μ
+        (``evidence["mu_lower"]``) and reports an ε that assumes a Gaussian
+        trade-off curve (label ``one-run-fdp-gaussian``).
+    Others : as :func:`one_run` (the design and ties are handled the same way).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound(
-        "one-run-fdp", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
-        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses, tie_break=tie_break,
-    )
+    return estimate(scores, members, method="one-run-fdp", **_common(locals()))
 
 
+@_args.keyword_only(positional=2)
 def one_run_gaussian_scores(
-    scores=None,
-    members=None,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    selection: str = "auto",
-    seed: int = 0,
-    in_scores=None,
-    out_scores=None,
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    selection: Literal["auto", "bonferroni"] = "auto", seed: int = 0,
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The continuous-score one-run audit after Agrawal et al. 2026 ("Let's
     Ask Gauss"). **Assumes Gaussian canary scores** (asymptotic, DP-SGD white
@@ -266,87 +356,169 @@ def one_run_gaussian_scores(
     under the assumption bounds any mechanism (``assumes`` is
     ``"gaussian-scores"``). Not valid for arbitrary scores: on randomized
     response or Laplace scores the ε exceeds the truth (see
-    ``docs/audit-statistics.md``). Never a default. ``selection`` must be
-    ``"auto"`` or ``"bonferroni"`` (nothing is chosen from the data);
-    ``delta`` must be > 0; ``seed`` is unused (nothing is split) and accepted
-    for the signature the other methods share.
+    ``docs/audit-statistics.md``). Never a default.
+
+    Parameters
+    ----------
+    selection : {"auto", "bonferroni"}, default "auto"
+        Nothing is chosen from the data, so nothing else is accepted.
+    delta : float
+        Must be > 0.
+    seed : int, default 0
+        Unused (nothing is split); accepted for the shared signature.
+    Others : as :func:`estimate`.
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound(
-        "one-run-gaussian-scores", scores, members, in_scores, out_scores, delta, confidence, selection, seed, None,
-    )
+    return estimate(scores, members, method="one-run-gaussian-scores", **_common(locals()))
 
 
+@_args.keyword_only(positional=2)
 def one_run_order(
-    scores=None,
-    members=None,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    family: str = "eps-delta",
-    selection: str = "auto",
-    seed: int = 0,
-    splits: Optional[int] = None,
-    k_plus: Optional[int] = None,
-    k_minus: Optional[int] = None,
-    guesses: str = "symmetric",
-    in_scores=None,
-    out_scores=None,
+    scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
+    family: Family = "eps-delta", selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
+    k_plus: Optional[int] = None, k_minus: Optional[int] = None, guesses: Guesses = "symmetric",
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The order-statistics one-run audit of Xiang, Wang, Xiao, Tian & Wang 2025.
 
-    ``family="gaussian"`` bounds μ (``evidence["mu_lower"]``) from the exact
-    law of the wrong guesses among the most confident ones (every rank, any
-    number of canaries), assuming canaries that do not interact (each its own
-    channel, e.g. white-box canaries on separate coordinates); its ε also
-    assumes a Gaussian trade-off curve (label ``one-run-order-gaussian``).
-    ``family="eps-delta"`` (the default) is valid for any mechanism and is
-    Steinke et al.'s test. The design and ties are handled as in
-    :func:`one_run`.
+    Parameters
+    ----------
+    family : {"eps-delta", "gaussian"}, default "eps-delta"
+        ``"gaussian"`` bounds μ (``evidence["mu_lower"]``) from the exact law
+        of the wrong guesses among the most confident ones, assuming canaries
+        that do not interact (each its own channel); its ε also assumes a
+        Gaussian trade-off curve (label ``one-run-order-gaussian``).
+        ``"eps-delta"`` is valid for any mechanism and is Steinke et al.'s test.
+    Others : as :func:`one_run` (no ``tie_break``).
+
+    Returns
+    -------
+    Bound
+
+    Raises
+    ------
+    ValueError, TypeError, KeyboardInterrupt
+        As :func:`estimate`.
     """
-    return _bound(
-        "one-run-order", scores, members, in_scores, out_scores, delta, confidence, selection, seed, splits,
-        family=family, k_plus=k_plus, k_minus=k_minus, guesses=guesses,
-    )
+    return estimate(scores, members, method="one-run-order", **_common(locals()))
 
 
+@_args.keyword_only(positional=4)
 def panoramia(
-    baseline_scores,
-    baseline_members,
-    scores,
-    members,
+    baseline_scores: Any,
+    baseline_members: Any,
+    scores: Any,
+    members: Any,
     *,
     confidence: float = 0.95,
-    selection: str = "auto",
+    selection: Literal["auto", "bonferroni", "split", "same-data"] = "auto",
     seed: int = 0,
-) -> dict:
+) -> Panoramia:
     """PANORAMIA's ε̃ (Kazmi et al. 2024): a measurement relative to a
     baseline classifier, **not** a lower bound on ε.
 
-    ``baseline_*``: the baseline classifier's scores on the audit set
-    (member = a real training record, not a generated one); ``scores``,
-    ``members``: the MIA's. Returns the dict of ``dpaudit estimate --method
-    panoramia --json``.
+    Parameters
+    ----------
+    baseline_scores, baseline_members : array_like
+        The baseline classifier's scores on the audit set (member = a real
+        training record, not a generated one).
+    scores, members : array_like
+        The MIA's.
+    confidence : float, default 0.95
+        Of the two bounds jointly.
+    selection : {"auto", "bonferroni", "split", "same-data"}, default "auto"
+    seed : int, default 0
+        Keys a ``split``.
+
+    Returns
+    -------
+    Panoramia
+        ``to_dict()`` is ``dpaudit estimate --method panoramia --json``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad data or parameters.
     """
-    return _dpaudit.panoramia(
-        _as_array("baseline_scores", baseline_scores),
-        _as_array("baseline_members", baseline_members),
-        _as_array("scores", scores),
-        _as_array("members", members),
-        confidence,
+    d = _dpaudit.panoramia(
+        _args.as_array("baseline_scores", baseline_scores),
+        _args.as_array("baseline_members", baseline_members),
+        _args.as_array("scores", scores),
+        _args.as_array("members", members),
+        _args.number("confidence", confidence),
         selection,
-        _count("seed", seed),
+        _args.count("seed", seed),
     )
+    return Panoramia._from_json(d)
 
 
-def metrics(scores=None, members=None, *, confidence: float = 0.95, in_scores=None, out_scores=None) -> dict:
-    """AUC (ties count ½) and TPR at FPR = 1e-3 and 1e-2 with two-sided
-    Clopper–Pearson intervals at ``confidence`` (Carlini et al. 2022)."""
-    s, m = _rows(scores, members, in_scores, out_scores)
-    return _dpaudit.metrics(s, m, confidence)
+@_args.keyword_only(positional=2)
+def metrics(
+    scores: Any = None, members: Any = None, *, confidence: float = 0.95,
+    in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
+) -> Metrics:
+    """AUC (ties count ½) and TPR at FPR = 10⁻³ and 10⁻² with two-sided
+    Clopper–Pearson intervals at ``confidence`` (Carlini et al. 2022);
+    ``Metrics.tpr_at_fpr(x)`` and ``Metrics.roc()`` give any FPR and the
+    whole curve. Same-data empirical rates: descriptive, not bounds.
+
+    Parameters
+    ----------
+    scores, members, in_scores, out_scores, in_canary_scores, out_canary_scores
+        As :func:`estimate`.
+    confidence : float, default 0.95
+        Of the intervals.
+
+    Returns
+    -------
+    Metrics
+        ``to_dict()`` is the ``metrics`` object of ``dpaudit estimate --json``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad data or parameters.
+    """
+    in_scores, out_scores = _args.scores_aliases(
+        in_scores, out_scores, {"in_canary_scores": in_canary_scores, "out_canary_scores": out_canary_scores}
+    )
+    s, m = _args.rows(scores, members, in_scores, out_scores)
+    level = _args.number("confidence", confidence)
+    return Metrics._from_json(_dpaudit.metrics(s, m, level), scores=s, member_flags=m)
 
 
-def inclusion_check(canaries: int, included: int) -> dict:
+@_args.keyword_only()
+def inclusion_check(*, canaries: int, included: int) -> InclusionCheck:
     """The one-run methods' design check: the exact two-sided binomial test
-    of ``included`` of ``canaries`` against inclusion with probability ½;
-    ``plausible`` is False below ``DESIGN_LEVEL``."""
-    return _dpaudit.inclusion_check(_count("canaries", canaries), _count("included", included))
+    of ``included`` of ``canaries`` against inclusion with probability ½.
+
+    Parameters
+    ----------
+    canaries : int
+        The number of canaries (m).
+    included : int
+        How many were included (members), at most ``canaries``.
+
+    Returns
+    -------
+    InclusionCheck
+        ``plausible`` is False below ``DESIGN_LEVEL`` (the one-run methods refuse).
+
+    Raises
+    ------
+    ValueError
+        ``included`` > ``canaries``, or a negative count.
+    TypeError
+        A count that is not an integer, or counts given by position.
+    """
+    return InclusionCheck._from_json(
+        _dpaudit.inclusion_check(_args.count("canaries", canaries), _args.count("included", included))
+    )

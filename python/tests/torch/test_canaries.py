@@ -195,6 +195,7 @@ def test_every_step_canaries_are_claimed_gdp():
     result = canaries.audit(delta=1e-5)
     # 25 Gaussian mechanisms of noise σ = 4: μ = √25/4 = 1.25 GDP, ε at δ = 1e-5 from dpaudit's gdp accountant.
     assert result.claim_epsilon == pytest.approx(
-        dpaudit.accounting.account(1.0, 4.0, 25, 1e-5, accountant="gdp")["epsilon"], rel=1e-12
+        dpaudit.accounting.epsilon(sample_rate=1.0, noise_multiplier=4.0, steps=25, delta=1e-5, accountant="gdp"),
+        rel=1e-12,
     )
     assert result.mean_insertions == 25 and not any(result.exceeds_claim.values())

@@ -143,7 +143,7 @@ def test_import_dpaudit_needs_no_torch():
         "try:\n"
         "    import dpaudit.opacus\n"
         "except ImportError as e:\n"
-        "    assert 'dpaudit[opacus]' in str(e), e\n"
+        "    assert 'pip install opacus==1.6.0' in str(e), e\n"
         "    print('refused')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))

@@ -357,9 +357,13 @@ class DiracCanaries:
             reference = math.inf
         elif self.insertion == "every":
             sigma_eff = math.sqrt(T / float(np.sum(1.0 / sigmas**2)))
-            reference = float(_accounting.account(1.0, sigma_eff, T, delta, accountant="gdp")["epsilon"])
+            reference = _accounting.epsilon(
+                sample_rate=1.0, noise_multiplier=sigma_eff, steps=T, delta=delta, accountant="gdp"
+            )
         elif constant:
-            reference = float(_accounting.account(self.sample_rate, sigma, T, delta, accountant="pld")["epsilon"])
+            reference = _accounting.epsilon(
+                sample_rate=self.sample_rate, noise_multiplier=sigma, steps=T, delta=delta, accountant="pld"
+            )
         else:
             notes.append("σ or C changed during training: dpaudit's PLD ε is not computed")
         if claimed_epsilon is None:

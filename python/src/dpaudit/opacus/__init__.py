@@ -90,7 +90,7 @@ gives the arguments.
 runs this audit under each Opacus configuration (grad-sample modes, shuffled
 batches, virtual steps, secure mode, one-process DDP) and prints one table.
 
-Needs torch and Opacus 1.6 (``pip install 'dpaudit[opacus]'``); the rest of
+Needs torch and Opacus 1.6 (``pip install opacus==1.6.0``, which brings torch); the rest of
 ``dpaudit`` needs neither.
 """
 
@@ -101,7 +101,7 @@ try:
     import torch  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised only without torch/opacus
     raise ImportError(
-        "dpaudit.opacus needs torch and opacus 1.6 (pip install 'dpaudit[opacus]'); "
+        "dpaudit.opacus needs torch and opacus 1.6 (pip install opacus==1.6.0); "
         f"the rest of dpaudit works without them ({error})"
     ) from error
 

@@ -138,14 +138,18 @@ def claims(*, history, insertion, sampling, sample_rate, steps_per_epoch, privac
         pld_epsilon = (
             math.inf
             if sigma == 0
-            else float(_accounting.account(sample_rate, sigma, T, delta, accountant="pld")["epsilon"])
+            else _accounting.epsilon(
+                sample_rate=sample_rate, noise_multiplier=sigma, steps=T, delta=delta, accountant="pld"
+            )
         )
     # μ = sqrt(Σ_t 1/σ_t²): T Gaussian mechanisms of sensitivity C_t, noise σ_t C_t.
     if np.any(sigmas == 0):
         gdp_epsilon = math.inf
     else:
         sigma_eff = math.sqrt(T / float(np.sum(1.0 / sigmas**2)))
-        gdp_epsilon = float(_accounting.account(1.0, sigma_eff, T, delta, accountant="gdp")["epsilon"])
+        gdp_epsilon = _accounting.epsilon(
+            sample_rate=1.0, noise_multiplier=sigma_eff, steps=T, delta=delta, accountant="gdp"
+        )
 
     if insertion == "every":
         claim = gdp_epsilon

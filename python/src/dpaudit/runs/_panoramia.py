@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ._format import IncompleteOutDirError
 from ._readers import _lock_note, _optional_text, OutDir, _read_json
 from ._seed import panoramia_coins
+
+if TYPE_CHECKING:
+    from .._results import Panoramia
 
 
 class PanoramiaRun(OutDir):
@@ -175,11 +178,12 @@ class PanoramiaRun(OutDir):
             "seed": self.seed,
         }
 
-    def measure(self, target: Optional[str] = None) -> Dict[str, Any]:
+    def measure(self, target: Optional[str] = None) -> Panoramia:
         """A target's measurement recomputed with ``dpaudit.audit.panoramia``
-        (the dict of ``dpaudit estimate --method panoramia --json``); it
-        agrees with ``results[target]["measurement"]`` on the keys both have
-        (``selection`` is a name here, the policy in detail there)."""
+        (a :class:`dpaudit.audit.Panoramia`; its ``to_dict()`` is ``dpaudit
+        estimate --method panoramia --json`` and agrees with
+        ``results[target]["measurement"]`` on the keys both have:
+        ``selection`` is a name here, the policy in detail there)."""
         from .. import audit as _audit
 
         return _audit.panoramia(**self.panoramia_arguments(target))

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import audit as _audit
 from ._format import _LOCK_FILE
 
 
@@ -128,16 +129,15 @@ def _method_label(method: str) -> str:
     return label
 
 
-# label → (function in dpaudit.audit, extra keyword arguments)
+# label → (function in dpaudit.audit, extra keyword arguments), from the
+# method table of dpaudit.audit; the one-run methods as `dpaudit run` audits
+# them (its coins are fair, so it adds the one-sided guesses).
 _METHODS: Dict[str, Tuple[str, Dict[str, Any]]] = {
-    "eps-delta": ("eps_delta", {}),
-    "gdp": ("gdp", {}),
-    "one-run": ("one_run", {"guesses": "with-one-sided"}),
-    "one-run-fdp": ("one_run_fdp", {"family": "eps-delta", "guesses": "with-one-sided"}),
-    "one-run-fdp-gaussian": ("one_run_fdp", {"family": "gaussian", "guesses": "with-one-sided"}),
-    "one-run-order": ("one_run_order", {"family": "eps-delta", "guesses": "with-one-sided"}),
-    "one-run-order-gaussian": ("one_run_order", {"family": "gaussian", "guesses": "with-one-sided"}),
-    "one-run-gaussian-scores": ("one_run_gaussian_scores", {}),
+    label: (
+        method.replace("-", "_"),
+        {**fixed, **({"guesses": "with-one-sided"} if "guesses" in _audit.METHODS[method] else {})},
+    )
+    for label, (method, fixed) in _audit.LABELS.items()
 }
 _ONE_RUN = (
     "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order", "one-run-order-gaussian",
