@@ -701,9 +701,10 @@ mod out_dir_faults {
 #[test]
 fn the_library_chunk_by_chunk_equals_dpaudit_run() {
     use dpaudit_experiment::chunk::Prepared;
-    use dpaudit_experiment::kind::ExperimentFile;
     use dpaudit_experiment::settings::ExperimentConfig;
-    use dpaudit_experiment::{merge, ExperimentDir, Finalized, OutDir, Shard};
+    use dpaudit_experiment::{merge, ExperimentDir, Finalized};
+    use dpaudit_store::kind::ExperimentFile;
+    use dpaudit_store::{OutDir, Shard};
     use dpaudit_train::trainer::Silent;
 
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //! directory, syncs it, renames it over the target and syncs the directory;
 //! any failure removes the temporary file, so a reader sees the old file or
 //! the new one, never a part. It is the one atomic writer of the workspace:
-//! out-dirs (`dpaudit_experiment::outdir`), checkpoints (`dpaudit_train`),
+//! out-dirs (`dpaudit_store::outdir`), checkpoints (`dpaudit_train`),
 //! PANORAMIA's files and the fetch's downloads ([`temp_file_in`]) all go
 //! through this module.
 //!

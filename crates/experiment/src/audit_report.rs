@@ -26,7 +26,7 @@ use dpaudit_attacks::ThreatModel;
 
 use crate::book::ScoreRow;
 use crate::error::{read_text, ExperimentError, Result};
-use crate::outdir::OutDir;
+use dpaudit_store::outdir::OutDir;
 
 /// One lower bound in `audit.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -637,5 +637,5 @@ pub fn write_plots(
         &bars,
         Some(report.epsilon_upper),
     );
-    out.write(plots.join("epsilon.svg"), svg.as_bytes())
+    Ok(out.write(plots.join("epsilon.svg"), svg.as_bytes())?)
 }

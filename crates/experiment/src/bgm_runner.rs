@@ -1,6 +1,6 @@
 //! A BGM experiment ([`crate::bgm_audit`]) in an out-dir: claimed, resumed,
 //! sharded, merged and finalized, chunk by chunk, with the same defences as
-//! `dpaudit run` ([`crate::outdir`], [`crate::shard`]).
+//! `dpaudit run` ([`dpaudit_store::outdir`], [`dpaudit_store::shard`]).
 //!
 //! The out-dir:
 //!
@@ -47,14 +47,14 @@ use crate::bgm_counts::HistogramAccumulator;
 use crate::bgm_engine::BgmEngine;
 use crate::bgm_unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
 use crate::error::{invalid, ExperimentError, Result};
-use crate::outdir::{OutDir, FORMAT_VERSION};
-use crate::shard::Shard;
-use crate::store::{read_manifest_json, Outcome, Store, UnitState, Work, CONFIG_FILE};
+use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
+use dpaudit_store::shard::Shard;
+use dpaudit_store::store::{read_manifest_json, Outcome, Store, UnitState, Work, CONFIG_FILE};
 
 pub use crate::bgm_unit::{
     plan_units, unit_file, Unit, MAX_SELECTION_SLICES, MAX_SLICES_PER_SETTING,
 };
-pub use crate::store::Plan;
+pub use dpaudit_store::store::Plan;
 
 /// The manifest's `kind` of a BGM out-dir.
 pub const BGM_KIND: &str = "bgm";
@@ -136,7 +136,8 @@ fn fingerprint(experiment: &BgmExperiment, identity: &str, units: &[Unit]) -> Re
     Ok(hex::encode(&Sha256::digest(json.as_bytes())[..8]))
 }
 
-impl crate::store::Manifest for BgmManifest {
+impl dpaudit_store::store::Manifest for BgmManifest {
+    type Error = ExperimentError;
     const WHAT: &'static str = "experiment or engine";
 
     fn read(dir: &Path) -> Result<Self> {
@@ -170,6 +171,7 @@ pub struct BgmWork<S> {
 
 impl<S: AsRef<[PreparedSetting]>> Work for BgmWork<S> {
     type Data = UnitData;
+    type Error = ExperimentError;
     const REDO: &'static str = "recompute";
     const MADE: &'static str = "simulated";
 
@@ -506,14 +508,14 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
     Ok(BgmFinalized::Complete(Box::new(report)))
 }
 /// What [`merge_bgm`] did.
-pub type BgmMerged = crate::store::Merged<BgmReport>;
+pub type BgmMerged = dpaudit_store::store::Merged<BgmReport>;
 
 /// Copy the verified units of BGM shard out-dirs into `out_dir` and finalize
 /// it. Every shard must be of the same experiment, engine and format; a shard
 /// given twice is refused as a duplicate; units still missing are named with
 /// the shards that own them.
 pub fn merge_bgm(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<BgmMerged> {
-    crate::store::merge(
+    dpaudit_store::store::merge(
         out_dir,
         shards,
         command,

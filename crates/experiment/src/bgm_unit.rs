@@ -1,7 +1,7 @@
 //! The units of work of a BGM experiment ([`crate::bgm_runner`]): how a
 //! setting's runs are sliced into units ([`plan_units`]), and what a unit's
 //! file holds (its scores, or in counts mode its histograms), read back and
-//! verified as [`crate::store::Work`] asks.
+//! verified as [`dpaudit_store::store::Work`] asks.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,7 @@ use crate::bgm_audit::{GuessSearch, PreparedSetting, SimulationClock};
 use crate::bgm_counts::ScoreHistogram;
 use crate::bgm_engine::BgmEngine;
 use crate::error::{ExperimentError, Result};
-use crate::store::{chunk_path, read_unit_file, UnitState};
+use dpaudit_store::store::{chunk_path, read_unit_file, UnitState};
 
 /// At most this many units per setting: enough to spread a setting over a
 /// job array, few enough files for 10⁹ runs.

@@ -101,6 +101,38 @@ pub enum ExperimentError {
     },
 }
 
+/// The store's errors keep their messages (and their variants' names), so
+/// that `?` works on the store's functions.
+impl From<dpaudit_store::StoreError> for ExperimentError {
+    fn from(e: dpaudit_store::StoreError) -> Self {
+        use dpaudit_store::StoreError as S;
+        match e {
+            S::Io {
+                path,
+                action,
+                source,
+            } => Self::Io {
+                path,
+                action,
+                source,
+            },
+            S::NotWritable { path, source } => Self::NotWritable { path, source },
+            S::Locked { path, holder } => Self::Locked { path, holder },
+            S::Invalid {
+                name,
+                value,
+                expected,
+            } => Self::Invalid {
+                name,
+                value,
+                expected,
+            },
+            S::Inconsistent { path, reason } => Self::Inconsistent { path, reason },
+            S::Cluster { command, reason } => Self::Cluster { command, reason },
+        }
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = ExperimentError> = std::result::Result<T, E>;
 

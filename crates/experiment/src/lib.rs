@@ -9,20 +9,12 @@
 //! - [`throughput`]: the training loop against the engine alone, and its
 //!   cost per step as replicas grow (`dpaudit bench --end-to-end`,
 //!   `--overhead`).
-//! - [`outdir`]: the exclusive lock, atomic and checksummed writes, the
-//!   format version.
-//! - [`shard`]: which chunks a process trains (`i/n`, or `auto` from the
-//!   scheduler's variables).
-//! - [`job_array`]: Slurm job arrays: the array and merge scripts, and their submission.
 //! - [`book`]: the score rows of chunk files and `scores.csv`.
 //! - [`audit_report`]: the statistics of a finished experiment (`audit.json`,
 //!   `summary.md`, plots).
-//! - [`kind`]: the `kind` line of an experiment file (`canary`, `bgm`,
-//!   `panoramia`), read before the file is parsed, which picks the runner.
-//! - [`store`]: one out-dir store, generic over the unit of work: claim,
-//!   plan, checksummed unit files, resume, shards, finalize, merge.
-//! - [`runner`]: a canary experiment in the [`store`] (a unit is a chunk of
-//!   training runs), and in memory.
+//! - [`runner`]: a canary experiment in the out-dir store
+//!   ([`dpaudit_store::store`]: lock, checksummed units, resume, shards,
+//!   merge; a unit is a chunk of training runs), and in memory.
 //! - [`bgm_audit`]: shuffling audits of the Batched Gaussian Mechanism
 //!   (settings, validation, the guess search, the report), on any
 //!   [`bgm_engine::BgmEngine`]: the pure-Rust [`bgm_engine::CpuBgmEngine`] or
@@ -30,7 +22,7 @@
 //! - [`bgm_counts`]: BGM audits in bounded memory (a threshold chosen on
 //!   separate selection runs, the evaluation runs counted on a grid fixed in
 //!   advance), for 10⁸–10⁹ observations.
-//! - [`bgm_runner`]: a BGM experiment in the [`store`], its units
+//! - [`bgm_runner`]: a BGM experiment in the store, its units
 //!   ([`bgm_unit`]) slices of a setting's simulated runs.
 //!
 //! Library code calls libtorch only through tch's fallible API, as in
@@ -49,16 +41,9 @@ pub mod book;
 pub mod canaries;
 pub mod chunk;
 pub mod error;
-pub mod job_array;
-pub mod kind;
-pub mod outdir;
 pub mod runner;
 pub mod settings;
-pub mod shard;
-pub mod store;
 pub mod throughput;
 
 pub use error::{ExperimentError, Result};
-pub use outdir::{Checked, OutDir, FORMAT_VERSION};
 pub use runner::{merge, run_in_memory, ExperimentDir, Finalized, Manifest, Merged, Plan};
-pub use shard::Shard;

@@ -38,13 +38,13 @@ use dpaudit_train::trainer::Observer;
 use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
 use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
-use crate::outdir::{OutDir, FORMAT_VERSION};
-use crate::shard::Shard;
-use crate::store::{
+use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
+use dpaudit_store::shard::Shard;
+use dpaudit_store::store::{
     chunk_path, read_manifest_json, read_unit_file, Outcome, Store, UnitState, Work,
 };
 
-pub use crate::store::{Plan, CONFIG_FILE};
+pub use dpaudit_store::store::{Plan, CONFIG_FILE};
 
 /// The inclusion bits' file name.
 pub const INCLUSION_FILE: &str = "inclusion.csv";
@@ -259,7 +259,8 @@ pub fn check_results_memory_against(
     )?)
 }
 
-impl crate::store::Manifest for Manifest {
+impl dpaudit_store::store::Manifest for Manifest {
+    type Error = ExperimentError;
     const WHAT: &'static str = "experiment";
 
     fn read(dir: &Path) -> Result<Self> {
@@ -280,7 +281,7 @@ impl crate::store::Manifest for Manifest {
 
     /// The bits first: fixed before any training.
     fn create(&self, out: &OutDir) -> Result<()> {
-        out.write(INCLUSION_FILE, inclusion_csv(&self.experiment).as_bytes())
+        Ok(out.write(INCLUSION_FILE, inclusion_csv(&self.experiment).as_bytes())?)
     }
 
     fn reopen(&self, out: &OutDir, mine: Self) -> Result<()> {
@@ -311,6 +312,7 @@ pub struct CanaryWork {
 
 impl Work for CanaryWork {
     type Data = Vec<ScoreRow>;
+    type Error = ExperimentError;
     const REDO: &'static str = "retrain";
     const MADE: &'static str = "trained";
 
@@ -463,14 +465,14 @@ fn finalize(store: &Store<Manifest, CanaryWork>) -> Result<Finalized> {
 }
 
 /// What [`merge`] did.
-pub type Merged = crate::store::Merged<AuditReport>;
+pub type Merged = dpaudit_store::store::Merged<AuditReport>;
 
 /// Copy the verified chunks of shard out-dirs into `out_dir` and finalize it.
 /// Every shard must be of the same experiment and format; a shard given
 /// twice is refused as a duplicate; chunks still missing are named with the
 /// shards that own them.
 pub fn merge(out_dir: &Path, shards: &[PathBuf], command: &str) -> Result<Merged> {
-    crate::store::merge(
+    dpaudit_store::store::merge(
         out_dir,
         shards,
         command,

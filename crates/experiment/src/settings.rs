@@ -335,8 +335,11 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../experiments/one-run/whitebox-mlp-fmnist-m1000-smoke.toml"
         ));
-        let file = crate::kind::ExperimentFile::read_as(path, crate::kind::ExperimentKind::Canary)
-            .unwrap();
+        let file = dpaudit_store::kind::ExperimentFile::read_as(
+            path,
+            dpaudit_store::kind::ExperimentKind::Canary,
+        )
+        .unwrap();
         let mut config = ExperimentConfig::from_toml(&file.text, "one-run smoke").unwrap();
         config.audit.methods = vec![Method::EpsDelta, Method::OneRunFdpGaussian];
         config.audit.selection = SelectionChoice::MultiSplit;

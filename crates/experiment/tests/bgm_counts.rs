@@ -24,7 +24,7 @@ use dpaudit_experiment::bgm_counts::{
 };
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
-use dpaudit_experiment::{OutDir, Shard};
+use dpaudit_store::{OutDir, Shard};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

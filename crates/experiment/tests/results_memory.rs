@@ -19,7 +19,8 @@ use dpaudit_experiment::runner::{
     check_results_memory_against, holder_of, results_memory, ResultsHolder,
 };
 use dpaudit_experiment::settings::ExperimentConfig;
-use dpaudit_experiment::{run_in_memory, ExperimentDir, OutDir, Shard};
+use dpaudit_experiment::{run_in_memory, ExperimentDir};
+use dpaudit_store::{OutDir, Shard};
 use dpaudit_train::trainer::Silent;
 
 const HUGE_RUNS: u64 = 100_000_000_000;

@@ -73,7 +73,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use dpaudit_audit::observations::Selection;
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
+use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 

@@ -75,7 +75,7 @@ pub enum PanoramiaError {
     Train(#[from] TrainError),
     /// The out-dir is locked by another process, unwritable, or a write failed.
     #[error(transparent)]
-    Experiment(#[from] dpaudit_experiment::ExperimentError),
+    Store(#[from] dpaudit_store::StoreError),
     /// From the audit statistics.
     #[error(transparent)]
     Audit(#[from] AuditError),

@@ -288,7 +288,7 @@ pub fn restore(params: &[Tensor], saved: &[Tensor]) -> Result<()> {
 /// with the mode of an ordinary new file (the workspace's one atomic writer,
 /// [`dpaudit_data::atomic::write_atomic`], through the out-dir's errors).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(dpaudit_experiment::outdir::write_atomic(path, bytes)?)
+    Ok(dpaudit_store::outdir::write_atomic(path, bytes)?)
 }
 
 /// The metadata key of the pipeline's safetensors files.

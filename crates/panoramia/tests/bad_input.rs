@@ -200,10 +200,10 @@ fn a_second_process_on_the_same_out_dir_is_refused_before_any_work() {
     let cfg = PanoramiaConfig::from_toml(&text, "t.toml").unwrap();
     let out = dir.path().join("out");
     // Another holder of the out-dir (this test process, as another command).
-    let held = dpaudit_experiment::OutDir::open(&out, "another dpaudit").unwrap();
+    let held = dpaudit_store::OutDir::open(&out, "another dpaudit").unwrap();
     let err = run(&cfg, "t.toml", &out, &mut Quiet).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, PanoramiaError::Experiment(_)), "{msg}");
+    assert!(matches!(err, PanoramiaError::Store(_)), "{msg}");
     let pid = format!("pid {}", std::process::id());
     assert!(
         msg.contains(&pid) && msg.contains("another dpaudit"),
@@ -214,9 +214,6 @@ fn a_second_process_on_the_same_out_dir_is_refused_before_any_work() {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        vec![dpaudit_experiment::outdir::LOCK_FILE.to_string()]
-    );
+    assert_eq!(names, vec![dpaudit_store::outdir::LOCK_FILE.to_string()]);
     drop(held);
 }

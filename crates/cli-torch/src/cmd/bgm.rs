@@ -14,8 +14,8 @@ use dpaudit_experiment::bgm_audit::{
 };
 use dpaudit_experiment::bgm_engine::{BgmEngine, CpuBgmEngine, TensorBgmEngine};
 use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
-use dpaudit_experiment::{OutDir, Shard};
+use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
+use dpaudit_store::{OutDir, Shard};
 
 use super::experiment::{command_line, open};
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use dpaudit_cli::args::experiment::KindFileArgs;
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
+use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 
 /// The file, read as `kind`, and its out-dir: `--out-dir`, or
 /// `root/<config file stem>`.

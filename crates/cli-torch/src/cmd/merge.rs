@@ -1,9 +1,9 @@
 //! `dpaudit merge --out-dir D SHARD...`: the out-dirs of `--shard` runs
 //! combined into one finished audit, by the kind their manifest says
-//! ([`dpaudit_experiment::kind::out_dir_kind`]).
+//! ([`dpaudit_store::kind::out_dir_kind`]).
 
 use dpaudit_cli::args::merge::Args;
-use dpaudit_experiment::kind::{out_dir_kind, ExperimentKind};
+use dpaudit_store::kind::{out_dir_kind, ExperimentKind};
 
 /// `dpaudit merge`: the merge of the first shard's kind (each runner refuses
 /// shards of another experiment).

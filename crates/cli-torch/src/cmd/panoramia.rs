@@ -9,8 +9,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use dpaudit_cli::args::panoramia::Args;
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_panoramia::{run as run_pipeline, PanoramiaConfig, Progress};
+use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::experiment::open;

@@ -1,5 +1,5 @@
 //! `dpaudit run FILE.toml --out-dir DIR`: an experiment end to end, by the
-//! file's `kind` ([`dpaudit_experiment::kind`]): a canary audit (here), a BGM
+//! file's `kind` ([`dpaudit_store::kind`]): a canary audit (here), a BGM
 //! audit ([`super::bgm`]) or PANORAMIA ([`super::panoramia`]); plus `dpaudit
 //! compare` (several audits side by side). The experiment, its out-dir and
 //! its statistics are library code (`dpaudit_experiment`); this module
@@ -17,15 +17,16 @@ use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_experiment::bgm_runner::plan_units;
 use dpaudit_experiment::chunk::Prepared;
-use dpaudit_experiment::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_experiment::runner::{check_results_memory, holder_of};
 use dpaudit_experiment::settings::ExperimentConfig;
-use dpaudit_experiment::{ExperimentDir, Finalized, OutDir, Shard};
+use dpaudit_experiment::{ExperimentDir, Finalized};
+use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
+use dpaudit_store::{OutDir, Shard};
 use dpaudit_train::engine::Fault;
 use dpaudit_train::trainer::Observer;
 use dpaudit_train::StepReport;
 
-use dpaudit_experiment::outdir::write_atomic;
+use dpaudit_store::outdir::write_atomic;
 
 use super::experiment::command_line;
 

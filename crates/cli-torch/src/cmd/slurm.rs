@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use dpaudit_cli::args::slurm::Args;
-use dpaudit_experiment::job_array::{submit, write_scripts, SlurmPlan};
-use dpaudit_experiment::kind::ExperimentFile;
+use dpaudit_store::job_array::{submit, write_scripts, SlurmPlan};
+use dpaudit_store::kind::ExperimentFile;
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     Ok(if p.is_absolute() {

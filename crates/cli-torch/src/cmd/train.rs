@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use dpaudit_data::seed::{Mode, Randomness};
-use dpaudit_experiment::OutDir;
+use dpaudit_store::OutDir;
 use dpaudit_train::checkpoint;
 use dpaudit_train::config::{DeviceChoice, TrainConfig};
 use dpaudit_train::trainer::{self, Observer};

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use dpaudit_experiment::bgm_audit::{BgmExperiment, PreparedSetting};
 use dpaudit_experiment::bgm_engine::BgmEngine;
 use dpaudit_experiment::bgm_runner::{BgmDir, BgmFinalized};
-use dpaudit_experiment::kind::ExperimentFile;
 use dpaudit_experiment::settings::ExperimentConfig;
-use dpaudit_experiment::{OutDir, Shard};
+use dpaudit_store::kind::ExperimentFile;
+use dpaudit_store::{OutDir, Shard};
 
 #[path = "../../../../tests/fixtures/mod.rs"]
 pub mod fixtures;

@@ -1,4 +1,4 @@
-//! The out-dir as the experiment crate's [`Store`]: `config.json` is the
+//! The out-dir as the store crate's [`Store`]: `config.json` is the
 //! manifest (the config and its fingerprint; an out-dir of another config is
 //! refused), and each stage's JSON artifact (`quality.json`,
 //! `baseline.json`, `targets/<name>.json`) is a unit of work, read back and
@@ -11,10 +11,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dpaudit_experiment::outdir::OutDir;
-use dpaudit_experiment::shard::Shard;
-use dpaudit_experiment::store::{self, read_manifest_json, Manifest, Store, UnitState, Work};
-use dpaudit_experiment::ExperimentError;
+use dpaudit_store::outdir::OutDir;
+use dpaudit_store::shard::Shard;
+use dpaudit_store::store::{self, read_manifest_json, Manifest, Store, UnitState, Work};
+use dpaudit_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -50,14 +50,15 @@ impl PanoramiaManifest {
 }
 
 impl Manifest for PanoramiaManifest {
+    type Error = StoreError;
     const WHAT: &'static str = "config";
 
-    fn read(dir: &Path) -> dpaudit_experiment::Result<Self> {
+    fn read(dir: &Path) -> dpaudit_store::Result<Self> {
         let (path, mut value) = read_manifest_json(dir)?;
         let mut text = |key: &str| {
             match value.get_mut(key).map(serde_json::Value::take) {
             Some(serde_json::Value::String(s)) => Ok(s),
-            _ => Err(ExperimentError::Inconsistent {
+            _ => Err(StoreError::Inconsistent {
                 path: path.clone(),
                 reason: format!(
                     "no `{key}`: not the config.json of a PANORAMIA out-dir ({FORMAT}); use another --out-dir"
@@ -150,6 +151,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
 
 impl Work for PanoramiaWork {
     type Data = Artifact;
+    type Error = StoreError;
     const REDO: &'static str = "recompute";
     const MADE: &'static str = "computed";
 
@@ -165,13 +167,13 @@ impl Work for PanoramiaWork {
         }
     }
 
-    fn read_unit(&self, dir: &Path, c: u64) -> dpaudit_experiment::Result<UnitState<Artifact>> {
+    fn read_unit(&self, dir: &Path, c: u64) -> dpaudit_store::Result<UnitState<Artifact>> {
         let path = dir.join(self.unit_file(c));
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(UnitState::Missing),
             Err(source) => {
-                return Err(ExperimentError::Io {
+                return Err(StoreError::Io {
                     path,
                     action: "reading",
                     source,
@@ -221,7 +223,7 @@ impl Work for PanoramiaWork {
         }
     }
 
-    fn encode(&self, data: &Artifact, path: &Path) -> dpaudit_experiment::Result<Vec<u8>> {
+    fn encode(&self, data: &Artifact, path: &Path) -> dpaudit_store::Result<Vec<u8>> {
         match data {
             Artifact::Quality(q) => pretty(q, path),
             Artifact::Baseline(b) => pretty(b, path),
@@ -247,7 +249,7 @@ pub(super) fn claim(
     let manifest = PanoramiaManifest::new(config, fingerprint)?;
     let work = PanoramiaWork::new(config, fingerprint);
     let store = Store::claim(dir, manifest, work).map_err(|e| match e {
-        ExperimentError::Inconsistent { path, reason } => PanoramiaError::OutDir {
+        StoreError::Inconsistent { path, reason } => PanoramiaError::OutDir {
             path: path.display().to_string(),
             reason,
         },
@@ -269,10 +271,10 @@ pub(super) fn found(store: &PanoramiaStore, stage: &Stage) -> Result<Option<Arti
 }
 
 /// `value` as pretty JSON (`path` names it in errors).
-fn pretty<T: Serialize>(value: &T, path: &Path) -> dpaudit_experiment::Result<Vec<u8>> {
+fn pretty<T: Serialize>(value: &T, path: &Path) -> dpaudit_store::Result<Vec<u8>> {
     serde_json::to_string_pretty(value)
         .map(String::into_bytes)
-        .map_err(|e| ExperimentError::Inconsistent {
+        .map_err(|e| StoreError::Inconsistent {
             path: path.to_path_buf(),
             reason: format!("serialising: {e}"),
         })

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::error::{invalid, ExperimentError, Result};
+use crate::error::{invalid, Result, StoreError};
 
 /// What [`write_scripts`] needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,12 +205,12 @@ fn sbatch(args: &[String]) -> Result<String> {
         .arg("--parsable")
         .args(args)
         .output()
-        .map_err(|e| ExperimentError::Cluster {
+        .map_err(|e| StoreError::Cluster {
             command: line.clone(),
             reason: format!("{e} (is Slurm installed and `sbatch` on PATH?)"),
         })?;
     if !out.status.success() {
-        return Err(ExperimentError::Cluster {
+        return Err(StoreError::Cluster {
             command: line,
             reason: format!(
                 "{}: {}",
@@ -223,7 +223,7 @@ fn sbatch(args: &[String]) -> Result<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let id = text.trim().split(';').next().unwrap_or("").to_string();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-        return Err(ExperimentError::Cluster {
+        return Err(StoreError::Cluster {
             command: line,
             reason: format!("unexpected output {:?}: expected a job id", text.trim()),
         });

@@ -21,17 +21,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{read_text, ExperimentError, Result};
+use crate::error::{read_text, Result, StoreError};
 use crate::store::CONFIG_FILE;
 
 /// The kinds of experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExperimentKind {
-    /// A canary audit of trained models (`dpaudit run`; [`crate::runner`]).
+    /// A canary audit of trained models (`dpaudit run`; `dpaudit_experiment::runner`).
     Canary,
     /// Shuffling audits of the Batched Gaussian Mechanism (`dpaudit bgm`;
-    /// [`crate::bgm_runner`]).
+    /// `dpaudit_experiment::bgm_runner`).
     Bgm,
     /// PANORAMIA, one trained model against generated non-members
     /// (`dpaudit panoramia`; `dpaudit_panoramia`).
@@ -115,7 +115,7 @@ impl ExperimentFile {
                 kind,
                 text,
             }),
-            (None, _) => Err(ExperimentError::Inconsistent {
+            (None, _) => Err(StoreError::Inconsistent {
                 path: path.to_path_buf(),
                 reason: format!(
                     "no top-level `kind`: an experiment file says what it is in its first key, one of {}",
@@ -145,7 +145,7 @@ impl ExperimentFile {
         if self.kind == kind {
             return Ok(());
         }
-        Err(ExperimentError::Inconsistent {
+        Err(StoreError::Inconsistent {
             path: self.path.clone(),
             reason: format!(
                 "`kind = \"{}\"` ({}), but this command runs `kind = \"{}\"` ({}); use `dpaudit run {}`",
@@ -162,7 +162,7 @@ impl ExperimentFile {
 /// The kind `text` names (none if it has no `kind` key), and the text
 /// without its `kind` line.
 fn split_kind(path: &Path, text: &str) -> Result<(Option<ExperimentKind>, String)> {
-    let bad = |reason: String| ExperimentError::Inconsistent {
+    let bad = |reason: String| StoreError::Inconsistent {
         path: path.to_path_buf(),
         reason,
     };

@@ -44,7 +44,7 @@ use dpaudit_data::atomic::sync_dir;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::{ExperimentError, Result};
+use crate::error::{Result, StoreError};
 
 /// The version of the out-dir layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 2;
@@ -251,12 +251,12 @@ impl OutDir {
         write: impl Fn(&mut File, &[u8]) -> std::io::Result<()>,
     ) -> Result<OutDir> {
         let created = !root.exists();
-        fs::create_dir_all(root).map_err(|source| ExperimentError::NotWritable {
+        fs::create_dir_all(root).map_err(|source| StoreError::NotWritable {
             path: root.to_path_buf(),
             source,
         })?;
         // Give a directory this call created back when it ends in an error.
-        let fail = |e: ExperimentError| {
+        let fail = |e: StoreError| {
             if created {
                 // Fails (and keeps the directory) unless it is empty.
                 let _ = fs::remove_dir(root);
@@ -277,7 +277,7 @@ impl OutDir {
                         // that fail too, the grace rule takes it over later.
                         drop(f);
                         let _ = fs::remove_file(&path);
-                        return Err(fail(ExperimentError::NotWritable {
+                        return Err(fail(StoreError::NotWritable {
                             path: root.to_path_buf(),
                             source,
                         }));
@@ -289,21 +289,21 @@ impl OutDir {
                     match fs::read_to_string(&path) {
                         Ok(now) if now == content => {}
                         Ok(now) => {
-                            return Err(fail(ExperimentError::Locked {
+                            return Err(fail(StoreError::Locked {
                                 path: path.clone(),
                                 holder: LockHolder::parse(&now)
                                     .map_or_else(|| taken.into(), |h| h.to_string()),
                             }))
                         }
                         Err(e) if e.kind() == ErrorKind::NotFound => {
-                            return Err(fail(ExperimentError::Locked {
+                            return Err(fail(StoreError::Locked {
                                 path: path.clone(),
                                 holder: taken.into(),
                             }))
                         }
                         Err(source) => {
                             let _ = fs::remove_file(&path);
-                            return Err(fail(ExperimentError::NotWritable {
+                            return Err(fail(StoreError::NotWritable {
                                 path: root.to_path_buf(),
                                 source,
                             }));
@@ -320,7 +320,7 @@ impl OutDir {
                     let text = fs::read_to_string(&path).unwrap_or_default();
                     match LockHolder::parse(&text) {
                         Some(holder) if holder.alive() => {
-                            return Err(fail(ExperimentError::Locked {
+                            return Err(fail(StoreError::Locked {
                                 path: path.clone(),
                                 holder: holder.to_string(),
                             }))
@@ -336,7 +336,7 @@ impl OutDir {
                                 continue;
                             };
                             if unchanged_s < UNREADABLE_LOCK_GRACE.as_secs() {
-                                return Err(fail(ExperimentError::Locked {
+                                return Err(fail(StoreError::Locked {
                                     path: path.clone(),
                                     holder: format!(
                                         "a process writing its lock right now, or one that stopped before it could \
@@ -354,13 +354,13 @@ impl OutDir {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    return Err(fail(ExperimentError::Locked {
+                    return Err(fail(StoreError::Locked {
                         path: path.clone(),
                         holder: "another process that took it at the same moment".into(),
                     }))
                 }
                 Err(source) => {
-                    return Err(fail(ExperimentError::NotWritable {
+                    return Err(fail(StoreError::NotWritable {
                         path: root.to_path_buf(),
                         source,
                     }))
@@ -397,11 +397,10 @@ impl OutDir {
         value: &T,
     ) -> Result<()> {
         let path = self.path(&relative);
-        let json =
-            serde_json::to_string_pretty(value).map_err(|e| ExperimentError::Inconsistent {
-                path,
-                reason: format!("serialising: {e}"),
-            })?;
+        let json = serde_json::to_string_pretty(value).map_err(|e| StoreError::Inconsistent {
+            path,
+            reason: format!("serialising: {e}"),
+        })?;
         self.write(relative, json.as_bytes())
     }
 
@@ -433,7 +432,7 @@ pub fn read_checked(path: &Path) -> Result<Checked> {
         Ok(b) => b,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Checked::Missing),
         Err(source) => {
-            return Err(ExperimentError::Io {
+            return Err(StoreError::Io {
                 path: path.to_path_buf(),
                 action: "reading",
                 source,
@@ -477,7 +476,7 @@ fn lock_age(path: &Path) -> Result<Option<(u64, u64)>> {
         Ok(m) => m,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(ExperimentError::Io {
+            return Err(StoreError::Io {
                 path: path.to_path_buf(),
                 action: "reading the lock's metadata",
                 source,
@@ -496,7 +495,7 @@ fn lock_age(path: &Path) -> Result<Option<(u64, u64)>> {
 /// first) is fine: the exclusive create that follows decides.
 fn remove_stale(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != ErrorKind::NotFound => Err(ExperimentError::Io {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(StoreError::Io {
             path: path.to_path_buf(),
             action: "removing a stale lock",
             source: e,
@@ -508,7 +507,7 @@ fn remove_stale(path: &Path) -> Result<()> {
 /// Write `bytes` to `path` whole or not at all, with the mode of an
 /// ordinary new file: [`dpaudit_data::atomic::write_atomic`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    dpaudit_data::atomic::write_atomic(path, bytes).map_err(|e| ExperimentError::Io {
+    dpaudit_data::atomic::write_atomic(path, bytes).map_err(|e| StoreError::Io {
         path: e.path,
         action: e.action,
         source: e.source,
@@ -573,7 +572,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // An existing out-dir: kept, without a lock.
         let err = OutDir::open_with(dir.path(), "full", disk_full).unwrap_err();
-        assert!(matches!(err, ExperimentError::NotWritable { .. }), "{err}");
+        assert!(matches!(err, StoreError::NotWritable { .. }), "{err}");
         assert!(err.to_string().contains("nothing was computed"), "{err}");
         assert!(!dir.path().join(LOCK_FILE).exists());
         assert!(dir.path().exists());
@@ -601,7 +600,7 @@ mod tests {
             fs::write(&lock, text).unwrap();
             // Fresh: its creator may be writing it right now.
             let err = OutDir::open(dir.path(), "second").unwrap_err();
-            assert!(matches!(err, ExperimentError::Locked { .. }), "{err}");
+            assert!(matches!(err, StoreError::Locked { .. }), "{err}");
             let msg = err.to_string();
             assert!(
                 msg.contains("names no holder") && msg.contains("unchanged for 30 s"),
@@ -714,7 +713,7 @@ mod tests {
         fs::write(&file, b"").unwrap();
         // Below a regular file: not creatable, for root too.
         let err = OutDir::open(&file.join("out"), "test").unwrap_err();
-        assert!(matches!(err, ExperimentError::NotWritable { .. }), "{err}");
+        assert!(matches!(err, StoreError::NotWritable { .. }), "{err}");
         assert!(err.to_string().contains("a-file"), "{err}");
     }
 }

@@ -8,16 +8,21 @@
 //! read back, verified and written); everything else — the lock
 //! ([`OutDir`]), damaged files set aside, shards, duplicate and foreign
 //! shards refused, missing units named with their owners — is done here once.
-//! Canary audits ([`crate::runner`]: a unit is a chunk of training runs) and
-//! BGM audits ([`crate::bgm_runner`]: a unit is a slice of a setting's
-//! simulated runs) are its two users.
+//! Canary audits (`dpaudit_experiment::runner`: a unit is a chunk of training runs) and
+//! BGM audits (`dpaudit_experiment::bgm_runner`: a unit is a slice of a setting's
+//! simulated runs) are its two users, and PANORAMIA (`dpaudit_panoramia`: a
+//! unit is a stage's artifact).
+//!
+//! The traits' methods and the callbacks return the workflow's own error
+//! ([`Manifest::Error`]), which every [`StoreError`] converts into, so that a
+//! workflow's `?` works on both.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::{invalid, read_text, ExperimentError, Result};
+use crate::error::{invalid, read_text, Result, StoreError};
 use crate::outdir::{read_checked, Checked, OutDir};
 use crate::shard::Shard;
 
@@ -33,12 +38,15 @@ pub fn chunk_path(c: u64, ext: &str) -> PathBuf {
 /// `config.json` of an out-dir: what identifies the work (its fingerprint)
 /// and the shard that wrote it.
 pub trait Manifest: Clone + Serialize + Sized {
+    /// The workflow's error (the store's own errors convert into it).
+    type Error: From<StoreError>;
+
     /// What a different fingerprint means, in words ("experiment",
     /// "experiment or engine").
     const WHAT: &'static str;
 
     /// Read and check `dir/config.json`.
-    fn read(dir: &Path) -> Result<Self>;
+    fn read(dir: &Path) -> Result<Self, Self::Error>;
 
     /// What the unit files depend on, hashed.
     fn fingerprint(&self) -> &str;
@@ -51,18 +59,18 @@ pub trait Manifest: Clone + Serialize + Sized {
 
     /// Before the manifest is first written into `out` (e.g. the secret
     /// inclusion bits, fixed before any training).
-    fn create(&self, _out: &OutDir) -> Result<()> {
+    fn create(&self, _out: &OutDir) -> Result<(), Self::Error> {
         Ok(())
     }
 
     /// `out` already holds `mine`, of the same fingerprint as `self`: check
     /// what else must agree, and record what may change.
-    fn reopen(&self, _out: &OutDir, _mine: Self) -> Result<()> {
+    fn reopen(&self, _out: &OutDir, _mine: Self) -> Result<(), Self::Error> {
         Ok(())
     }
 
     /// Checks of a shard out-dir `dir` (manifest `self`) before it is merged.
-    fn admit(&self, _dir: &Path) -> Result<()> {
+    fn admit(&self, _dir: &Path) -> Result<(), Self::Error> {
         Ok(())
     }
 }
@@ -82,6 +90,8 @@ pub enum UnitState<D> {
 pub trait Work {
     /// A unit's content, read back and verified.
     type Data;
+    /// The workflow's error (the store's own errors convert into it).
+    type Error: From<StoreError>;
     /// What redoing a unit is called ("retrain", "recompute").
     const REDO: &'static str;
     /// How units are made ("trained", "simulated").
@@ -94,21 +104,21 @@ pub trait Work {
     fn unit_file(&self, c: u64) -> PathBuf;
 
     /// Unit `c` of the out-dir `dir`.
-    fn read_unit(&self, dir: &Path, c: u64) -> Result<UnitState<Self::Data>>;
+    fn read_unit(&self, dir: &Path, c: u64) -> Result<UnitState<Self::Data>, Self::Error>;
 
     /// The bytes of a unit file (the checksum trailer is added on writing);
     /// `path` names it in errors.
-    fn encode(&self, data: &Self::Data, path: &Path) -> Result<Vec<u8>>;
+    fn encode(&self, data: &Self::Data, path: &Path) -> Result<Vec<u8>, Self::Error>;
 
     /// Whether two copies of a unit hold the same results (timings aside).
     fn same(&self, a: &Self::Data, b: &Self::Data) -> bool;
 }
 
 /// Read the checksummed file `path` and verify its content with `parse`.
-pub fn read_unit_file<D>(
+pub fn read_unit_file<D, E: From<StoreError>>(
     path: &Path,
-    parse: impl FnOnce(Vec<u8>) -> Result<UnitState<D>>,
-) -> Result<UnitState<D>> {
+    parse: impl FnOnce(Vec<u8>) -> Result<UnitState<D>, E>,
+) -> Result<UnitState<D>, E> {
     Ok(match read_checked(path)? {
         Checked::Missing => UnitState::Missing,
         Checked::Damaged(why) => UnitState::Damaged(why),
@@ -153,11 +163,11 @@ pub struct Store<M, W> {
     work: W,
 }
 
-impl<M: Manifest, W: Work> Store<M, W> {
+impl<M: Manifest, W: Work<Error = M::Error>> Store<M, W> {
     /// Bind `work` to the locked out-dir `out` (take the lock with
     /// [`OutDir::open`] before computing anything): create its manifest, or
     /// check the one there.
-    pub fn claim(out: OutDir, manifest: M, work: W) -> Result<Self> {
+    pub fn claim(out: OutDir, manifest: M, work: W) -> Result<Self, M::Error> {
         claim(&out, &manifest)?;
         Ok(Self {
             out,
@@ -184,7 +194,7 @@ impl<M: Manifest, W: Work> Store<M, W> {
     /// Which of this shard's units are done and which to compute. Damaged
     /// unit files are renamed to `*.damaged` (kept for inspection) so that
     /// they are computed again.
-    pub fn plan(&self) -> Result<Plan> {
+    pub fn plan(&self) -> Result<Plan, M::Error> {
         let shard = self.manifest.shard();
         let mut plan = Plan {
             done: Vec::new(),
@@ -199,7 +209,7 @@ impl<M: Manifest, W: Work> Store<M, W> {
                     let path = self.out.path(self.work.unit_file(c));
                     let mut aside = path.clone().into_os_string();
                     aside.push(".damaged");
-                    std::fs::rename(&path, &aside).map_err(|source| ExperimentError::Io {
+                    std::fs::rename(&path, &aside).map_err(|source| StoreError::Io {
                         path: path.clone(),
                         action: "setting a damaged chunk aside",
                         source,
@@ -213,25 +223,28 @@ impl<M: Manifest, W: Work> Store<M, W> {
     }
 
     /// Write unit `c` (checksummed, atomically).
-    pub fn write_unit(&self, c: u64, bytes: &[u8]) -> Result<()> {
-        self.out.write_checked(self.work.unit_file(c), bytes)
+    pub fn write_unit(&self, c: u64, bytes: &[u8]) -> Result<(), M::Error> {
+        Ok(self.out.write_checked(self.work.unit_file(c), bytes)?)
     }
 
     /// Read every unit in order, handing each to `fold` until one is missing
     /// (then only the missing ones are looked for); a damaged unit is an
     /// error. Returns the missing units.
-    pub fn read_all(&self, fold: impl FnMut(u64, W::Data) -> Result<()>) -> Result<Vec<u64>> {
+    pub fn read_all(
+        &self,
+        fold: impl FnMut(u64, W::Data) -> Result<(), M::Error>,
+    ) -> Result<Vec<u64>, M::Error> {
         read_all(&self.out, &self.work, fold)
     }
 }
 
 /// Create or check the manifest of `out`.
-fn claim<M: Manifest>(out: &OutDir, manifest: &M) -> Result<()> {
+fn claim<M: Manifest>(out: &OutDir, manifest: &M) -> Result<(), M::Error> {
     let path = out.path(CONFIG_FILE);
     if path.exists() {
         let mine = M::read(out.root())?;
         if mine.fingerprint() != manifest.fingerprint() {
-            return Err(ExperimentError::Inconsistent {
+            return Err(StoreError::Inconsistent {
                 path,
                 reason: format!(
                     "belongs to a different {} (fingerprint {} vs {}); use another --out-dir",
@@ -239,32 +252,34 @@ fn claim<M: Manifest>(out: &OutDir, manifest: &M) -> Result<()> {
                     mine.fingerprint(),
                     manifest.fingerprint()
                 ),
-            });
+            }
+            .into());
         }
         return manifest.reopen(out, mine);
     }
     manifest.create(out)?;
-    out.write_json(CONFIG_FILE, manifest)
+    Ok(out.write_json(CONFIG_FILE, manifest)?)
 }
 
 /// [`Store::read_all`] of the out-dir `out`.
 pub fn read_all<W: Work>(
     out: &OutDir,
     work: &W,
-    mut fold: impl FnMut(u64, W::Data) -> Result<()>,
-) -> Result<Vec<u64>> {
+    mut fold: impl FnMut(u64, W::Data) -> Result<(), W::Error>,
+) -> Result<Vec<u64>, W::Error> {
     let mut missing = Vec::new();
     for c in 0..work.units() {
         match work.read_unit(out.root(), c)? {
             UnitState::Missing => missing.push(c),
             UnitState::Damaged(why) => {
-                return Err(ExperimentError::Inconsistent {
+                return Err(StoreError::Inconsistent {
                     path: out.path(work.unit_file(c)),
                     reason: format!(
                         "damaged: {why}; run the experiment on this out-dir again to {} this chunk",
                         W::REDO
                     ),
-                })
+                }
+                .into())
             }
             // The results cannot be written; only look for what else is missing.
             UnitState::Intact(_) if !missing.is_empty() => {}
@@ -280,15 +295,15 @@ pub fn read_all<W: Work>(
 /// named with the shards that own them. `work` makes the work of the merged
 /// manifest (checking what the merge needs in memory first); `finalize`
 /// writes the results.
-pub fn merge<M: Manifest, W: Work, R>(
+pub fn merge<M: Manifest, W: Work<Error = M::Error>, R>(
     out_dir: &Path,
     shards: &[PathBuf],
     command: &str,
-    work: impl FnOnce(&M) -> Result<W>,
-    finalize: impl FnOnce(&Store<M, W>) -> Result<Outcome<R>>,
-) -> Result<Merged<R>> {
+    work: impl FnOnce(&M) -> Result<W, M::Error>,
+    finalize: impl FnOnce(&Store<M, W>) -> Result<Outcome<R>, M::Error>,
+) -> Result<Merged<R>, M::Error> {
     if shards.is_empty() {
-        return Err(invalid("shards", "none", "at least one shard out-dir"));
+        return Err(invalid("shards", "none", "at least one shard out-dir").into());
     }
     // Locked, and known to be writable, before anything is read or computed.
     let out = OutDir::open(out_dir, command)?;
@@ -309,26 +324,27 @@ pub fn merge<M: Manifest, W: Work, R>(
             let data = match work.read_unit(dir, c)? {
                 UnitState::Missing => continue,
                 UnitState::Damaged(why) => {
-                    return Err(ExperimentError::Inconsistent {
+                    return Err(StoreError::Inconsistent {
                         path: dir.join(work.unit_file(c)),
                         reason: format!(
                             "damaged: {why}; run that shard again to {} it, then merge",
                             W::REDO
                         ),
-                    })
+                    }
+                    .into())
                 }
                 UnitState::Intact(data) => data,
             };
             match work.read_unit(out.root(), c)? {
                 UnitState::Intact(existing) if !work.same(&existing, &data) => {
-                    return Err(ExperimentError::Inconsistent {
+                    return Err(StoreError::Inconsistent {
                         path: dir.join(work.unit_file(c)),
                         reason: format!(
                             "chunk {c} differs from the one in {}: the shards were not {} from the same experiment",
                             out_dir.display(),
                             W::MADE
                         ),
-                    })
+                    }.into())
                 }
                 UnitState::Intact(_) => {}
                 UnitState::Missing | UnitState::Damaged(_) => {
@@ -350,7 +366,7 @@ pub fn merge<M: Manifest, W: Work, R>(
                     idx.into_iter().map(move |i| format!("{i}/{n}"))
                 })
                 .collect();
-            Err(ExperimentError::Inconsistent {
+            Err(StoreError::Inconsistent {
                 path: out_dir.to_path_buf(),
                 reason: format!(
                     "merged {copied} chunk(s), but {} chunk(s) are missing: {missing:?}, owned by shard(s) {}; run them and \
@@ -358,7 +374,7 @@ pub fn merge<M: Manifest, W: Work, R>(
                     missing.len(),
                     owners.join(", ")
                 ),
-            })
+            }.into())
         }
     }
 }
@@ -371,7 +387,7 @@ fn admit_shard<M: Manifest>(manifests: &[(PathBuf, M)], s: &Path, m: &M) -> Resu
     if let Some((first, m0)) = manifests.first() {
         let f0 = m0.fingerprint();
         if fingerprint != f0 {
-            return Err(ExperimentError::Inconsistent {
+            return Err(StoreError::Inconsistent {
                 path: s.join(CONFIG_FILE),
                 reason: format!(
                     "a different {} than {} (fingerprint {fingerprint} vs {f0})",
@@ -386,7 +402,7 @@ fn admit_shard<M: Manifest>(manifests: &[(PathBuf, M)], s: &Path, m: &M) -> Resu
         p.canonicalize().unwrap_or_else(|_| p.clone()) == canonical
             || (o.shard() == shard && shard != Shard::ALL)
     }) {
-        return Err(ExperimentError::Inconsistent {
+        return Err(StoreError::Inconsistent {
             path: s.join(CONFIG_FILE),
             reason: format!(
                 "duplicate: shard {shard} is given twice ({} and {}); give each shard's out-dir once",
@@ -403,7 +419,7 @@ fn admit_shard<M: Manifest>(manifests: &[(PathBuf, M)], s: &Path, m: &M) -> Resu
 pub fn read_manifest_json(dir: &Path) -> Result<(PathBuf, serde_json::Value)> {
     let path = dir.join(CONFIG_FILE);
     let text = read_text(&path)?;
-    let value = serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
+    let value = serde_json::from_str(&text).map_err(|e| StoreError::Inconsistent {
         path: path.clone(),
         reason: format!("not JSON ({e})"),
     })?;

@@ -1,5 +1,5 @@
 //! The out-dir store on a toy unit of work (a unit is one number, its file
-//! the number as text): what every user of `dpaudit_experiment::store` gets
+//! the number as text): what every user of `dpaudit_store::store` gets
 //! without writing it — plan, damaged units set aside, shards, merge with
 //! duplicates and missing owners named, another experiment refused.
 
@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use dpaudit_experiment::error::Result;
-use dpaudit_experiment::store::{
+use dpaudit_store::error::Result;
+use dpaudit_store::store::{
     self, chunk_path, read_manifest_json, read_unit_file, Outcome, Store, UnitState, Work,
 };
-use dpaudit_experiment::{ExperimentError, OutDir, Shard};
+use dpaudit_store::{OutDir, Shard, StoreError};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Toy {
@@ -21,11 +21,12 @@ struct Toy {
 }
 
 impl store::Manifest for Toy {
+    type Error = StoreError;
     const WHAT: &'static str = "toy";
 
     fn read(dir: &Path) -> Result<Self> {
         let (path, value) = read_manifest_json(dir)?;
-        serde_json::from_value(value).map_err(|e| ExperimentError::Inconsistent {
+        serde_json::from_value(value).map_err(|e| StoreError::Inconsistent {
             path,
             reason: e.to_string(),
         })
@@ -50,6 +51,7 @@ struct Squares(u64);
 
 impl Work for Squares {
     type Data = u64;
+    type Error = StoreError;
     const REDO: &'static str = "recompute";
     const MADE: &'static str = "computed";
 
