@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: The out-dir layout version of ``dpaudit run`` and ``dpaudit bgm`` this
-#: module reads (``crates/experiment/src/outdir.rs``, ``FORMAT_VERSION``).
+#: module reads (``crates/store/src/outdir.rs``, ``FORMAT_VERSION``).
 FORMAT_VERSION: int = 2
 
 #: The ``format`` tag of a PANORAMIA out-dir's JSON files
@@ -56,7 +56,7 @@ class IncompleteOutDirError(FileNotFoundError):
 
 
 # ---------------------------------------------------------------------------
-# Checksummed files (crates/experiment/src/outdir.rs)
+# Checksummed files (crates/store/src/outdir.rs)
 # ---------------------------------------------------------------------------
 
 
