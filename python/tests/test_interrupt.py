@@ -2,6 +2,7 @@
 estimate before any work (issue 41)."""
 
 import _thread
+import signal
 import threading
 import time
 
@@ -19,6 +20,10 @@ def test_ctrl_c_stops_a_long_multi_split(method):
     # 5000 halvings of 4·10⁴ rows: minutes of work without the interrupt.
     scores, members = (gaussian_rows if method == "eps_delta" else canary_rows)(20_000, 1.0, seed=7)
     fn = getattr(dpaudit.audit, method)
+    # Python's own Ctrl-C handler, whatever the process inherited: a job
+    # started in the background by a non-interactive shell ignores SIGINT,
+    # and then `interrupt_main` does nothing.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     t = time.perf_counter()
     timer.start()
@@ -27,6 +32,7 @@ def test_ctrl_c_stops_a_long_multi_split(method):
             fn(scores, members, delta=DELTA, selection="multi-split", splits=5000)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     # Generous: the check runs every 50 ms, between halvings of a few ms each.
     assert time.perf_counter() - t < 10
     # The interpreter and the package still work.
