@@ -661,6 +661,40 @@ def test_panoramia_scores_members_and_measurement(built):
         r.observations("f", classifier_seed=1)
 
 
+def test_panoramia_every_classifier_seed_is_read(tmp_path):
+    """A PANORAMIA out-dir of a config with `classifier.seeds = 2`, written
+    in its documented form (crates/panoramia/src/pipeline/artifacts.rs:
+    seed 0 in `scores`/`mia_scores`, the others in `more_seeds` and
+    `mia_more_seeds`)."""
+    m = 8
+    coins = runs.panoramia_coins(3, m)
+    cfg = {"seed": 3, "confidence": 0.95, "selection": "bonferroni", "split": {"audit": m}, "target": [{"name": "t"}]}
+    (tmp_path / "config.json").write_text(
+        json.dumps({"format": runs.PANORAMIA_FORMAT, "fingerprint": "fp", "config": cfg})
+    )
+    seeds = {k: [float(10 * k + i) for i in range(m)] for k in range(4)}
+    (tmp_path / "baseline.json").write_text(json.dumps(
+        {"format": runs.PANORAMIA_FORMAT, "fingerprint": "fp", "scores": seeds[0],
+         "more_seeds": [{"seed": 1, "scores": seeds[1]}]}
+    ))
+    target = {"name": "t", "fingerprint": "fp", "mia_scores": seeds[2], "measurement": {},
+              "mia_more_seeds": [{"seed": 1, "scores": seeds[3]}]}
+    audit = {"fingerprint": "fp", "audit_members": int(coins.sum()), "targets": [target]}
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    r = runs.open(tmp_path)
+    assert r.classifier_seeds == [0, 1] and r.members.tolist() == coins.tolist()
+    assert r.observations("t")[0].tolist() == seeds[0] and r.observations("t")[2].tolist() == seeds[2]
+    b, bm, s, mm = r.observations("t", classifier_seed=1)
+    assert b.tolist() == seeds[1] and s.tolist() == seeds[3] and bm is mm is r.members
+    assert r.panoramia_arguments("t", classifier_seed=1)["scores"] is s
+    with pytest.raises(KeyError, match="classifier seed 2"):
+        r.observations("t", classifier_seed=2)
+    target["mia_more_seeds"][0]["scores"] = seeds[3][:-1]
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    with pytest.raises(ValueError, match="target t: classifier seed 1: 7 scores, expected 8"):
+        runs.open(tmp_path)
+
+
 @needs_bin
 def test_panoramia_unfinished(copy_of):
     d = copy_of("panoramia")
