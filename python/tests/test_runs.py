@@ -59,6 +59,15 @@ ONE_RUN = (
 # shuffle with K = B), at 2000 and 1000 runs.
 BGM = fixture("tiny-bgm.toml", ("runs = 20000", "runs = 2000"), ("runs = 20000", "runs = 1000"))
 
+# The BGM audit in counts mode (bounded memory, `evaluation = { counts = … }`,
+# as the 10⁹-observation reproduction runs it) for its first setting: 2000
+# evaluation and 1000 selection runs; the second setting keeps its scores.
+BGM_COUNTS = fixture(
+    "tiny-bgm.toml",
+    ("runs = 20000", "runs = 2000\nevaluation = { counts = { selection_runs = 1000 } }"),
+    ("runs = 20000", "runs = 1000"),
+)
+
 # A tiny PANORAMIA audit: the shared sections at fewer epochs, one target
 # per model trained (tests/fixtures/panoramia-{head,target}.toml).
 PANORAMIA_HEAD = fixture(
@@ -125,6 +134,9 @@ def built(tmp_path_factory) -> Dict[str, Path]:
     (d / "bgm.toml").write_text(BGM)
     out["bgm"] = d / "bgm"
     dpaudit_cli("bgm", "--config", d / "bgm.toml", "--out-dir", out["bgm"], "--threads", "2")
+    (d / "bgm_counts.toml").write_text(BGM_COUNTS)
+    out["bgm_counts"] = d / "bgm_counts"
+    dpaudit_cli("bgm", "--config", d / "bgm_counts.toml", "--out-dir", out["bgm_counts"], "--threads", "2")
 
     # A tiny Fashion-MNIST-format dataset: 10 classes, 100 train and 120
     # test records each; random pixels with a class stripe.
@@ -206,18 +218,82 @@ def test_checksummed_files_tell_missing_from_edited_and_truncated(tmp_path):
         assert "a.csv" in str(e.value) and "edited or damaged" in str(e.value)
 
 
+# Seeds from dpaudit's seed key tree (crates/data/src/seed.rs) through the
+# binding. The values below were printed by the NumPy re-implementation of
+# ChaCha20 and the key tree that `dpaudit.runs` carried until it read the
+# tree from Rust (python/src/dpaudit/runs/_seed.py at commit 7764b17); the
+# Rust tree gives the same numbers, which is what these asserts check.
+# (seed, stream, path) → RunSeed(seed).stream(stream).child(path…).to_u64().
+OLD_NUMPY_SEEDS = [
+    ((0, "membership", [0]), 5_836_998_831_134_228_109),
+    ((7, "membership", [3]), 18_321_174_899_719_602_993),
+    ((3, "membership", [0]), 5_511_640_276_912_690_183),
+    ((2**63 + 1, "split", [0xA0D1]), 6_872_639_365_109_767_792),
+    ((42, "noise", [1, 2, 3]), 2_888_258_502_259_345_042),
+]
+
+
 def test_seed_derivation_matches_dpaudits_pinned_values():
-    # RFC 8439 A.1 test vector 1: ChaCha20, zero key, nonce and counter.
-    block = runs._chacha20(np.zeros((1, 8), dtype=np.uint32), 0, 0)
-    assert block[0].astype("<u4").tobytes().hex()[:32] == "76b8e0ada0f13d90405d6ae55386bd28"
+    from dpaudit import _dpaudit
+
     # crates/data/src/seed.rs, `derivation_is_pinned`:
     # RunSeed(0).stream(Sampler).child(0).child(0).to_u64().
-    assert int(runs._next_u64(runs._seed_key(0, "sampler", 0, 0), 1)[0, 0]) == 12_901_373_742_220_054_924
+    assert _dpaudit.seed_u64(0, "sampler", [0, 0]) == 12_901_373_742_220_054_924
+    for args, value in OLD_NUMPY_SEEDS:
+        assert _dpaudit.seed_u64(*args) == value, args
+    # selection_seed(s) = RunSeed(s).stream(Split).child(0xA0D1).to_u64(), as printed by the old
+    # NumPy code for these seeds.
+    assert [runs.selection_seed(s) for s in (0, 5, 2**64 - 1)] == [
+        7_835_243_526_813_267_130, 366_203_726_269_386_439, 15_385_030_311_686_353_702
+    ]
     bits = runs.inclusion_bits(7, 50, 3)
     assert bits.shape == (50, 3) and bits.dtype == bool
-    assert 0.3 < bits.mean() < 0.7
+    # The old NumPy code's bits, packed row-major (73 of 150 set).
+    assert np.packbits(bits.ravel()).tobytes().hex() == "339d58f1eb8e328940876c2b7c02bff0871d28"
     # Batching does not change a run's bits.
     assert np.array_equal(runs.inclusion_bits(7, 5, 3), bits[:5])
+    coins = runs.panoramia_coins(3, 200)
+    assert coins.shape == (200,) and coins.dtype == bool
+    assert np.packbits(coins).tobytes().hex() == "c6a3fb4f3acec7bd53f35ec287dda574a5e9393daec6f3021d"
+    assert runs.panoramia_coins(0, 10).astype(int).tolist() == [1, 1, 1, 0, 0, 0, 0, 1, 1, 1]
+    # A coin is the generator's word below 2^63 (rand's gen_bool(0.5)): the first coin of a
+    # node is the top bit of its to_u64, cleared.
+    assert bool(runs.panoramia_coins(3, 1)[0]) == (_dpaudit.seed_u64(3, "membership", [0]) < 2**63)
+    with pytest.raises(ValueError, match="stream = \"memberships\": expected one of .*membership"):
+        _dpaudit.seed_u64(0, "memberships", [])
+    with pytest.raises(ValueError, match="coins: expected at most"):
+        _dpaudit.seed_coins(0, "membership", [], 2**40, 2**40)
+
+
+def test_a_damaged_chunk_is_named_without_the_binary(tmp_path):
+    """An edited byte of a checksummed chunk, in an out-dir of its own:
+    `open` raises naming the chunk (the Rust store's check)."""
+    d = tmp_path / "bgm"
+    (d / "chunks").mkdir(parents=True)
+    unit = {"setting": 0, "chunk_runs": 4096, "first_chunk": 0, "first_run": 0, "runs": 2, "guess_search": False}
+    manifest = {
+        "kind": "bgm", "format_version": runs.FORMAT_VERSION, "dpaudit_version": "test", "fingerprint": "x",
+        "shard": {"index": 0, "count": 1}, "config": "t.toml", "engine": "rust", "device": "cpu", "threads": 1,
+        "engine_identity": "x", "units": [unit],
+        "experiment": {"description": "t", "settings": [{"name": "s", "runs": 2, "delta": 1e-5,
+                                                         "confidence": 0.95, "seed": 1}]},
+    }
+    (d / "config.json").write_text(json.dumps(manifest))
+    body = json.dumps({"unit": unit, "score_columns": 1, "guess_search": None, "seconds": 0.0,
+                       "clock": {"seconds": 0.0, "observations": 4},
+                       "with_target": [1.5, 2.5], "without_target": [0.5, -1.0]}).encode()
+    chunk = d / "chunks" / "chunk-000000.json"
+    chunk.write_bytes(with_trailer(body))
+    r = runs.open(d, partial=True)
+    assert r.kind == "bgm" and not r.complete and r.settings[0].with_target.tolist() == [1.5, 2.5]
+    good = chunk.read_bytes()
+    i = good.index(b"2.5")
+    chunk.write_bytes(good[:i] + b"3" + good[i + 1 :])
+    with pytest.raises(ValueError, match="chunk-000000.json: damaged: its content does not match its checksum"):
+        runs.open(d, partial=True)
+    chunk.write_bytes(good[: good.rindex(b"# sha256")])
+    with pytest.raises(ValueError, match="chunk-000000.json: damaged: no checksum line"):
+        runs.open(d, partial=True)
 
 
 def test_missing_and_non_out_dirs_are_named(tmp_path):
@@ -477,6 +553,79 @@ def test_bgm_damaged_and_unfinished(copy_of, built):
     assert a.shape == b.shape and np.all(np.abs(a - b) <= np.spacing(np.abs(b)))
 
 
+@needs_bin
+def test_bgm_counts_mode_is_read_from_counts_csv(built):
+    r = runs.open(built["bgm_counts"])
+    assert r.kind == "bgm" and r.complete
+    counted, scored = r.settings
+    assert (counted.mode, scored.mode) == ("counts", "scores")
+    assert scored.counts is None and scored.with_target.size == 1000
+    # scores.csv holds the scores-mode setting only.
+    assert r.setting.tolist() == [1] * 1000 and r.run.tolist() == list(range(1000))
+    assert counted.with_target.size == 0
+    rows = read_csv(built["bgm_counts"] / "counts.csv")
+    for stream, n in (("selection", 1000), ("evaluation", 2000)):
+        h = counted.counts[stream]
+        want = [x for x in rows if x["stream"] == stream]
+        assert all(x["setting"] == "0" for x in want)
+        assert h["bucket"].tolist() == [int(x["bucket"]) for x in want]
+        assert h["cut"].tolist() == [float(x["cut"]) for x in want]
+        assert h["with_target"].tolist() == [int(x["with_target"]) for x in want]
+        assert h["without_target"].tolist() == [int(x["without_target"]) for x in want]
+        assert h["with_target"].sum() == n == h["without_target"].sum()
+        assert np.all(np.diff(h["bucket"]) > 0)
+    cb = counted.report["counted_bound"]
+    assert counted.report.get("lower_bound") is None and cb["evaluation"]["with_target"] == 2000
+    # The histograms are those the bound counted: at the chosen cut ("member iff above bucket
+    # b"), the non-members above it and the members at or below it are its error counts.
+    for stream, key in (("evaluation", "evaluation"), ("selection", "choice")):
+        h, c = counted.counts[stream], cb[key]
+        above = h["bucket"] > c["above_bucket"]
+        fp = "false_positives" if stream == "evaluation" else "selection_false_positives"
+        fn = "false_negatives" if stream == "evaluation" else "selection_false_negatives"
+        assert h["without_target"][above].sum() == c[fp]
+        assert h["with_target"][~above].sum() == c[fn]
+    assert "counts of 2000 runs" in repr(counted)
+    with pytest.raises(ValueError, match="keeps counts .*counted_bound"):
+        counted.observations()
+    # The scores-mode setting is bounded as before.
+    d = scored.bound().to_dict()
+    assert d["epsilon"] == scored.report["lower_bound"]["epsilon"]
+
+
+@needs_bin
+def test_bgm_counts_damaged_and_unfinished(copy_of):
+    d = copy_of("bgm_counts")
+    counts = d / "counts.csv"
+    text = counts.read_text()
+    # One run with the target moved from one selection bucket to another: the totals still
+    # hold, but the histogram is no longer the sum of its checksummed units.
+    lines = text.split("\n")
+    j = next(i for i in range(2, len(lines)) if lines[i].split(",")[1] == "selection" and lines[i].split(",")[4] != "0")
+    for i, step in ((1, 1), (j, -1)):
+        f = lines[i].split(",")
+        f[4] = str(int(f[4]) + step)
+        lines[i] = ",".join(f)
+    counts.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match="counts.csv: setting 0's selection histogram differs from the sum"):
+        runs.open(d)
+    assert runs.open(d, verify=False).complete
+    lines = text.split("\n")
+    f = lines[1].split(",")
+    f[4] = str(int(f[4]) + 1)
+    lines[1] = ",".join(f)
+    counts.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match="counts.csv: setting 0's selection histogram holds 1001"):
+        runs.open(d, verify=False)
+    counts.unlink()
+    with pytest.raises(runs.IncompleteOutDirError, match="counts.csv is missing"):
+        runs.open(d)
+    # A partial read sums the units' histograms (without the cuts, which counts.csv carries).
+    p = runs.open(d, partial=True)
+    h = p.settings[0].counts["evaluation"]
+    assert h["with_target"].sum() == 2000 and "cut" not in h
+
+
 # ---------------------------------------------------------------------------
 # dpaudit panoramia
 # ---------------------------------------------------------------------------
@@ -505,6 +654,45 @@ def test_panoramia_scores_members_and_measurement(built):
         for k in shared:
             assert got[k] == meas[k], k
     assert "not a lower bound" in r.summary
+    # One classifier seed in this config: seed 0 is the whole story.
+    assert r.classifier_seeds == [0] and r.baseline_scores_by_seed[0] is r.baseline_scores
+    assert r.mia_scores_by_seed["f"][0] is r.mia_scores["f"]
+    with pytest.raises(KeyError, match="classifier seed 1"):
+        r.observations("f", classifier_seed=1)
+
+
+def test_panoramia_every_classifier_seed_is_read(tmp_path):
+    """A PANORAMIA out-dir of a config with `classifier.seeds = 2`, written
+    in its documented form (crates/panoramia/src/pipeline/artifacts.rs:
+    seed 0 in `scores`/`mia_scores`, the others in `more_seeds` and
+    `mia_more_seeds`)."""
+    m = 8
+    coins = runs.panoramia_coins(3, m)
+    cfg = {"seed": 3, "confidence": 0.95, "selection": "bonferroni", "split": {"audit": m}, "target": [{"name": "t"}]}
+    (tmp_path / "config.json").write_text(
+        json.dumps({"format": runs.PANORAMIA_FORMAT, "fingerprint": "fp", "config": cfg})
+    )
+    seeds = {k: [float(10 * k + i) for i in range(m)] for k in range(4)}
+    (tmp_path / "baseline.json").write_text(json.dumps(
+        {"format": runs.PANORAMIA_FORMAT, "fingerprint": "fp", "scores": seeds[0],
+         "more_seeds": [{"seed": 1, "scores": seeds[1]}]}
+    ))
+    target = {"name": "t", "fingerprint": "fp", "mia_scores": seeds[2], "measurement": {},
+              "mia_more_seeds": [{"seed": 1, "scores": seeds[3]}]}
+    audit = {"fingerprint": "fp", "audit_members": int(coins.sum()), "targets": [target]}
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    r = runs.open(tmp_path)
+    assert r.classifier_seeds == [0, 1] and r.members.tolist() == coins.tolist()
+    assert r.observations("t")[0].tolist() == seeds[0] and r.observations("t")[2].tolist() == seeds[2]
+    b, bm, s, mm = r.observations("t", classifier_seed=1)
+    assert b.tolist() == seeds[1] and s.tolist() == seeds[3] and bm is mm is r.members
+    assert r.panoramia_arguments("t", classifier_seed=1)["scores"] is s
+    with pytest.raises(KeyError, match="classifier seed 2"):
+        r.observations("t", classifier_seed=2)
+    target["mia_more_seeds"][0]["scores"] = seeds[3][:-1]
+    (tmp_path / "audit.json").write_text(json.dumps(audit))
+    with pytest.raises(ValueError, match="target t: classifier seed 1: 7 scores, expected 8"):
+        runs.open(tmp_path)
 
 
 @needs_bin

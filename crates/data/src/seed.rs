@@ -58,6 +58,7 @@
 //! what audits need, and what makes a replayable model *not* private against
 //! anyone who holds its config.
 
+use rand::Rng as _;
 use rand_chacha::rand_core::{OsRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
@@ -103,6 +104,26 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Every stream, in the order of the enum.
+    pub const ALL: [Stream; 10] = [
+        Self::Init,
+        Self::Sampler,
+        Self::Noise,
+        Self::Canary,
+        Self::Membership,
+        Self::Split,
+        Self::Synthetic,
+        Self::FixedBatches,
+        Self::Simulation,
+        Self::Generator,
+    ];
+
+    /// The stream named `name` ([`Stream::name`]), e.g. for a reader of
+    /// out-dirs that derives a run's values from its seed.
+    pub fn from_name(name: &str) -> Option<Stream> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// The name that enters the key derivation.
     pub fn name(self) -> &'static str {
         match self {
@@ -330,6 +351,16 @@ impl SeedKey {
         self.rng().next_u64()
     }
 
+    /// `count` fair coins from this node's generator ([`SeedKey::rng`]):
+    /// `rand` 0.8's `gen_bool(0.5)`, true when the next `u64` is below 2⁶³.
+    /// The coins of the audit games: a canary experiment's inclusion bits
+    /// (`membership` stream, child `run`) and PANORAMIA's audit-game coins
+    /// (`membership` stream, child 0).
+    pub fn coins(self, count: usize) -> Vec<bool> {
+        let mut rng = self.rng();
+        (0..count).map(|_| rng.gen_bool(0.5)).collect()
+    }
+
     /// The raw 256-bit key.
     pub fn key_bytes(&self) -> [u8; 32] {
         self.key
@@ -476,6 +507,28 @@ mod tests {
         assert_eq!(key.to_u64(), PINNED_SAMPLER_0_0_0);
     }
     const PINNED_SAMPLER_0_0_0: u64 = 12_901_373_742_220_054_924;
+
+    /// Coins are `next_u64() < 2^63`, one word each (rand 0.8's Bernoulli
+    /// at p = 1/2), so the first coin is the top bit of `to_u64` cleared.
+    #[test]
+    fn coins_are_the_generators_words_below_half() {
+        for seed in [0, 7, u64::MAX] {
+            let key = RunSeed(seed).stream(Stream::Membership).child(3);
+            let mut rng = key.rng();
+            let words: Vec<bool> = (0..100).map(|_| rng.next_u64() < 1 << 63).collect();
+            assert_eq!(key.coins(100), words);
+            assert_eq!(key.coins(1)[0], key.to_u64() >> 63 == 0);
+            assert!(key.coins(0).is_empty());
+        }
+    }
+
+    #[test]
+    fn streams_round_trip_through_their_names() {
+        for s in Stream::ALL {
+            assert_eq!(Stream::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Stream::from_name("Membership"), None);
+    }
 
     #[test]
     fn distinct_paths_give_distinct_keys() {

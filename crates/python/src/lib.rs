@@ -23,6 +23,7 @@
 
 mod errors;
 mod inputs;
+mod runs;
 
 use errors::{audit_error, value_error};
 use inputs::{read_members, read_scores, Inputs};
@@ -719,6 +720,7 @@ fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_SPLITS", DEFAULT_SPLITS)?;
     m.add("DESIGN_LEVEL", dpaudit_audit::design::DESIGN_LEVEL)?;
     m.add_class::<LowerBound>()?;
+    runs::register(m)?;
     m.add_function(wrap_pyfunction!(bound, m)?)?;
     m.add_function(wrap_pyfunction!(panoramia, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;

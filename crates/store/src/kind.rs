@@ -212,23 +212,33 @@ fn split_kind(path: &Path, text: &str) -> Result<(Option<ExperimentKind>, String
     Ok((Some(kind), rest))
 }
 
-/// The kind of the out-dir `dir`, from its `config.json`: a BGM manifest says
-/// `"kind": "bgm"`; PANORAMIA's has a `format` and no `format_version`;
-/// everything else is taken as a canary audit's (whose reader names what is
-/// wrong).
+/// The kind of the out-dir `dir`, from its `config.json`
+/// ([`manifest_kind`]); a file that is missing, not JSON or of no kind is
+/// taken as a canary audit's (whose reader names what is wrong).
 pub fn out_dir_kind(dir: &Path) -> ExperimentKind {
-    let value = std::fs::read_to_string(dir.join(CONFIG_FILE))
+    std::fs::read_to_string(dir.join(CONFIG_FILE))
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let Some(value) = value else {
-        return ExperimentKind::Canary;
-    };
-    if value.get("kind").and_then(|k| k.as_str()) == Some(ExperimentKind::Bgm.name()) {
-        ExperimentKind::Bgm
-    } else if value.get("format").is_some() && value.get("format_version").is_none() {
-        ExperimentKind::Panoramia
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|value| manifest_kind(&value))
+        .unwrap_or(ExperimentKind::Canary)
+}
+
+/// The kind of experiment an out-dir's manifest (its `config.json`) was
+/// written by, or `None` when it is none of dpaudit's: a BGM manifest says
+/// `"kind": "bgm"`; PANORAMIA's has a `format` and no `format_version`; a
+/// canary audit's has no `kind`, a `format_version` and an `experiment`.
+/// Whether a BGM setting keeps scores or counts is its own `evaluation`
+/// field; shards are told by the manifest's `shard`.
+pub fn manifest_kind(manifest: &serde_json::Value) -> Option<ExperimentKind> {
+    let has = |key: &str| manifest.get(key).is_some();
+    if manifest.get("kind").and_then(|k| k.as_str()) == Some(ExperimentKind::Bgm.name()) {
+        Some(ExperimentKind::Bgm)
+    } else if has("format") && !has("format_version") {
+        Some(ExperimentKind::Panoramia)
+    } else if !has("kind") && has("format_version") && has("experiment") {
+        Some(ExperimentKind::Canary)
     } else {
-        ExperimentKind::Canary
+        None
     }
 }
 
@@ -314,5 +324,30 @@ mod tests {
             out_dir_kind(&dir.path().join("none")),
             ExperimentKind::Canary
         );
+    }
+
+    #[test]
+    fn manifests_of_no_kind_are_told_apart() {
+        let kind = |json: &str| manifest_kind(&serde_json::from_str(json).unwrap());
+        assert_eq!(
+            kind(r#"{"kind": "bgm", "format_version": 2}"#),
+            Some(ExperimentKind::Bgm)
+        );
+        assert_eq!(
+            kind(r#"{"format_version": 2, "experiment": {}}"#),
+            Some(ExperimentKind::Canary)
+        );
+        assert_eq!(
+            kind(r#"{"format": "dpaudit-panoramia/1", "config": {}}"#),
+            Some(ExperimentKind::Panoramia)
+        );
+        for other in [
+            r#"{"name": "something else"}"#,
+            r#"{"format_version": 2}"#,
+            r#"{"kind": "canary", "format_version": 2, "experiment": {}}"#,
+            "[1, 2]",
+        ] {
+            assert_eq!(kind(other), None, "{other}");
+        }
     }
 }

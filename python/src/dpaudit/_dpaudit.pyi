@@ -154,3 +154,16 @@ def calibrate(
     tolerance: float = 1e-3,
 ) -> _Json: ...
 def shuffle_epsilon_lower_bound(noise_multiplier: float, steps_per_epoch: int, epochs: int, delta: float) -> _Json: ...
+
+# The out-dir reader of dpaudit.runs (crates/python/src/runs.rs).
+OUTDIR_FORMAT_VERSION: int
+def read_manifest(dir: str) -> tuple[Optional[Literal["canary", "bgm", "panoramia"]], Any]:
+    """config.json of an out-dir: (its kind, or None, and the JSON as Python objects)."""
+def read_checked(path: str) -> bytes:
+    """A checksummed file's content without its `# sha256` trailer, verified."""
+def seed_u64(seed: int, stream: str, path: list[int]) -> int:
+    """RunSeed(seed).stream(stream).child(path…).to_u64()."""
+def seed_coins(
+    seed: int, stream: str, path: list[int], count: int, children: Optional[int] = None
+) -> npt.NDArray[np.bool_]:
+    """Fair coins of a seed-tree node, shape (count,), or of its children 0..n, shape (n, count)."""

@@ -21,23 +21,28 @@ The three kinds (detected from ``config.json``):
   ``plots/*.svg``;
 - ``"bgm"`` (:class:`BgmRun`): ``config.json`` (``"kind": "bgm"``),
   ``chunks/chunk-NNNNNN.json`` (one unit of simulated runs, checksummed),
-  then ``scores.csv``, ``audit.json``, ``summary.md``;
+  then ``scores.csv`` (scores-mode settings) and/or ``counts.csv``
+  (counts-mode settings' histograms), ``audit.json``, ``summary.md``;
 - ``"panoramia"`` (:class:`PanoramiaRun`): ``config.json`` (``"format":
   "dpaudit-panoramia/1"``), ``quality.json``, ``baseline.json``,
   ``targets/<name>.json``, ``audit.json``, ``summary.md``, ``plots/``.
 
-What is checked on reading, as dpaudit itself checks it:
+The manifest, its kind, the checksums and the seed key tree are read by
+dpaudit's Rust crates through the binding (``crates/python/src/runs.rs``);
+this package adds NumPy arrays and classes. What is checked on reading, as
+dpaudit itself checks it:
 
 - checksummed files (the chunk files) end in the line ``# sha256 <hex>``
   over every byte before it (:func:`read_checked`); a file that does not
   match raises :class:`ValueError` naming it;
 - ``scores.csv`` of a canary run is not checksummed, but it is the
   concatenation of its checksummed chunks: it must equal them byte for byte
-  (the unit files of a BGM run: value for value, see :class:`BgmRun`);
+  (the unit files of a BGM run: value for value, see :class:`BgmRun`;
+  ``counts.csv`` is the sum of its units' histograms);
 - ``inclusion.csv`` (not checksummed either) must hold the bits the
-  experiment's seed gives (recomputed here from the documented ChaCha20 key
-  tree, ``crates/data/src/seed.rs``), and the ``member`` column of the
-  scores must equal them;
+  experiment's seed gives (drawn again by dpaudit's seed key tree,
+  ``crates/data/src/seed.rs``, through the binding), and the ``member``
+  column of the scores must equal them;
 - a missing required file raises :class:`FileNotFoundError` naming it; an
   experiment that has not finished (chunks present, no merged
   ``scores.csv``) raises :class:`IncompleteOutDirError` (a
@@ -66,10 +71,9 @@ from ._format import (
     read_checked,
 )
 from ._panoramia import PanoramiaRun
-from ._readers import OutDir, _read_json
+from ._readers import OutDir
 from ._seed import inclusion_bits, panoramia_coins, selection_seed
-# The seed key tree's parts, which the tests check against the Rust vectors.
-from ._seed import _chacha20, _next_u64, _seed_key  # noqa: F401
+from .. import _dpaudit
 
 __all__ = [
     "open",
@@ -88,9 +92,11 @@ __all__ = [
 ]
 
 # The classes are documented, and pickle, as `dpaudit.runs.X`; the files of this package are
-# its parts: `_format` (version tags, checksummed files), `_seed` (the seed key tree),
-# `_readers` (small readers, the method table, `OutDir`), `_canary`, `_bgm`, `_panoramia`
-# (one out-dir kind each).
+# its parts: `_format` (version tags, checksummed files), `_seed` (the values derived from a
+# seed), `_readers` (small readers, the method table, `OutDir`), `_canary`, `_bgm`,
+# `_panoramia` (one out-dir kind each). The format itself (manifests and their kinds, the
+# checksums, the seed key tree) is read by the Rust crates that write it, through the binding
+# (crates/python/src/runs.rs).
 for _cls in (OutDir, CanaryRun, BgmRun, BgmSetting, PanoramiaRun, IncompleteOutDirError):
     _cls.__module__ = __name__
 del _cls
@@ -146,28 +152,22 @@ def open(path: PathLike, *, partial: bool = False, verify: bool = True) -> Union
     cfg_path = root / "config.json"
     if not cfg_path.exists():
         raise FileNotFoundError(_not_an_out_dir(root, "it has no config.json"))
-    manifest = _read_json(cfg_path, "the out-dir's manifest")
+    kind, manifest = _dpaudit.read_manifest(os.fspath(root))
     if not isinstance(manifest, dict):
         raise ValueError(_not_an_out_dir(root, "its config.json is not a JSON object"))
-    kind = manifest.get("kind")
-    fmt = manifest.get("format")
-    if isinstance(fmt, str) and fmt.startswith("dpaudit-panoramia/"):
+    if kind == "panoramia":
+        fmt = manifest.get("format")
         if fmt != PANORAMIA_FORMAT:
             raise ValueError(
                 f"{cfg_path}: PANORAMIA out-dir format {fmt!r}; this reader reads {PANORAMIA_FORMAT!r}"
             )
         return PanoramiaRun(root, manifest, partial=partial, verify=verify)
-    if kind is not None and kind != "bgm":
-        raise ValueError(_not_an_out_dir(root, f"its config.json says \"kind\": {kind!r}"))
-    if kind == "bgm" or ("experiment" in manifest and "format_version" in manifest):
-        version = manifest.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ValueError(
-                f"{cfg_path}: written by out-dir format {version if version is not None else 1} "
-                f"(dpaudit {manifest.get('dpaudit_version', 'unknown')}); this reader reads format {FORMAT_VERSION}"
-            )
-        cls = BgmRun if kind == "bgm" else CanaryRun
-        return cls(root, manifest, partial=partial, verify=verify)
+    if kind == "bgm":
+        return BgmRun(root, manifest, partial=partial, verify=verify)
+    if kind == "canary":
+        return CanaryRun(root, manifest, partial=partial, verify=verify)
+    if "kind" in manifest:
+        raise ValueError(_not_an_out_dir(root, f"its config.json says \"kind\": {manifest['kind']!r}"))
     raise ValueError(
         _not_an_out_dir(
             root,

@@ -33,7 +33,18 @@ class BgmSetting:
     ``settings``: Poisson ε, Chua et al. bound, the empirical bound and its
     evidence, timings; ``None`` for a partial read), ``guess_search``
     (partial shuffling: the guesses' same-data ε on selection runs and the
-    chosen k, else ``None``), ``score_columns`` (the batches scored).
+    chosen k, else ``None``), ``score_columns`` (the batches scored),
+    ``mode`` (``"scores"``, or ``"counts"`` for a setting with ``evaluation =
+    { counts = … }``) and ``counts``.
+
+    A counts-mode setting (bounded memory, for 10⁸–10⁹ observations) keeps
+    no scores: ``run``, ``with_target`` and ``without_target`` are empty and
+    ``counts`` holds its histograms on dpaudit's fixed grid (``counts.csv``):
+    ``{"selection": {...}, "evaluation": {...}}``, each with the arrays
+    ``bucket`` (int64), ``cut`` (float64: the score at which "member iff
+    above this bucket" cuts), ``with_target`` and ``without_target`` (int64:
+    runs per bucket; a partial read sums the finished units' histograms and
+    has no ``cut``). ``counts`` is ``None`` for a scores-mode setting.
     """
 
     def __init__(
@@ -46,10 +57,13 @@ class BgmSetting:
         report: Optional[Dict[str, Any]],
         guess_search: Optional[Dict[str, Any]],
         score_columns: Optional[int],
+        counts: Optional[Dict[str, Dict[str, np.ndarray]]] = None,
     ) -> None:
         self.index = index
         self.spec = spec
         self.name: str = str(spec.get("name", index))
+        self.mode: str = _mode(spec)
+        self.counts = counts
         self.run = run
         self.with_target = with_target
         self.without_target = without_target
@@ -57,10 +71,18 @@ class BgmSetting:
         self.guess_search = guess_search
         self.score_columns = score_columns
 
+    def _scores_mode(self, what: str) -> None:
+        if self.mode == "counts":
+            raise ValueError(
+                f"setting {self.index} {self.name!r} keeps counts (evaluation = counts), not scores, so it has no "
+                f"{what}: its histograms are `counts` and its bound is `report['counted_bound']`"
+            )
+
     def observations(self) -> Tuple[np.ndarray, np.ndarray]:
         """``(scores, members)``: the runs with the target, then those
         without, as the reported bound uses them
-        (``Observations::from_classes``)."""
+        (``Observations::from_classes``). Scores-mode settings only."""
+        self._scores_mode("observations")
         scores = np.concatenate([self.with_target, self.without_target])
         members = np.zeros(scores.size, dtype=bool)
         members[: self.with_target.size] = True
@@ -69,7 +91,8 @@ class BgmSetting:
     def audit_arguments(self) -> Dict[str, Any]:
         """The keyword arguments of ``dpaudit.audit.eps_delta`` that give the
         reported bound: the setting's δ and confidence, ``selection="split"``
-        seeded by the setting's ``seed``."""
+        seeded by the setting's ``seed``. Scores-mode settings only."""
+        self._scores_mode("eps_delta arguments")
         return {
             "delta": float(self.spec["delta"]),
             "confidence": float(self.spec["confidence"]),
@@ -81,13 +104,41 @@ class BgmSetting:
         """The setting's empirical bound recomputed with
         ``dpaudit.audit.eps_delta``; its ``to_dict()`` agrees with
         ``report["lower_bound"]`` (whose ``selection`` is the policy in
-        detail, ``to_dict()["selection_detail"]``)."""
+        detail, ``to_dict()["selection_detail"]``). Scores-mode settings
+        only."""
         from .. import audit as _audit
+
+        self._scores_mode("scores to bound")
 
         return _audit.eps_delta(*self.observations(), **self.audit_arguments())
 
     def __repr__(self) -> str:
+        if self.mode == "counts":
+            n = int(self.counts["evaluation"]["with_target"].sum()) if self.counts else 0
+            return f"<BGM setting {self.index} {self.name!r}: counts of {n} runs per hypothesis>"
         return f"<BGM setting {self.index} {self.name!r}: {self.with_target.size} runs per hypothesis>"
+
+
+def _mode(spec: Dict[str, Any]) -> str:
+    """``"counts"`` for a setting with ``evaluation = { counts = … }``, else
+    ``"scores"``."""
+    ev = spec.get("evaluation")
+    return "counts" if isinstance(ev, dict) and "counts" in ev else "scores"
+
+
+_COUNTS_HEADER = "setting,stream,bucket,cut,with_target,without_target"
+_STREAMS = ("selection", "evaluation")
+
+
+def _histogram(rows: Dict[int, List[int]]) -> Dict[str, np.ndarray]:
+    """bucket → [with, without] as the arrays of :attr:`BgmSetting.counts`
+    (``cut`` from the grid is filled in by the caller when known)."""
+    buckets = np.array(sorted(rows), dtype=np.int64)
+    return {
+        "bucket": buckets,
+        "with_target": np.array([rows[b][0] for b in buckets], dtype=np.int64),
+        "without_target": np.array([rows[b][1] for b in buckets], dtype=np.int64),
+    }
 
 
 class BgmRun(OutDir):
@@ -103,6 +154,11 @@ class BgmRun(OutDir):
       ``without_target`` (float64); ``columns()`` for ``pandas``;
     - ``engine``, ``device``, ``threads``, ``units`` (the manifest's plan),
       ``shard``, ``missing_units`` (a partial read's).
+
+    Settings with ``evaluation = { counts = … }`` keep histograms instead of
+    scores (``counts.csv``, :attr:`BgmSetting.counts`); ``scores.csv`` holds
+    the scores-mode settings only, and an out-dir of counts-mode settings
+    alone has no ``scores.csv``.
 
     ``scores.csv`` holds the values dpaudit bounded. The checksummed unit
     files hold the same numbers as JSON, which dpaudit reads back with
@@ -126,6 +182,7 @@ class BgmRun(OutDir):
             shard = manifest.get("shard") or {"index": 0, "count": 1}
             self.shard: Tuple[int, int] = (int(shard["index"]), int(shard["count"]))
             runs_of = [int(s["runs"]) for s in specs]
+            modes = [_mode(s) for s in specs]
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(
                 f"{path / 'config.json'}: not a `dpaudit bgm` manifest ({type(e).__name__}: {e}); "
@@ -144,12 +201,18 @@ class BgmRun(OutDir):
                 u = json.loads(body)
             except ValueError as e:
                 raise ValueError(f"{p}: its checksum matches but it is not a unit file ({e})") from None
-            if (
-                not isinstance(u, dict)
-                or u.get("unit") != unit
-                or len(u.get("with_target", ())) != unit.get("runs")
-                or len(u.get("without_target", ())) != unit.get("runs")
-            ):
+            counts_unit = 0 <= int(unit.get("setting", -1)) < len(specs) and modes[int(unit["setting"])] == "counts"
+            if counts_unit:
+                holds = isinstance(u, dict) and all(
+                    isinstance((u.get(k) or {}).get("buckets", []), list) for k in _STREAMS
+                )
+            else:
+                holds = (
+                    isinstance(u, dict)
+                    and len(u.get("with_target", ())) == unit.get("runs")
+                    and len(u.get("without_target", ())) == unit.get("runs")
+                )
+            if not holds or u.get("unit") != unit:
                 raise ValueError(
                     f"{p}: its checksum matches but it holds another unit than the manifest's {unit} "
                     "(written by another experiment)"
@@ -159,15 +222,35 @@ class BgmRun(OutDir):
 
         guess: Dict[int, Any] = {}
         columns: Dict[int, int] = {}
+        # Counts mode: the units' histograms, summed per setting and stream.
+        unit_counts: Dict[Tuple[int, str], Dict[int, List[int]]] = {}
         for u in found.values():
             s = int(u["unit"]["setting"])
             if u.get("guess_search") is not None:
                 guess[s] = u["guess_search"]
             columns[s] = int(u.get("score_columns", 0))
+            if modes[s] == "counts":
+                for stream in _STREAMS:
+                    rows = unit_counts.setdefault((s, stream), {})
+                    for b, w, wo in (u.get(stream) or {}).get("buckets", []):
+                        row = rows.setdefault(int(b), [0, 0])
+                        row[0] += int(w)
+                        row[1] += int(wo)
+        scored = [i for i, m in enumerate(modes) if m == "scores"]
+        counted = [i for i, m in enumerate(modes) if m == "counts"]
 
         scores_path = path / "scores.csv"
-        if scores_path.exists():
-            lines = _lines(_read_text(scores_path, "the merged scores"))
+        counts_path = path / "counts.csv"
+        merged = [p for p, needed in ((scores_path, scored), (counts_path, counted)) if needed]
+        self.counts_by_setting: Dict[int, Dict[str, Dict[str, np.ndarray]]] = {}
+        if all(p.exists() for p in merged) and (merged or (path / "audit.json").exists()):
+            if counted:
+                self.counts_by_setting = self._read_counts(counts_path, counted, specs)
+                if verify:
+                    self._check_counts(counts_path, unit_counts, counted)
+            lines = _lines(_read_text(scores_path, "the merged scores")) if scored else [
+                "setting,run,with_target,without_target"
+            ]
             header = "setting,run,with_target,without_target"
             if not lines or lines[0] != header:
                 raise ValueError(f"{scores_path}: header `{(lines[0] if lines else '')[:100]}`, expected `{header}`")
@@ -176,18 +259,21 @@ class BgmRun(OutDir):
             self.run: np.ndarray = _as_index(data[:, 1], scores_path, "run")
             self.with_target: np.ndarray = np.ascontiguousarray(data[:, 2])
             self.without_target: np.ndarray = np.ascontiguousarray(data[:, 3])
-            want_setting = np.repeat(np.arange(len(specs), dtype=np.int64), runs_of)
-            want_run = np.concatenate([np.arange(n, dtype=np.int64) for n in runs_of] or [np.zeros(0, np.int64)])
+            scored_runs = [runs_of[i] for i in scored]
+            want_setting = np.repeat(np.asarray(scored, dtype=np.int64), scored_runs)
+            want_run = np.concatenate([np.arange(n, dtype=np.int64) for n in scored_runs] or [np.zeros(0, np.int64)])
             if not (np.array_equal(self.setting, want_setting) and np.array_equal(self.run, want_run)):
                 raise ValueError(
-                    f"{scores_path}: the rows are not every setting's runs in order (expected {runs_of} runs); "
-                    "the file was edited or damaged"
+                    f"{scores_path}: the rows are not every scores-mode setting's runs in order (expected "
+                    f"{scored_runs} runs of settings {scored}); the file was edited or damaged"
                 )
             if verify:
-                starts = np.concatenate([[0], np.cumsum(runs_of)]).astype(np.int64)
+                starts = dict(zip(scored, np.concatenate([[0], np.cumsum(scored_runs)]).astype(np.int64).tolist()))
                 for c, u in found.items():
                     unit = u["unit"]
-                    lo = int(starts[unit["setting"]]) + int(unit["first_run"])
+                    if modes[int(unit["setting"])] == "counts":
+                        continue
+                    lo = int(starts[int(unit["setting"])]) + int(unit["first_run"])
                     for col, key in ((self.with_target, "with_target"), (self.without_target, "without_target")):
                         a = col[lo : lo + int(unit["runs"])]
                         b = np.asarray(u[key], dtype=np.float64)
@@ -199,7 +285,7 @@ class BgmRun(OutDir):
                 if self.missing_units:
                     self.notes.append(
                         f"units {_format_indices(self.missing_units)} are not in the out-dir: "
-                        "their rows of scores.csv could not be checked against checksums"
+                        "their rows of scores.csv (or counts.csv) could not be checked against checksums"
                     )
             self.audit = _read_json(path / "audit.json", "the audit report, written with scores.csv")
             self.summary = _optional_text(path / "summary.md")
@@ -216,8 +302,10 @@ class BgmRun(OutDir):
                     " Every unit is there but the results were not written: run the same "
                     "`dpaudit bgm --config FILE --out-dir DIR` again to finalize it."
                 )
+            absent = " and ".join(p.name for p in merged if not p.exists()) or "scores.csv"
             message = (
-                f"{path}: unfinished `dpaudit bgm` experiment: scores.csv is missing; {len(found)} of "
+                f"{path}: unfinished `dpaudit bgm` experiment: {absent} {'is' if ' and ' not in absent else 'are'} "
+                f"missing; {len(found)} of "
                 f"{len(units)} units (chunks/chunk-NNNNNN.json) are done"
                 + (f" (missing: {_format_indices(self.missing_units)})" if self.missing_units else "")
                 + "."
@@ -235,6 +323,8 @@ class BgmRun(OutDir):
             rows_s, rows_r, rows_w, rows_wo = [], [], [], []
             for c in sorted(found, key=lambda c: (units[c]["setting"], units[c]["first_run"])):
                 u = found[c]
+                if modes[int(u["unit"]["setting"])] == "counts":
+                    continue
                 n = int(u["unit"]["runs"])
                 first = int(u["unit"]["first_run"])
                 rows_s.append(np.full(n, int(u["unit"]["setting"]), dtype=np.int64))
@@ -246,6 +336,10 @@ class BgmRun(OutDir):
             self.run = cat(rows_r, np.int64)
             self.with_target = cat(rows_w, np.float64)
             self.without_target = cat(rows_wo, np.float64)
+            for i in counted:
+                self.counts_by_setting[i] = {
+                    stream: _histogram(unit_counts.get((i, stream), {})) for stream in _STREAMS
+                }
 
         reports = (self.audit or {}).get("settings") or [None] * len(specs)
         if len(reports) != len(specs):
@@ -264,12 +358,85 @@ class BgmRun(OutDir):
                     rep,
                     (rep or {}).get("guess_search", guess.get(i)),
                     columns.get(i),
+                    self.counts_by_setting.get(i),
                 )
             )
         self.scores: Dict[str, Dict[str, np.ndarray]] = {}
         for s in self.settings:
             key = s.name if s.name not in self.scores else f"{s.name} [{s.index}]"
             self.scores[key] = {"with_target": s.with_target, "without_target": s.without_target}
+
+    @staticmethod
+    def _read_counts(
+        p: Path, counted: List[int], specs: List[Dict[str, Any]]
+    ) -> Dict[int, Dict[str, Dict[str, np.ndarray]]]:
+        """``counts.csv``: every counts-mode setting's histograms, checked to
+        be in order (settings, then streams) and to hold the setting's runs."""
+        lines = _lines(_read_text(p, "the histograms of the counts-mode settings"))
+        if not lines or lines[0] != _COUNTS_HEADER:
+            raise ValueError(f"{p}: header `{(lines[0] if lines else '')[:100]}`, expected `{_COUNTS_HEADER}`")
+        body = []
+        for i, line in enumerate(lines[1:]):
+            fields = line.split(",")
+            if len(fields) != 6 or fields[1] not in _STREAMS:
+                raise ValueError(
+                    f"{p}: line {i + 2}: `{line[:100]}`, expected `setting,selection|evaluation,bucket,cut,"
+                    "with_target,without_target`; the file was edited or damaged"
+                )
+            fields[1] = str(_STREAMS.index(fields[1]))
+            body.append(",".join(fields))
+        data = _numeric_rows(body, 6, p, 2)
+        setting = _as_index(data[:, 0], p, "setting")
+        stream = data[:, 1].astype(np.int64)
+        bucket = data[:, 2]
+        if not np.all(bucket == np.floor(bucket)) or not np.all(np.isfinite(bucket)):
+            raise ValueError(f"{p}: a bucket is not an integer; the file was edited or damaged")
+        w = _as_index(data[:, 4], p, "with_target")
+        wo = _as_index(data[:, 5], p, "without_target")
+        order = np.lexsort((bucket, stream, setting))
+        if not np.array_equal(order, np.arange(order.size)) or not np.isin(setting, counted).all():
+            raise ValueError(
+                f"{p}: the rows are not the counts-mode settings {counted} in order (setting, stream, bucket); "
+                "the file was edited or damaged"
+            )
+        out: Dict[int, Dict[str, Dict[str, np.ndarray]]] = {}
+        for i in counted:
+            out[i] = {}
+            for k, name in enumerate(_STREAMS):
+                sel = (setting == i) & (stream == k)
+                out[i][name] = {
+                    "bucket": bucket[sel].astype(np.int64),
+                    "cut": np.ascontiguousarray(data[sel, 3]),
+                    "with_target": w[sel],
+                    "without_target": wo[sel],
+                }
+            ev = specs[i].get("evaluation", {}).get("counts", {})
+            want = {"selection": int(ev.get("selection_runs", 0)), "evaluation": int(specs[i]["runs"])}
+            for name, n in want.items():
+                h = out[i][name]
+                if int(h["with_target"].sum()) != n or int(h["without_target"].sum()) != n:
+                    raise ValueError(
+                        f"{p}: setting {i}'s {name} histogram holds {int(h['with_target'].sum())} and "
+                        f"{int(h['without_target'].sum())} runs, the setting has {n} per hypothesis; "
+                        "the file was edited or damaged"
+                    )
+        return out
+
+    def _check_counts(
+        self, p: Path, unit_counts: Dict[Tuple[int, str], Dict[int, List[int]]], counted: List[int]
+    ) -> None:
+        """``counts.csv`` is the sum of its checksummed units' histograms."""
+        if self.missing_units:
+            return  # noted with the scores' check below
+        for i in counted:
+            for stream in _STREAMS:
+                want = _histogram(unit_counts.get((i, stream), {}))
+                have = self.counts_by_setting[i][stream]
+                if not all(np.array_equal(want[k], have[k]) for k in ("bucket", "with_target", "without_target")):
+                    raise ValueError(
+                        f"{p}: setting {i}'s {stream} histogram differs from the sum of its checksummed units "
+                        f"(chunks/chunk-NNNNNN.json): counts.csv was edited or damaged after dpaudit wrote it"
+                    )
 
     def columns(self) -> Dict[str, np.ndarray]:
         """The columns of ``scores.csv`` (``setting``, ``run``,

@@ -23,8 +23,13 @@ class PanoramiaRun(OutDir):
       does not store them; they are recomputed from the config's seed
       (:func:`panoramia_coins`) and checked against ``audit.json``'s counts;
     - ``baseline_scores`` (float64): the baseline classifier's scores on the
-      audit records (``baseline.json``);
-    - ``mia_scores``: target name → float64 array (the MIA's scores);
+      audit records (``baseline.json``), at classifier seed 0;
+    - ``mia_scores``: target name → float64 array (the MIA's scores at
+      classifier seed 0);
+    - ``baseline_scores_by_seed`` (classifier seed → float64 array) and
+      ``mia_scores_by_seed`` (target → classifier seed → array): every seed's
+      scores when the config trains the classifiers with ``classifier.seeds``
+      > 1 (seed 0 alone otherwise); ``classifier_seeds`` lists them;
     - ``results``: target name → its result (``targets/<name>.json``, also
       in ``audit.json``'s ``targets``): accountant ε, accuracies,
       ``measurement`` (``c_lb``, ``{c+ε}_lb``, ε̃ and their evidence), the
@@ -33,7 +38,9 @@ class PanoramiaRun(OutDir):
       ``confidence``, ``selection``.
 
     ``panoramia_arguments(target)`` gives the arguments of
-    ``dpaudit.audit.panoramia`` that reproduce the target's measurement.
+    ``dpaudit.audit.panoramia`` that reproduce the target's measurement
+    (``classifier_seed=k``: the measurement at seed ``k``, baseline seed
+    ``k`` against MIA seed ``k``, as ``results[target]["per_seed"]``).
     ε̃ is a measurement, not a lower bound.
     """
 
@@ -88,13 +95,13 @@ class PanoramiaRun(OutDir):
                 )
             self.baseline_scores: Optional[np.ndarray] = np.asarray(b["scores"], dtype=np.float64)
             self.baseline_fit: Optional[Dict[str, Any]] = b.get("fit")
-            if self.baseline_scores.shape != (m,):
-                raise ValueError(f"{baseline_path}: {self.baseline_scores.size} scores, expected {m} (split.audit)")
+            self.baseline_scores_by_seed = _by_seed(self.baseline_scores, b.get("more_seeds"), m, baseline_path)
         elif self.audit is not None:
             raise FileNotFoundError(f"{baseline_path}: missing (the baseline's scores on the audit records)")
         else:
             self.baseline_scores = None
             self.baseline_fit = None
+            self.baseline_scores_by_seed: Dict[int, np.ndarray] = {}
             missing.insert(0, "baseline.json")
         quality = path / "quality.json"
         self.quality: Optional[Dict[str, Any]] = _read_json(quality, "") if quality.exists() else None
@@ -118,11 +125,12 @@ class PanoramiaRun(OutDir):
 
         self.results: Dict[str, Dict[str, Any]] = results
         self.mia_scores: Dict[str, np.ndarray] = {}
+        self.mia_scores_by_seed: Dict[str, Dict[int, np.ndarray]] = {}
         for name, r in results.items():
             s = np.asarray(r.get("mia_scores", []), dtype=np.float64)
-            if s.shape != (m,):
-                raise ValueError(f"{path}: target {name}: {s.size} MIA scores, expected {m} (split.audit)")
+            self.mia_scores_by_seed[name] = _by_seed(s, r.get("mia_more_seeds"), m, path / f"target {name}")
             self.mia_scores[name] = s
+        self.classifier_seeds: List[int] = sorted(self.baseline_scores_by_seed) or [0]
 
         # The recomputed coins must give the counts dpaudit reported.
         n_members = int(self.members.sum())
@@ -153,21 +161,27 @@ class PanoramiaRun(OutDir):
         return target
 
     def observations(
-        self, target: Optional[str] = None
+        self, target: Optional[str] = None, *, classifier_seed: int = 0
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(baseline_scores, members, mia_scores, members)`` of a target
-        (default: the first finished one), the positional arguments of
-        ``dpaudit.audit.panoramia``."""
+        (default: the first finished one) at a classifier seed (default 0),
+        the positional arguments of ``dpaudit.audit.panoramia``."""
         name = self._target(target)
         if self.baseline_scores is None:
             raise ValueError(f"{self.path}: baseline.json is not there yet")
-        return self.baseline_scores, self.members, self.mia_scores[name], self.members
+        k = int(classifier_seed)
+        if k not in self.baseline_scores_by_seed or k not in self.mia_scores_by_seed[name]:
+            raise KeyError(
+                f"classifier seed {k} is not in this out-dir: the baseline has seeds "
+                f"{sorted(self.baseline_scores_by_seed)}, target {name!r} {sorted(self.mia_scores_by_seed[name])}"
+            )
+        return self.baseline_scores_by_seed[k], self.members, self.mia_scores_by_seed[name][k], self.members
 
-    def panoramia_arguments(self, target: Optional[str] = None) -> Dict[str, Any]:
+    def panoramia_arguments(self, target: Optional[str] = None, *, classifier_seed: int = 0) -> Dict[str, Any]:
         """Every argument of ``dpaudit.audit.panoramia`` for a target's
         measurement: the four arrays of :meth:`observations`, the config's
         confidence and selection, and its seed (which keys a ``split``)."""
-        b, bm, s, m = self.observations(target)
+        b, bm, s, m = self.observations(target, classifier_seed=classifier_seed)
         return {
             "baseline_scores": b,
             "baseline_members": bm,
@@ -178,7 +192,7 @@ class PanoramiaRun(OutDir):
             "seed": self.seed,
         }
 
-    def measure(self, target: Optional[str] = None) -> Panoramia:
+    def measure(self, target: Optional[str] = None, *, classifier_seed: int = 0) -> Panoramia:
         """A target's measurement recomputed with ``dpaudit.audit.panoramia``
         (a :class:`dpaudit.audit.Panoramia`; its ``to_dict()`` is ``dpaudit
         estimate --method panoramia --json`` and agrees with
@@ -186,4 +200,16 @@ class PanoramiaRun(OutDir):
         ``selection`` is a name here, the policy in detail there)."""
         from .. import audit as _audit
 
-        return _audit.panoramia(**self.panoramia_arguments(target))
+        return _audit.panoramia(**self.panoramia_arguments(target, classifier_seed=classifier_seed))
+
+
+def _by_seed(seed0: np.ndarray, more: Any, m: int, where: Path) -> Dict[int, np.ndarray]:
+    """Classifier seed → scores on the audit records: seed 0's, then each of
+    ``more_seeds`` (``ClassifierRun``: ``seed``, ``scores``)."""
+    out = {0: seed0}
+    for run in more or []:
+        out[int(run["seed"])] = np.asarray(run["scores"], dtype=np.float64)
+    for k, s in out.items():
+        if s.shape != (m,):
+            raise ValueError(f"{where}: classifier seed {k}: {s.size} scores, expected {m} (split.audit)")
+    return out
