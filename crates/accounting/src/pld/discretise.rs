@@ -197,30 +197,31 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
     lower[0] += low_tail;
     lower[n - 1] += high_tail;
     let spread = -(-delta).exp_m1(); // 1 − e^{−Δ}
-                                     // Normal tail probabilities at every grid boundary, one erfc per boundary and component;
-                                     // bin masses are differences of these (no cancellation: see `Tail::between`).
     let sigma = pair.sigma;
-    let xs: Vec<f64> = (0..n)
-        .map(|j| {
-            let l = (a + j as i64) as f64 * delta;
-            match pair.dir {
-                Direction::Remove => pair.x_of_mixture_log_ratio(l),
-                Direction::Add => pair.x_of_mixture_log_ratio(-l),
-            }
-        })
-        .collect();
-    let t0: Vec<Tail> = xs.iter().map(|&x| Tail::new(x / sigma)).collect();
-    let t1: Vec<Tail> = xs.iter().map(|&x| Tail::new((x - 1.0) / sigma)).collect();
+    // The normal tail probabilities at grid boundary j, for the base N(0,σ²) and the shifted
+    // N(1,σ²): one erfc each per boundary, computed once as the bins are walked (bin masses are
+    // differences of these, without cancellation: see `Tail::between`).
+    let boundary = |j: usize| {
+        let l = (a + j as i64) as f64 * delta;
+        let x = match pair.dir {
+            Direction::Remove => pair.x_of_mixture_log_ratio(l),
+            Direction::Add => pair.x_of_mixture_log_ratio(-l),
+        };
+        (Tail::new(x / sigma), Tail::new((x - 1.0) / sigma))
+    };
     let mut mean_remainder = 0.0;
+    let mut left = boundary(0);
     for j in 0..n - 1 {
+        let right = boundary(j + 1);
         let i = a + j as i64;
         let l1 = i as f64 * delta;
         let (lo, hi) = match pair.dir {
-            Direction::Remove => (j, j + 1),
-            Direction::Add => (j + 1, j),
+            Direction::Remove => (&left, &right),
+            Direction::Add => (&right, &left),
         };
-        let base = Tail::between(&t0[lo], &t0[hi]);
-        let mixture = (1.0 - pair.q) * base + pair.q * Tail::between(&t1[lo], &t1[hi]);
+        let base = Tail::between(&lo.0, &hi.0);
+        let mixture = (1.0 - pair.q) * base + pair.q * Tail::between(&lo.1, &hi.1);
+        left = right;
         let (p, q) = match pair.dir {
             Direction::Remove => (mixture, base),
             Direction::Add => (base, mixture),
@@ -228,19 +229,19 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
         if p <= 0.0 {
             continue;
         }
-        // Mean-preserving split of the ratio between e^{iΔ} and e^{(i+1)Δ}.
-        let to_upper = if q > 0.0 {
-            let ratio = (l1 + q.ln() - p.ln()).exp(); // e^{iΔ}·Q/P ∈ [e^{−Δ}, 1]
-            (p * (1.0 - ratio) / spread).clamp(0.0, p)
-        } else {
-            p
-        };
-        upper[j] += p - to_upper;
-        upper[j + 1] += to_upper;
-        lower[j] += p;
         if q > 0.0 {
-            mean_remainder += p * ((p / q).ln() - l1).clamp(0.0, delta);
+            // The bin's loss ln(P/Q) ∈ [iΔ, (i+1)Δ] (up to roundoff).
+            let loss = (p / q).ln();
+            // Mean-preserving split of the ratio between e^{iΔ} and e^{(i+1)Δ}.
+            let ratio = (l1 - loss).exp(); // e^{iΔ}·Q/P ∈ [e^{−Δ}, 1]
+            let to_upper = (p * (1.0 - ratio) / spread).clamp(0.0, p);
+            upper[j] += p - to_upper;
+            upper[j + 1] += to_upper;
+            mean_remainder += p * (loss - l1).clamp(0.0, delta);
+        } else {
+            upper[j + 1] += p;
         }
+        lower[j] += p;
     }
     Ok(Discretised {
         upper: Discrete {

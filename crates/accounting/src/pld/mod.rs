@@ -16,13 +16,15 @@
 //!   δ(ε) = E_P[(1 − e^{ε−L})₊]); the systematic shift Σ U_j of the k rounding remainders
 //!   U_j ∈ [0, Δ] is put back as its (Jensen) lower bound minus a Hoeffding deviation, with the
 //!   failure probability charged to δ.
-//! * **Composition** by FFT: one transform per component, raised to its count, one inverse.
-//!   The window is chosen with Chernoff bounds on both tails, and the truncated and aliased mass
-//!   (at most the Chernoff tail bound) is charged to δ in the safe direction.
+//! * **Composition** by FFT: one real-to-complex transform per component, raised to its count
+//!   by repeated squaring, one inverse. The window is chosen with Chernoff bounds on both tails
+//!   (the exponent found by a golden-section search, the bound being unimodal in it), and the
+//!   truncated and aliased mass (at most the Chernoff tail bound) is charged to δ in the safe
+//!   direction.
 //!
 //! The result carries (lower, estimate, upper); `upper` is the number to report.
 
-use rustfft::FftPlanner;
+use realfft::RealFftPlanner;
 
 use crate::error::{AccountingError, Result};
 use crate::event::Component;
@@ -262,7 +264,7 @@ impl Setting<'_> {
     /// unless `upper_only` the optimistic one).
     fn account(&self, dir: Direction) -> Result<Accounted> {
         let (components, delta) = (self.components, self.delta);
-        let mut planner = FftPlanner::<f64>::new();
+        let mut planner = RealFftPlanner::<f64>::new();
         let disc: Vec<Discretised> = components
             .iter()
             .map(|c| {
