@@ -8,8 +8,13 @@ use dpaudit_gaussian::log_add_exp;
 
 /// Largest privacy-loss grid the accountant builds (per step and after composition).
 pub(super) const MAX_GRID: usize = 1 << 24;
-/// Per-step tail quantile of the noise: the grid covers ±Z standard deviations (Φ̄(10) ≈ 7.6e-24).
-const Z: f64 = 10.0;
+/// How many noise standard deviations each step's grid covers: z with Q(z) = `tail_mass`/`steps`,
+/// so that the P-mass beyond the grids of all `steps` steps is at most `tail_mass` (for the
+/// upper bound it is sent to +∞, for the lower bound moved onto the grid and charged to δ:
+/// accounted either way, so z trades tightness, about `tail_mass` of δ, for grid size).
+pub(super) fn grid_quantile(tail_mass: f64, steps: f64) -> f64 {
+    normal::inverse_sf(tail_mass / steps.max(1.0))
+}
 
 /// Which order of the pair is accounted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,25 +97,25 @@ impl Pair {
         }
     }
 
-    /// Grid index range [a, b] covering all but a Φ̄(Z) tail of the P-mass.
-    fn grid_range(&self, delta: f64) -> (i64, i64) {
+    /// Grid index range [a, b] covering all but a Q(z) tail of the P-mass.
+    fn grid_range(&self, delta: f64, z: f64) -> (i64, i64) {
         let s = self.sigma;
         let (lo_loss, hi_loss) = match self.dir {
             Direction::Remove => {
                 let lo = if self.q < 1.0 {
                     (-self.q).ln_1p()
                 } else {
-                    self.loss(-Z * s)
+                    self.loss(-z * s)
                 };
-                (lo, self.loss(1.0 + Z * s))
+                (lo, self.loss(1.0 + z * s))
             }
             Direction::Add => {
                 let hi = if self.q < 1.0 {
                     -(-self.q).ln_1p()
                 } else {
-                    self.loss(-Z * s)
+                    self.loss(-z * s)
                 };
-                (self.loss(Z * s), hi)
+                (self.loss(z * s), hi)
             }
         };
         (
@@ -174,8 +179,10 @@ pub(super) struct Discretised {
     pub(super) low_tail: f64,
 }
 
-pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
-    let (a, b) = pair.grid_range(delta);
+/// Discretises `pair` on the grid iΔ (Δ = `delta`) over ±`z` noise standard deviations
+/// ([`grid_quantile`]).
+pub(super) fn discretise(pair: &Pair, delta: f64, z: f64) -> Result<Discretised> {
+    let (a, b) = pair.grid_range(delta, z);
     let n = (b - a + 1).max(2) as usize;
     let b = a + n as i64 - 1;
     if n > MAX_GRID {
@@ -267,7 +274,7 @@ mod tests {
     fn single_step_masses_sum_to_one() {
         for dir in [Direction::Remove, Direction::Add] {
             for (q, s) in [(0.01, 1.0), (1.0, 2.0), (0.3, 0.7)] {
-                let d = discretise(&Pair { q, sigma: s, dir }, 1e-3).unwrap();
+                let d = discretise(&Pair { q, sigma: s, dir }, 1e-3, 10.0).unwrap();
                 let total: f64 = d.upper.masses.iter().sum::<f64>() + d.upper.infinity;
                 assert!((total - 1.0).abs() < 1e-12, "{dir:?} q={q} s={s}: {total}");
                 let total: f64 = d.lower.masses.iter().sum::<f64>();
@@ -287,6 +294,7 @@ mod tests {
                 dir: Direction::Remove,
             },
             1e-3,
+            10.0,
         )
         .unwrap();
         let e: f64 = d

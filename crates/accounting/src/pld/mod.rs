@@ -35,7 +35,7 @@ mod discretise;
 pub(crate) use compose::compose;
 use compose::{nothing_composed, Composed};
 pub(crate) use discretise::Discrete;
-use discretise::{discretise, Direction, Discretised, Pair};
+use discretise::{discretise, grid_quantile, Direction, Discretised, Pair};
 
 /// Discretisation settings of the PLD accountant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +44,8 @@ pub struct PldOptions {
     /// It is an upper limit: the accountant refines it to 0.05·q·√(e^{1/σ²} − 1) (a twentieth of
     /// the spread of one step's loss) when that is smaller, as for tiny sample rates.
     pub discretisation: f64,
-    /// Mass allowed outside the FFT window on each side (default 1e-15); charged to δ.
+    /// Mass allowed outside the FFT window on each side (default 1e-15), and outside the
+    /// single-step grids summed over the steps; charged to δ.
     pub tail_mass: f64,
 }
 
@@ -265,6 +266,7 @@ impl Setting<'_> {
     fn account(&self, dir: Direction) -> Result<Accounted> {
         let (components, delta) = (self.components, self.delta);
         let mut planner = RealFftPlanner::<f64>::new();
+        let z = grid_quantile(self.tail_mass, self.total_steps);
         let disc: Vec<Discretised> = components
             .iter()
             .map(|c| {
@@ -275,6 +277,7 @@ impl Setting<'_> {
                         dir,
                     },
                     delta,
+                    z,
                 )
             })
             .collect::<Result<_>>()?;
