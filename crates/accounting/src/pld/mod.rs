@@ -35,7 +35,9 @@ mod discretise;
 pub(crate) use compose::compose;
 use compose::{nothing_composed, Composed};
 pub(crate) use discretise::Discrete;
-use discretise::{discretise, grid_quantile, Direction, Discretised, Pair};
+use discretise::{
+    cells_read, discretise, grid, grid_quantile, Cells, Direction, Discretised, Grid, Pair,
+};
 
 /// Discretisation settings of the PLD accountant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -160,9 +162,41 @@ impl Pld {
             &[Direction::Remove, Direction::Add]
         };
         let total_steps: f64 = components.iter().map(|c| c.count as f64).sum();
+        let z = grid_quantile(options.tail_mass, total_steps);
+        // Each component's grids in both orders, and the cell probabilities they share.
+        let mut grids = Vec::with_capacity(components.len());
+        let mut cells = Vec::with_capacity(components.len());
+        for c in components {
+            let pair = |dir| Pair {
+                q: c.sample_rate,
+                sigma: c.noise_multiplier,
+                dir,
+            };
+            let remove = grid(&pair(Direction::Remove), delta, z)?;
+            // (Without subsampling only the remove order is accounted.)
+            let add = if symmetric {
+                remove
+            } else {
+                grid(&pair(Direction::Add), delta, z)?
+            };
+            let (mut lo, mut hi) = cells_read(Direction::Remove, remove);
+            if !symmetric {
+                let (l, h) = cells_read(Direction::Add, add);
+                (lo, hi) = (lo.min(l), hi.max(h));
+            }
+            grids.push((remove, add));
+            cells.push(Cells::new(
+                c.sample_rate,
+                c.noise_multiplier,
+                delta,
+                (lo, hi),
+            ));
+        }
         let order = |dir| {
             let setting = Setting {
                 components,
+                grids: &grids,
+                cells: &cells,
                 tail_mass: options.tail_mass,
                 delta,
                 hoeffding_delta,
@@ -253,6 +287,10 @@ pub(crate) fn hoeffding_delta_for(target_delta: f64) -> f64 {
 /// What the PLD of one order needs: the components and the settings `Pld::build` checked.
 struct Setting<'a> {
     components: &'a [Component],
+    /// Each component's grid in the remove and the add order.
+    grids: &'a [(Grid, Grid)],
+    /// Each component's cell probabilities, covering both grids.
+    cells: &'a [Cells],
     tail_mass: f64,
     delta: f64,
     hoeffding_delta: f64,
@@ -266,21 +304,23 @@ impl Setting<'_> {
     fn account(&self, dir: Direction) -> Result<Accounted> {
         let (components, delta) = (self.components, self.delta);
         let mut planner = RealFftPlanner::<f64>::new();
-        let z = grid_quantile(self.tail_mass, self.total_steps);
         let disc: Vec<Discretised> = components
             .iter()
-            .map(|c| {
-                discretise(
-                    &Pair {
-                        q: c.sample_rate,
-                        sigma: c.noise_multiplier,
-                        dir,
-                    },
-                    delta,
-                    z,
-                )
+            .zip(self.grids)
+            .zip(self.cells)
+            .map(|((c, &(remove, add)), cells)| {
+                let pair = Pair {
+                    q: c.sample_rate,
+                    sigma: c.noise_multiplier,
+                    dir,
+                };
+                let g = match dir {
+                    Direction::Remove => remove,
+                    Direction::Add => add,
+                };
+                discretise(&pair, delta, g, cells)
             })
-            .collect::<Result<_>>()?;
+            .collect();
         let uppers: Vec<(&Discrete, u64)> = disc
             .iter()
             .zip(components)
