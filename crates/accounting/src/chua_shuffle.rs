@@ -167,7 +167,7 @@ fn composed_lower(atoms: &[(f64, f64)], epochs: u64, delta: f64) -> Result<f64> 
         masses,
         infinity: 0.0,
     };
-    let mut planner = rustfft::FftPlanner::new();
+    let mut planner = realfft::RealFftPlanner::new();
     let composed = compose(&mut planner, &[(&single, epochs)], LOSS_GRID, 1e-15)?;
     let eta = delta * 1e-3;
     let deviation = LOSS_GRID * (epochs as f64 * (1.0 / eta).ln() / 2.0).sqrt();

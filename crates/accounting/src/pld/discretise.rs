@@ -8,8 +8,13 @@ use dpaudit_gaussian::log_add_exp;
 
 /// Largest privacy-loss grid the accountant builds (per step and after composition).
 pub(super) const MAX_GRID: usize = 1 << 24;
-/// Per-step tail quantile of the noise: the grid covers ±Z standard deviations (Φ̄(10) ≈ 7.6e-24).
-const Z: f64 = 10.0;
+/// How many noise standard deviations each step's grid covers: z with Q(z) = `tail_mass`/`steps`,
+/// so that the P-mass beyond the grids of all `steps` steps is at most `tail_mass` (for the
+/// upper bound it is sent to +∞, for the lower bound moved onto the grid and charged to δ:
+/// accounted either way, so z trades tightness, about `tail_mass` of δ, for grid size).
+pub(super) fn grid_quantile(tail_mass: f64, steps: f64) -> f64 {
+    normal::inverse_sf(tail_mass / steps.max(1.0))
+}
 
 /// Which order of the pair is accounted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,25 +97,25 @@ impl Pair {
         }
     }
 
-    /// Grid index range [a, b] covering all but a Φ̄(Z) tail of the P-mass.
-    fn grid_range(&self, delta: f64) -> (i64, i64) {
+    /// Grid index range [a, b] covering all but a Q(z) tail of the P-mass.
+    fn grid_range(&self, delta: f64, z: f64) -> (i64, i64) {
         let s = self.sigma;
         let (lo_loss, hi_loss) = match self.dir {
             Direction::Remove => {
                 let lo = if self.q < 1.0 {
                     (-self.q).ln_1p()
                 } else {
-                    self.loss(-Z * s)
+                    self.loss(-z * s)
                 };
-                (lo, self.loss(1.0 + Z * s))
+                (lo, self.loss(1.0 + z * s))
             }
             Direction::Add => {
                 let hi = if self.q < 1.0 {
                     -(-self.q).ln_1p()
                 } else {
-                    self.loss(-Z * s)
+                    self.loss(-z * s)
                 };
-                (self.loss(Z * s), hi)
+                (self.loss(z * s), hi)
             }
         };
         (
@@ -174,11 +179,15 @@ pub(super) struct Discretised {
     pub(super) low_tail: f64,
 }
 
-pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
-    let (a, b) = pair.grid_range(delta);
-    let n = (b - a + 1).max(2) as usize;
-    let b = a + n as i64 - 1;
-    if n > MAX_GRID {
+/// A grid of loss indices [a, b] (the losses aΔ, …, bΔ).
+pub(super) type Grid = (i64, i64);
+
+/// The grid [a, b] (at least two points) of `pair` over ±`z` noise standard deviations
+/// ([`grid_quantile`]), or an error when it exceeds [`MAX_GRID`].
+pub(super) fn grid(pair: &Pair, delta: f64, z: f64) -> Result<Grid> {
+    let (a, b) = pair.grid_range(delta, z);
+    let n = (b - a + 1).max(2);
+    if n > MAX_GRID as i64 {
         return Err(AccountingError::NumericalLimit {
             method: "PLD discretisation",
             what: format!(
@@ -189,6 +198,81 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
             ),
         });
     }
+    Ok((a, a + n - 1))
+}
+
+/// The cells [lo, hi) that the bins of the grid [a, b] of order `dir` read (see [`Cells`]).
+pub(super) fn cells_read(dir: Direction, (a, b): Grid) -> (i64, i64) {
+    match dir {
+        Direction::Remove => (a, b),
+        Direction::Add => (-b, -a),
+    }
+}
+
+/// The base N(0,σ²) and mixture (1−q)·N(0,σ²) + q·N(1,σ²) probabilities of the cells
+/// {iΔ < ln(mixture/base) < (i+1)Δ}, i = lo, lo + 1, …: a bin of the remove order (loss =
+/// the log-ratio) is one cell, and so is a bin of the add order (loss = minus it), so the
+/// expensive part, one erfc per boundary and normal, is computed once for both orders.
+#[derive(Debug)]
+pub(super) struct Cells {
+    lo: i64,
+    base: Vec<f64>,
+    mixture: Vec<f64>,
+}
+
+impl Cells {
+    /// The cells [lo, hi) of the pair (q, σ), on two threads (each half of the range).
+    pub(super) fn new(q: f64, sigma: f64, delta: f64, (lo, hi): (i64, i64)) -> Self {
+        let n = (hi - lo).max(0) as usize;
+        let mut base = vec![0.0; n];
+        let mut mixture = vec![0.0; n];
+        let half = n / 2;
+        let pair = Pair {
+            q,
+            sigma,
+            dir: Direction::Remove,
+        };
+        let (b0, b1) = base.split_at_mut(half);
+        let (m0, m1) = mixture.split_at_mut(half);
+        std::thread::scope(|scope| {
+            scope.spawn(|| fill_cells(&pair, delta, lo + half as i64, b1, m1));
+            fill_cells(&pair, delta, lo, b0, m0);
+        });
+        Self { lo, base, mixture }
+    }
+
+    /// (base, mixture) probability of cell i (zero outside the computed range).
+    fn get(&self, i: i64) -> (f64, f64) {
+        usize::try_from(i - self.lo)
+            .ok()
+            .filter(|&k| k < self.base.len())
+            .map_or((0.0, 0.0), |k| (self.base[k], self.mixture[k]))
+    }
+}
+
+/// Fills the cells from `lo` on: `pair` in the remove order, whose loss is the log-ratio.
+fn fill_cells(pair: &Pair, delta: f64, lo: i64, base: &mut [f64], mixture: &mut [f64]) {
+    let sigma = pair.sigma;
+    // The normal tail probabilities at a cell boundary, for the base N(0,σ²) and the shifted
+    // N(1,σ²): one erfc each, computed once as the cells are walked (cell probabilities are
+    // differences of these, without cancellation: see `Tail::between`).
+    let boundary = |i: i64| {
+        let x = pair.x_of_mixture_log_ratio(i as f64 * delta);
+        (Tail::new(x / sigma), Tail::new((x - 1.0) / sigma))
+    };
+    let mut left = boundary(lo);
+    for (k, (b, m)) in base.iter_mut().zip(mixture.iter_mut()).enumerate() {
+        let right = boundary(lo + k as i64 + 1);
+        *b = Tail::between(&left.0, &right.0);
+        *m = (1.0 - pair.q) * *b + pair.q * Tail::between(&left.1, &right.1);
+        left = right;
+    }
+}
+
+/// Discretises `pair` on its grid (`grid`, from [`grid`]) with Δ = `delta`, reading the bin
+/// probabilities from `cells` (which must cover [`cells_read`] of the grid).
+pub(super) fn discretise(pair: &Pair, delta: f64, (a, b): Grid, cells: &Cells) -> Discretised {
+    let n = (b - a + 1) as usize;
     let mut upper = vec![0.0; n];
     let mut lower = vec![0.0; n];
     let (low_tail, _) = pair.masses(f64::NEG_INFINITY, a as f64 * delta);
@@ -197,30 +281,14 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
     lower[0] += low_tail;
     lower[n - 1] += high_tail;
     let spread = -(-delta).exp_m1(); // 1 − e^{−Δ}
-                                     // Normal tail probabilities at every grid boundary, one erfc per boundary and component;
-                                     // bin masses are differences of these (no cancellation: see `Tail::between`).
-    let sigma = pair.sigma;
-    let xs: Vec<f64> = (0..n)
-        .map(|j| {
-            let l = (a + j as i64) as f64 * delta;
-            match pair.dir {
-                Direction::Remove => pair.x_of_mixture_log_ratio(l),
-                Direction::Add => pair.x_of_mixture_log_ratio(-l),
-            }
-        })
-        .collect();
-    let t0: Vec<Tail> = xs.iter().map(|&x| Tail::new(x / sigma)).collect();
-    let t1: Vec<Tail> = xs.iter().map(|&x| Tail::new((x - 1.0) / sigma)).collect();
     let mut mean_remainder = 0.0;
     for j in 0..n - 1 {
         let i = a + j as i64;
         let l1 = i as f64 * delta;
-        let (lo, hi) = match pair.dir {
-            Direction::Remove => (j, j + 1),
-            Direction::Add => (j + 1, j),
+        let (base, mixture) = match pair.dir {
+            Direction::Remove => cells.get(i),
+            Direction::Add => cells.get(-i - 1),
         };
-        let base = Tail::between(&t0[lo], &t0[hi]);
-        let mixture = (1.0 - pair.q) * base + pair.q * Tail::between(&t1[lo], &t1[hi]);
         let (p, q) = match pair.dir {
             Direction::Remove => (mixture, base),
             Direction::Add => (base, mixture),
@@ -228,21 +296,21 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
         if p <= 0.0 {
             continue;
         }
-        // Mean-preserving split of the ratio between e^{iΔ} and e^{(i+1)Δ}.
-        let to_upper = if q > 0.0 {
-            let ratio = (l1 + q.ln() - p.ln()).exp(); // e^{iΔ}·Q/P ∈ [e^{−Δ}, 1]
-            (p * (1.0 - ratio) / spread).clamp(0.0, p)
-        } else {
-            p
-        };
-        upper[j] += p - to_upper;
-        upper[j + 1] += to_upper;
-        lower[j] += p;
         if q > 0.0 {
-            mean_remainder += p * ((p / q).ln() - l1).clamp(0.0, delta);
+            // The bin's loss ln(P/Q) ∈ [iΔ, (i+1)Δ] (up to roundoff).
+            let loss = (p / q).ln();
+            // Mean-preserving split of the ratio between e^{iΔ} and e^{(i+1)Δ}.
+            let ratio = (l1 - loss).exp(); // e^{iΔ}·Q/P ∈ [e^{−Δ}, 1]
+            let to_upper = (p * (1.0 - ratio) / spread).clamp(0.0, p);
+            upper[j] += p - to_upper;
+            upper[j + 1] += to_upper;
+            mean_remainder += p * (loss - l1).clamp(0.0, delta);
+        } else {
+            upper[j + 1] += p;
         }
+        lower[j] += p;
     }
-    Ok(Discretised {
+    Discretised {
         upper: Discrete {
             offset: a,
             masses: upper,
@@ -255,18 +323,25 @@ pub(super) fn discretise(pair: &Pair, delta: f64) -> Result<Discretised> {
         },
         mean_remainder,
         low_tail,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// One pair discretised on its own (cells for its order only), over ±10 σ.
+    fn alone(pair: &Pair, delta: f64) -> Discretised {
+        let g = grid(pair, delta, 10.0).unwrap();
+        let cells = Cells::new(pair.q, pair.sigma, delta, cells_read(pair.dir, g));
+        discretise(pair, delta, g, &cells)
+    }
+
     #[test]
     fn single_step_masses_sum_to_one() {
         for dir in [Direction::Remove, Direction::Add] {
             for (q, s) in [(0.01, 1.0), (1.0, 2.0), (0.3, 0.7)] {
-                let d = discretise(&Pair { q, sigma: s, dir }, 1e-3).unwrap();
+                let d = alone(&Pair { q, sigma: s, dir }, 1e-3);
                 let total: f64 = d.upper.masses.iter().sum::<f64>() + d.upper.infinity;
                 assert!((total - 1.0).abs() < 1e-12, "{dir:?} q={q} s={s}: {total}");
                 let total: f64 = d.lower.masses.iter().sum::<f64>();
@@ -279,15 +354,14 @@ mod tests {
     fn connect_the_dots_preserves_expected_ratio() {
         // E_P[e^{−L}] = Q(P > 0) = 1 for the true pair; the mean-preserving split keeps it
         // (up to the mass sent to +∞, whose e^{−L} is 0).
-        let d = discretise(
+        let d = alone(
             &Pair {
                 q: 0.05,
                 sigma: 0.8,
                 dir: Direction::Remove,
             },
             1e-3,
-        )
-        .unwrap();
+        );
         let e: f64 = d
             .upper
             .masses

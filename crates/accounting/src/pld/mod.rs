@@ -16,13 +16,15 @@
 //!   δ(ε) = E_P[(1 − e^{ε−L})₊]); the systematic shift Σ U_j of the k rounding remainders
 //!   U_j ∈ [0, Δ] is put back as its (Jensen) lower bound minus a Hoeffding deviation, with the
 //!   failure probability charged to δ.
-//! * **Composition** by FFT: one transform per component, raised to its count, one inverse.
-//!   The window is chosen with Chernoff bounds on both tails, and the truncated and aliased mass
-//!   (at most the Chernoff tail bound) is charged to δ in the safe direction.
+//! * **Composition** by FFT: one real-to-complex transform per component, raised to its count
+//!   by repeated squaring, one inverse. The window is chosen with Chernoff bounds on both tails
+//!   (the exponent found by a golden-section search, the bound being unimodal in it), and the
+//!   truncated and aliased mass (at most the Chernoff tail bound) is charged to δ in the safe
+//!   direction.
 //!
 //! The result carries (lower, estimate, upper); `upper` is the number to report.
 
-use rustfft::FftPlanner;
+use realfft::RealFftPlanner;
 
 use crate::error::{AccountingError, Result};
 use crate::event::Component;
@@ -33,7 +35,9 @@ mod discretise;
 pub(crate) use compose::compose;
 use compose::{nothing_composed, Composed};
 pub(crate) use discretise::Discrete;
-use discretise::{discretise, Direction, Discretised, Pair};
+use discretise::{
+    cells_read, discretise, grid, grid_quantile, Cells, Direction, Discretised, Grid, Pair,
+};
 
 /// Discretisation settings of the PLD accountant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,7 +46,8 @@ pub struct PldOptions {
     /// It is an upper limit: the accountant refines it to 0.05·q·√(e^{1/σ²} − 1) (a twentieth of
     /// the spread of one step's loss) when that is smaller, as for tiny sample rates.
     pub discretisation: f64,
-    /// Mass allowed outside the FFT window on each side (default 1e-15); charged to δ.
+    /// Mass allowed outside the FFT window on each side (default 1e-15), and outside the
+    /// single-step grids summed over the steps; charged to δ.
     pub tail_mass: f64,
 }
 
@@ -157,9 +162,41 @@ impl Pld {
             &[Direction::Remove, Direction::Add]
         };
         let total_steps: f64 = components.iter().map(|c| c.count as f64).sum();
+        let z = grid_quantile(options.tail_mass, total_steps);
+        // Each component's grids in both orders, and the cell probabilities they share.
+        let mut grids = Vec::with_capacity(components.len());
+        let mut cells = Vec::with_capacity(components.len());
+        for c in components {
+            let pair = |dir| Pair {
+                q: c.sample_rate,
+                sigma: c.noise_multiplier,
+                dir,
+            };
+            let remove = grid(&pair(Direction::Remove), delta, z)?;
+            // (Without subsampling only the remove order is accounted.)
+            let add = if symmetric {
+                remove
+            } else {
+                grid(&pair(Direction::Add), delta, z)?
+            };
+            let (mut lo, mut hi) = cells_read(Direction::Remove, remove);
+            if !symmetric {
+                let (l, h) = cells_read(Direction::Add, add);
+                (lo, hi) = (lo.min(l), hi.max(h));
+            }
+            grids.push((remove, add));
+            cells.push(Cells::new(
+                c.sample_rate,
+                c.noise_multiplier,
+                delta,
+                (lo, hi),
+            ));
+        }
         let order = |dir| {
             let setting = Setting {
                 components,
+                grids: &grids,
+                cells: &cells,
                 tail_mass: options.tail_mass,
                 delta,
                 hoeffding_delta,
@@ -250,6 +287,10 @@ pub(crate) fn hoeffding_delta_for(target_delta: f64) -> f64 {
 /// What the PLD of one order needs: the components and the settings `Pld::build` checked.
 struct Setting<'a> {
     components: &'a [Component],
+    /// Each component's grid in the remove and the add order.
+    grids: &'a [(Grid, Grid)],
+    /// Each component's cell probabilities, covering both grids.
+    cells: &'a [Cells],
     tail_mass: f64,
     delta: f64,
     hoeffding_delta: f64,
@@ -262,20 +303,24 @@ impl Setting<'_> {
     /// unless `upper_only` the optimistic one).
     fn account(&self, dir: Direction) -> Result<Accounted> {
         let (components, delta) = (self.components, self.delta);
-        let mut planner = FftPlanner::<f64>::new();
+        let mut planner = RealFftPlanner::<f64>::new();
         let disc: Vec<Discretised> = components
             .iter()
-            .map(|c| {
-                discretise(
-                    &Pair {
-                        q: c.sample_rate,
-                        sigma: c.noise_multiplier,
-                        dir,
-                    },
-                    delta,
-                )
+            .zip(self.grids)
+            .zip(self.cells)
+            .map(|((c, &(remove, add)), cells)| {
+                let pair = Pair {
+                    q: c.sample_rate,
+                    sigma: c.noise_multiplier,
+                    dir,
+                };
+                let g = match dir {
+                    Direction::Remove => remove,
+                    Direction::Add => add,
+                };
+                discretise(&pair, delta, g, cells)
             })
-            .collect::<Result<_>>()?;
+            .collect();
         let uppers: Vec<(&Discrete, u64)> = disc
             .iter()
             .zip(components)
