@@ -11,14 +11,14 @@ use crate::settings::{ClaimedBound, ExperimentConfig};
 use dpaudit_audit::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
 };
-use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
-use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
+use dpaudit_audit::figures::plots::{epsilon_bars_svg, EpsilonBar};
 use dpaudit_cli::args::run::{Args, CompareArgs};
 use dpaudit_experiment::audit_report::{AuditReport, AuditSummary};
 use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
