@@ -38,4 +38,4 @@ pub use scores::{
     cosine_score, dirac_score, dirac_scores, inner_product_score, loss_difference_score,
     loss_difference_scores, loss_score, loss_scores, IterateScore,
 };
-pub use threat::ThreatModel;
+pub use threat::{ScoreKind, ThreatModel};

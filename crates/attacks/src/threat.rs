@@ -113,6 +113,95 @@ impl std::fmt::Display for ThreatModel {
     }
 }
 
+/// A score: one threat model's view of a canary, as experiment files and
+/// `audit.json` name it (which canaries it applies to is the experiment's
+/// business). Higher = member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreKind {
+    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2024, Alg. 2, with the descent
+    /// sign flipped so that members score high).
+    Dirac,
+    /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
+    InnerProduct,
+    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, Andrew et al. 2024).
+    Cosine,
+    /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
+    /// canary gradient (clipped, at `θ_t` for input canaries) (Steinke, Nasr & Jagielski 2023, §2).
+    Iterates,
+    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2024, §5.1).
+    Loss,
+    /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
+    LossDifference,
+    /// Every step (the Natural threat model of Annamalai et al. 2024, §5.1): `log Λ^N` of the per-step
+    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (Annamalai et al.
+    /// 2024, Alg. 1 and §5.3), per epoch of the sampler.
+    NaturalLr,
+    /// Every step, with the Partially-Informed overrides (`−ĝ` in every batch
+    /// without the target): `log Λ^PI` of the same observations.
+    #[serde(rename = "pi_lr")]
+    PartiallyInformedLr,
+    /// Hidden state, any canary: `−‖θ_T − θ₀‖²`. It detects a canary that
+    /// changes the noise scale (the realised-batch-size normaliser); on a
+    /// correct pipeline it carries almost no signal.
+    UpdateNorm,
+}
+
+impl ScoreKind {
+    /// Name in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreKind::Dirac => "dirac",
+            ScoreKind::InnerProduct => "inner_product",
+            ScoreKind::Cosine => "cosine",
+            ScoreKind::Iterates => "iterates",
+            ScoreKind::Loss => "loss",
+            ScoreKind::LossDifference => "loss_difference",
+            ScoreKind::UpdateNorm => "update_norm",
+            ScoreKind::NaturalLr => "natural_lr",
+            ScoreKind::PartiallyInformedLr => "pi_lr",
+        }
+    }
+
+    /// The threat model the score belongs to (its words:
+    /// [`ThreatModel::describe`]).
+    pub fn threat_model(self) -> ThreatModel {
+        match self {
+            ScoreKind::Dirac
+            | ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::UpdateNorm => ThreatModel::HiddenState,
+            ScoreKind::Iterates => ThreatModel::AllIterates,
+            ScoreKind::NaturalLr => ThreatModel::Natural,
+            ScoreKind::PartiallyInformedLr => ThreatModel::PartiallyInformed,
+            ScoreKind::Loss => ThreatModel::BlackBox,
+            ScoreKind::LossDifference => ThreatModel::BlackBoxWithInit,
+        }
+    }
+}
+
+/// Serde of a [`ThreatModel`] as its words ([`ThreatModel::describe`]), the
+/// form `audit.json` writes next to each bound: `#[serde(with =
+/// "dpaudit_attacks::threat::words")]`.
+pub mod words {
+    use super::ThreatModel;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes [`ThreatModel::describe`].
+    pub fn serialize<S: Serializer>(m: &ThreatModel, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.describe())
+    }
+
+    /// Reads the words back; other words are an error naming them.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ThreatModel, D::Error> {
+        let words = String::deserialize(d)?;
+        ThreatModel::ALL
+            .into_iter()
+            .find(|m| m.describe() == words)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown threat model `{words}`")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

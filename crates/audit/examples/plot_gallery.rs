@@ -10,11 +10,11 @@
 
 use std::path::PathBuf;
 
-use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{one_run_lower_bound, OneRunConfig};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
-use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::design::InclusionDesign;
 use crate::metrics::Metrics;
-use crate::observations::{Method, Selection};
+use crate::observations::{Method, Observations, Selection};
 use crate::tie_break::TieBreak;
 
 /// A lower bound on ε: with probability at least `confidence` (when
@@ -159,6 +159,26 @@ pub enum BoundedOn {
         /// Seed of the split.
         seed: u64,
     },
+}
+
+/// The observations `bound` was computed on (the evaluation half for `split`
+/// and `multi-split`, all of `obs` otherwise).
+pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations<'static> {
+    match bound.bounded_on {
+        BoundedOn::All => obs.clone().into_owned(),
+        BoundedOn::EvaluationHalf { seed } => obs.split(seed).1,
+    }
+}
+
+/// Which observations `bound` was computed on, in words.
+pub fn describe_bounded_on(bound: &EpsilonLowerBound) -> String {
+    match (bound.bounded_on, bound.selection) {
+        (BoundedOn::All, _) => "all observations".into(),
+        (BoundedOn::EvaluationHalf { seed }, Selection::MultiSplit { .. }) => {
+            format!("evaluation half, median-rank split (seed {seed})")
+        }
+        (BoundedOn::EvaluationHalf { seed }, _) => format!("evaluation half (seed {seed})"),
+    }
 }
 
 /// Method-specific evidence behind a bound.

@@ -29,10 +29,9 @@
 //! Building blocks: [`special`] (log-space ln Γ, incomplete beta, binomial
 //! tails), [`clopper_pearson`] (one- and two-sided limits, tails to 1e-300),
 //! [`gaussian`] (the `dpaudit-gaussian` crate: Φ, Φ⁻¹ accurate in the tails; μ-GDP δ(ε) and ε(δ)),
-//! [`curves`] (trade-off curves, ROC, one-run plots as SVG), [`plots`]
-//! (score histograms and ε lower-vs-upper bar plots, SVG), [`bound_plots`] (the
-//! plots of a bound, from the data it was computed on), [`svg`] (the one SVG
-//! writer all of them, and other crates' figures, draw with).
+//! [`figures`] (apart from the statistics, which never call it: trade-off
+//! curves, ROC and one-run plots, score histograms, ε bar plots and the one
+//! SVG writer, as SVG).
 //!
 //! # Selection is explicit
 //! Every bound names its [`observations::Selection`]: `bonferroni` (all data, a
@@ -60,10 +59,10 @@
 
 pub mod bound;
 pub mod clopper_pearson;
-pub mod curves;
 pub mod design;
 pub mod error;
 pub mod estimate;
+pub mod figures;
 pub mod gaussian_scores;
 pub mod interrupt;
 pub mod io;
@@ -71,13 +70,11 @@ pub mod method;
 pub mod metrics;
 /// The standard normal and the μ-GDP curve (`dpaudit-gaussian`, shared with the accountant).
 pub use dpaudit_gaussian as gaussian;
-pub mod bound_plots;
 pub mod observations;
 pub mod one_run;
 pub mod one_run_fdp;
 pub mod one_run_order;
 pub mod panoramia;
-pub mod plots;
 pub mod policy;
 pub mod rank_test;
 pub(crate) mod ranked;
@@ -85,7 +82,6 @@ pub mod region;
 pub mod report;
 mod sort;
 pub mod special;
-pub mod svg;
 pub mod tie_break;
 
 pub use error::{AuditError, Result};

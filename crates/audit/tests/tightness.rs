@@ -3,7 +3,7 @@
 //! points bracket the true curve.
 
 use dpaudit_audit::bound::Evidence;
-use dpaudit_audit::curves::{eps_delta_curve, gdp_curve, TradeoffPlot};
+use dpaudit_audit::figures::curves::{eps_delta_curve, gdp_curve, TradeoffPlot};
 use dpaudit_audit::gaussian::{gdp_epsilon, gdp_tradeoff};
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{

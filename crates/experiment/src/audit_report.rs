@@ -4,28 +4,28 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::canaries::ScoreKind;
 use crate::settings::{ClaimedBound, ExperimentConfig};
 use dpaudit_audit::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
 };
-use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
-use dpaudit_audit::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_data::seed::{Mode, RunSeed, Stream};
 
 use dpaudit_attacks::ThreatModel;
 
 use crate::book::ScoreRow;
-use crate::error::{read_text, ExperimentError, Result};
+use crate::error::{ExperimentError, Result};
 use dpaudit_store::outdir::OutDir;
 
 /// One lower bound in `audit.json`.
@@ -37,7 +37,7 @@ pub struct LowerBoundEntry {
     /// The score (threat model's statistic).
     pub score: String,
     /// The threat model, in words ([`ThreatModel::describe`]).
-    #[serde(with = "threat_words")]
+    #[serde(with = "dpaudit_attacks::threat::words")]
     pub threat_model: ThreatModel,
     /// The ε lower bound.
     pub epsilon: f64,
@@ -103,72 +103,6 @@ pub struct AuditReport {
     pub randomness: Mode,
     /// What that means, in one sentence.
     pub randomness_meaning: String,
-}
-
-/// `audit.json` names a threat model in words.
-mod threat_words {
-    use dpaudit_attacks::ThreatModel;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(m: &ThreatModel, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(m.describe())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ThreatModel, D::Error> {
-        let words = String::deserialize(d)?;
-        ThreatModel::ALL
-            .into_iter()
-            .find(|m| m.describe() == words)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown threat model `{words}`")))
-    }
-}
-
-/// What readers of a finished audit rely on (`dpaudit compare`): the fields
-/// of [`AuditReport`] with the same names and types, read back from
-/// `audit.json`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct AuditSummary {
-    /// Experiment name.
-    pub name: String,
-    /// Canary kind, insertion and schedule in words.
-    pub canary: String,
-    /// The accountant's ε for one canary.
-    pub epsilon_upper: f64,
-    /// δ of every bound.
-    pub delta: f64,
-    /// The lower bounds.
-    pub lower_bounds: Vec<BoundSummary>,
-}
-
-/// One entry of [`AuditSummary::lower_bounds`] (a [`LowerBoundEntry`] read back).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct BoundSummary {
-    /// The method, as labelled ([`EpsilonLowerBound::label`]).
-    pub method: Method,
-    /// The score.
-    pub score: ScoreKind,
-    /// The threat model.
-    #[serde(with = "threat_words")]
-    pub threat_model: ThreatModel,
-    /// The ε lower bound.
-    pub epsilon: f64,
-    /// Its confidence.
-    pub confidence: f64,
-    /// Selection policy name.
-    pub selection: SelectionChoice,
-    /// False for `same_data`: not a valid bound at `confidence`.
-    pub valid_at_confidence: bool,
-}
-
-impl AuditSummary {
-    /// Reads `path` (an experiment's `audit.json`).
-    pub fn read(path: &Path) -> Result<Self> {
-        let text = read_text(path)?;
-        serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
-            path: path.to_path_buf(),
-            reason: format!("not the audit.json of a `dpaudit run` experiment: {e}"),
-        })
-    }
 }
 
 /// The selection policy of `method` on `n` observations (runs, or the

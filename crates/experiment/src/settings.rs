@@ -125,7 +125,7 @@ impl ExperimentConfig {
             return Err(invalid("audit.methods", "[]", "at least one method"));
         }
         for s in &a.scores {
-            if !s.applies_to(self.canary.kind) {
+            if !self.canary.kind.admits(*s) {
                 return Err(invalid(
                     "audit.scores",
                     s.name(),
@@ -274,7 +274,7 @@ fn applicable_scores(kind: CanaryKind) -> String {
         ScoreKind::UpdateNorm,
     ]
     .iter()
-    .filter(|s| s.applies_to(kind))
+    .filter(|&&s| kind.admits(s))
     .map(|s| s.name())
     .collect::<Vec<_>>()
     .join(", ")

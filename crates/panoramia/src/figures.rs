@@ -2,8 +2,8 @@
 //! MIA with the points that give `c_lb` and `{c+ε}_lb` (SVG), a grid of
 //! generated images (PNG), and `summary.md`.
 
+use dpaudit_audit::figures::svg::{self, Axis, Mark};
 use dpaudit_audit::panoramia::EpsilonTilde;
-use dpaudit_audit::svg::{self, Axis, Mark};
 
 use crate::error::{out_err, Result};
 

@@ -39,16 +39,16 @@ use dpaudit_accounting::{
     NeighbouringRelation,
 };
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::design::inclusion_test;
 use dpaudit_audit::estimate::{lower_bound_interruptible, BoundSettings};
+use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::plots::histogram_auto;
 use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::{metrics as score_metrics, roc as roc_curve, tpr_at_fprs};
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
-use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 use dpaudit_audit::AuditError;

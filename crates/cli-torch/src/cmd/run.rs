@@ -1,18 +1,16 @@
 //! `dpaudit run FILE.toml --out-dir DIR`: an experiment end to end, by the
 //! file's `kind` ([`dpaudit_store::kind`]): a canary audit (here), a BGM
-//! audit ([`super::bgm`]) or PANORAMIA ([`super::panoramia`]); plus `dpaudit
-//! compare` (several audits side by side). The experiment, its out-dir and
-//! its statistics are library code (`dpaudit_experiment`); this module
-//! parses, draws progress and prints.
+//! audit ([`super::bgm`]) or PANORAMIA ([`super::panoramia`]). The
+//! experiment, its out-dir and its statistics are library code
+//! (`dpaudit_experiment`); this module parses, draws progress and prints.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use dpaudit_audit::plots::{epsilon_bars_svg, EpsilonBar};
-use dpaudit_cli::args::run::{Args, CompareArgs};
-use dpaudit_experiment::audit_report::{AuditReport, AuditSummary};
+use dpaudit_cli::args::run::Args;
+use dpaudit_experiment::audit_report::AuditReport;
 use dpaudit_experiment::bgm_audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm_engine::CpuBgmEngine;
 use dpaudit_experiment::bgm_runner::plan_units;
@@ -25,8 +23,6 @@ use dpaudit_store::{OutDir, Shard};
 use dpaudit_train::engine::Fault;
 use dpaudit_train::trainer::Observer;
 use dpaudit_train::StepReport;
-
-use dpaudit_store::outdir::write_atomic;
 
 use super::experiment::command_line;
 
@@ -267,50 +263,5 @@ pub fn run_merge(out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
         out_dir.display()
     );
     print_report(&merged.report);
-    Ok(())
-}
-
-/// `dpaudit compare`: several audits side by side. One
-/// experiment with several `audit.scores` is already a comparison of threat
-/// models on the same runs; this command puts different canaries (different
-/// trainings) next to each other.
-pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
-    let mut md = String::from(
-        "# Comparison\n\n| experiment | canary | score | threat model | method | selection | ε lower bound | claimed ε | ratio |\n|---|---|---|---|---|---|---|---|---|\n",
-    );
-    let mut bars = Vec::new();
-    let mut upper: Option<f64> = None;
-    for d in &args.dirs {
-        let p = d.join("audit.json");
-        let report = AuditSummary::read(&p)?;
-        let eps_up = report.epsilon_upper;
-        upper = Some(upper.map_or(eps_up, |u: f64| u.max(eps_up)));
-        let name = &report.name;
-        for b in &report.lower_bounds {
-            let eps = b.epsilon;
-            md.push_str(&format!(
-                "| {name} | {} | {} | {} | {} | {} | {eps:.4} | {eps_up:.4} | {:.3} |\n",
-                report.canary,
-                b.score.name(),
-                b.threat_model.describe(),
-                b.method.name(),
-                b.selection.name(),
-                eps / eps_up
-            ));
-            bars.push(EpsilonBar {
-                label: format!("{name}: {} / {}", b.score.name(), b.method.name()),
-                lower: eps,
-                valid: b.valid_at_confidence,
-            });
-        }
-    }
-    std::fs::create_dir_all(&args.out_dir)
-        .with_context(|| format!("creating {}", args.out_dir.display()))?;
-    write_atomic(&args.out_dir.join("compare.md"), md.as_bytes())?;
-    write_atomic(
-        &args.out_dir.join("compare.svg"),
-        epsilon_bars_svg("ε lower bounds by threat model / canary", &bars, upper).as_bytes(),
-    )?;
-    print!("{md}");
     Ok(())
 }

@@ -63,7 +63,7 @@ pub enum Command {
     /// Combine the out-dirs of `dpaudit run --shard` (any kind) into one finished audit.
     Merge(merge::Args),
     /// Several finished audits side by side (threat models, canaries).
-    Compare(run::CompareArgs),
+    Compare(cmd::compare::Args),
     /// Audit deliberately broken DP-SGD variants next to the correct one.
     Selftest(selftest::Args),
     /// Shuffling audits of the Batched Gaussian Mechanism from a TOML config (`dpaudit run` of a
@@ -95,15 +95,16 @@ pub fn run_pure(command: Command) -> Outcome {
         Command::Calibrate(a) => Outcome::Ran(cmd::account::run_calibrate(a)),
         Command::Estimate(a) => Outcome::Ran(cmd::estimate::run(a)),
         Command::Counts(a) => Outcome::Ran(cmd::counts::run(a)),
-        // Merging, comparing and job arrays read the out-dir code of
-        // `dpaudit-experiment`, which links libtorch today.
+        Command::Compare(a) => Outcome::Ran(cmd::compare::run(a)),
+        // Merging finalizes an audit (its report, statistics and plots), and
+        // job arrays plan one: both read the experiment's code, which links
+        // libtorch today.
         c @ (Command::Doctor(_)
         | Command::Train(_)
         | Command::Bench(_)
         | Command::Demo(_)
         | Command::Run(_)
         | Command::Merge(_)
-        | Command::Compare(_)
         | Command::Selftest(_)
         | Command::Bgm(_)
         | Command::Slurm(_)

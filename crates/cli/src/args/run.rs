@@ -1,4 +1,4 @@
-//! `dpaudit run FILE.toml --out-dir DIR` and `dpaudit compare`.
+//! `dpaudit run FILE.toml --out-dir DIR`.
 
 use std::path::PathBuf;
 
@@ -25,15 +25,4 @@ pub struct Args {
     /// `kind = "bgm"` and `"panoramia"` only.
     #[command(flatten, next_help_heading = "BGM and PANORAMIA")]
     pub sim: SimArgs,
-}
-
-/// Arguments of `dpaudit compare`.
-#[derive(Debug, clap::Args)]
-pub struct CompareArgs {
-    /// Finished out-dirs (each with `audit.json`).
-    #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
-    /// Write `compare.md` and `compare.svg` here.
-    #[arg(long)]
-    pub out_dir: PathBuf,
 }

@@ -20,16 +20,18 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use dpaudit_audit::bound::{EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdTest};
-use dpaudit_audit::bound_plots::{describe_bounded_on, one_run_plot, tradeoff_plot};
+use dpaudit_audit::bound::{
+    describe_bounded_on, EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdTest,
+};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
+use dpaudit_audit::figures::plots::histogram_auto;
 use dpaudit_audit::io::read_scores;
 use dpaudit_audit::method::{Method, Selection, SelectionChoice};
 use dpaudit_audit::observations::Observations;
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
-use dpaudit_audit::plots::histogram_auto;
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 

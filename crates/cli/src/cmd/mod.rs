@@ -2,6 +2,7 @@
 //! structs and `run*`. The `dpaudit` binary runs them in its own process.
 
 pub mod account;
+pub mod compare;
 pub mod counts;
 pub mod data;
 pub mod estimate;

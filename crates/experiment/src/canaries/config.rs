@@ -4,10 +4,13 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use dpaudit_attacks::ThreatModel;
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
 use dpaudit_train::error::{invalid, Result};
+
+/// The scores, one threat model's view of a canary each (in `dpaudit-attacks`,
+/// so that readers of `audit.json` need no libtorch).
+pub use dpaudit_attacks::ScoreKind;
 
 /// What kind of canary is inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +30,19 @@ impl CanaryKind {
     /// Whether the canary is a crafted gradient (white-box insertion).
     pub fn is_gradient(self) -> bool {
         matches!(self, CanaryKind::Dirac | CanaryKind::RandomDirection)
+    }
+
+    /// Whether `score` is defined for this canary kind.
+    pub fn admits(self, score: ScoreKind) -> bool {
+        match score {
+            ScoreKind::Dirac => self == CanaryKind::Dirac,
+            ScoreKind::InnerProduct
+            | ScoreKind::Cosine
+            | ScoreKind::NaturalLr
+            | ScoreKind::PartiallyInformedLr => self.is_gradient(),
+            ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
+            ScoreKind::Loss | ScoreKind::LossDifference => !self.is_gradient(),
+        }
     }
 }
 
@@ -100,84 +116,6 @@ pub struct CanaryConfig {
     /// Applied to every run alike, so the guarantee is unchanged.
     #[serde(default)]
     pub partially_informed: bool,
-}
-
-/// A score: one threat model's view of a canary. Higher = member.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScoreKind {
-    /// Hidden state, Dirac: `θ₀[d] − θ_T[d]` (Cebere, Bellet & Papernot 2024, Alg. 2, with the descent
-    /// sign flipped so that members score high).
-    Dirac,
-    /// Hidden state: `⟨θ₀ − θ_T, g⟩`.
-    InnerProduct,
-    /// Hidden state: `cos(θ₀ − θ_T, g)` (A_CotS, Andrew et al. 2024).
-    Cosine,
-    /// All intermediate iterates: `Σ_t ⟨θ_t − θ_{t+1}, g_t⟩`, with `g_t` the
-    /// canary gradient (clipped, at `θ_t` for input canaries) (Steinke, Nasr & Jagielski 2023, §2).
-    Iterates,
-    /// Black box: `−ℓ(θ_T; x)` (Steinke, Nasr & Jagielski 2023, §2; A_L of Cebere, Bellet & Papernot 2024, §5.1).
-    Loss,
-    /// Black box with θ₀: `ℓ(θ₀; x) − ℓ(θ_T; x)`.
-    LossDifference,
-    /// Every step (the Natural threat model of Annamalai et al. 2024, §5.1): `log Λ^N` of the per-step
-    /// observations `o_t = normaliser·⟨θ_t − θ_{t+1}, ĝ⟩/(η·C²)` (Annamalai et al.
-    /// 2024, Alg. 1 and §5.3), per epoch of the sampler.
-    NaturalLr,
-    /// Every step, with the Partially-Informed overrides (`−ĝ` in every batch
-    /// without the target): `log Λ^PI` of the same observations.
-    #[serde(rename = "pi_lr")]
-    PartiallyInformedLr,
-    /// Hidden state, any canary: `−‖θ_T − θ₀‖²`. It detects a canary that
-    /// changes the noise scale (the realised-batch-size normaliser); on a
-    /// correct pipeline it carries almost no signal.
-    UpdateNorm,
-}
-
-impl ScoreKind {
-    /// Name in files.
-    pub fn name(self) -> &'static str {
-        match self {
-            ScoreKind::Dirac => "dirac",
-            ScoreKind::InnerProduct => "inner_product",
-            ScoreKind::Cosine => "cosine",
-            ScoreKind::Iterates => "iterates",
-            ScoreKind::Loss => "loss",
-            ScoreKind::LossDifference => "loss_difference",
-            ScoreKind::UpdateNorm => "update_norm",
-            ScoreKind::NaturalLr => "natural_lr",
-            ScoreKind::PartiallyInformedLr => "pi_lr",
-        }
-    }
-
-    /// The threat model the score belongs to (its words:
-    /// [`ThreatModel::describe`]).
-    pub fn threat_model(self) -> ThreatModel {
-        match self {
-            ScoreKind::Dirac
-            | ScoreKind::InnerProduct
-            | ScoreKind::Cosine
-            | ScoreKind::UpdateNorm => ThreatModel::HiddenState,
-            ScoreKind::Iterates => ThreatModel::AllIterates,
-            ScoreKind::NaturalLr => ThreatModel::Natural,
-            ScoreKind::PartiallyInformedLr => ThreatModel::PartiallyInformed,
-            ScoreKind::Loss => ThreatModel::BlackBox,
-            ScoreKind::LossDifference => ThreatModel::BlackBoxWithInit,
-        }
-    }
-
-    /// Whether the score is defined for this canary kind.
-    pub fn applies_to(self, kind: CanaryKind) -> bool {
-        match self {
-            ScoreKind::Dirac => kind == CanaryKind::Dirac,
-            ScoreKind::InnerProduct
-            | ScoreKind::Cosine
-            | ScoreKind::NaturalLr
-            | ScoreKind::PartiallyInformedLr => kind.is_gradient(),
-            ScoreKind::Iterates | ScoreKind::UpdateNorm => true,
-            ScoreKind::Loss | ScoreKind::LossDifference => !kind.is_gradient(),
-        }
-    }
 }
 
 impl CanaryConfig {

@@ -49,7 +49,7 @@ impl ScoreBook {
         max_grad_norm: f64,
     ) -> Result<Self> {
         for &k in kinds {
-            if !k.applies_to(canaries.config.kind) {
+            if !canaries.config.kind.admits(k) {
                 return Err(invalid(
                     "audit.scores",
                     k.name(),

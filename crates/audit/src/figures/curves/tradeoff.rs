@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::Curve;
+use crate::figures::svg::{self, Axis, Mark, COLORS};
 use crate::region::ErrorPoint;
-use crate::svg::{self, Axis, Mark, COLORS};
 
 /// Everything a trade-off plot shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn tradeoff_svg_marks_the_threshold_and_the_warning() {
         let svg = plot(None).to_svg();
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("a &lt; b &amp; c") && svg.contains("evaluation half"));
         // One diamond on the plot, one in the legend.
@@ -247,7 +247,7 @@ mod tests {
     #[test]
     fn roc_svg_is_log_log_down_to_half_an_observation() {
         let svg = plot(None).to_roc_svg();
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("(ROC, log–log)"));
         // FPR axis: 0.5/2000 = 2.5e-4 → from 10⁻⁴; TPR axis: 0.5/100 → 10⁻³.
         assert!(svg.contains(">10⁻⁴</text>") && !svg.contains(">10⁻⁵</text>"));
@@ -267,7 +267,7 @@ mod tests {
             fnr_upper: 0.03,
         });
         let svg = p.to_roc_svg();
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("true-negative rate") && svg.contains("non-member iff score ≤ τ"));
         assert!(svg.contains("mirrored ROC"));
         assert!(svg.contains(">10⁻³</text>") && svg.contains(">10⁻⁴</text>"));

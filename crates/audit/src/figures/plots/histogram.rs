@@ -382,7 +382,7 @@ mod tests {
         let median_bin = h.edges.partition_point(|&e| e <= 0.25_f64.exp());
         assert!(median_bin >= bins / 3, "{median_bin} of {bins}");
         let svg = h.to_svg("heavy", "score");
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("ln(score)") && svg.contains("not shown, outside"));
         // The same scores negated (a −loss score): ln(−score).
         let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<f64>>();
@@ -396,7 +396,7 @@ mod tests {
             .collect();
         let h = histogram_auto(&t, &t).unwrap();
         assert!(matches!(h.scale, BinScale::Asinh { .. }), "{:?}", h.scale);
-        crate::svg::assert_well_formed(&h.to_svg("t", "score"));
+        crate::figures::svg::assert_well_formed(&h.to_svg("t", "score"));
     }
 
     #[test]

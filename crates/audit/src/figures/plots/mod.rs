@@ -1,5 +1,5 @@
-//! Plots for the experiment reports, drawn through [`crate::svg`] in the look
-//! of [`crate::curves`]:
+//! Plots for the experiment reports, drawn through [`crate::figures::svg`] in the look
+//! of [`crate::figures::curves`]:
 //!
 //! - [`histogram_auto`] (bins that follow the data) and [`histogram`] (a
 //!   fixed number of equal-width bins), drawn by [`Histogram::to_svg`]:

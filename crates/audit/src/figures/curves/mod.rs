@@ -9,7 +9,7 @@
 //! where strong audits, which live at FPR ≪ 1, are not squashed into a
 //! corner.
 //!
-//! The SVG goes through [`crate::svg`].
+//! The SVG goes through [`crate::figures::svg`].
 
 mod one_run;
 mod tradeoff;

@@ -4,9 +4,11 @@
 //! A bound that is not valid as stated carries a red warning on the plot
 //! itself.
 
-use crate::bound::{BoundedOn, EpsilonLowerBound, Evidence, ThresholdTest};
-use crate::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
+use crate::bound::{
+    bounding_data, describe_bounded_on, EpsilonLowerBound, Evidence, ThresholdTest,
+};
 use crate::error::{AuditError, Result};
+use crate::figures::curves::{eps_delta_curve, gdp_curve, OneRunPlot, TradeoffPlot};
 use crate::observations::{Method, Observations, Selection};
 use crate::one_run::{p_value_unchecked, Guesses};
 use crate::one_run_fdp::TradeoffFamily;
@@ -14,25 +16,6 @@ use crate::one_run_order;
 use crate::ranked::Ranked;
 use crate::region::{error_points, ErrorPoint};
 use crate::tie_break::{seeded_ranks, TieBreak};
-
-/// The observations `bound` was computed on.
-pub fn bounding_data(obs: &Observations, bound: &EpsilonLowerBound) -> Observations<'static> {
-    match bound.bounded_on {
-        BoundedOn::All => obs.clone().into_owned(),
-        BoundedOn::EvaluationHalf { seed } => obs.split(seed).1,
-    }
-}
-
-/// Which observations, in words.
-pub fn describe_bounded_on(bound: &EpsilonLowerBound) -> String {
-    match (bound.bounded_on, bound.selection) {
-        (BoundedOn::All, _) => "all observations".into(),
-        (BoundedOn::EvaluationHalf { seed }, Selection::MultiSplit { .. }) => {
-            format!("evaluation half, median-rank split (seed {seed})")
-        }
-        (BoundedOn::EvaluationHalf { seed }, _) => format!("evaluation half (seed {seed})"),
-    }
-}
 
 /// The warning a plot of `bound` must carry, if any: the selection policy's
 /// (`same-data`), else `extra` (e.g. "ε assumes a Gaussian trade-off curve,

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::histogram::{BinScale, Histogram};
 use super::MEMBER_COLOR;
-use crate::svg::{self, Axis};
+use crate::figures::svg::{self, Axis};
 
 /// Legend label of the member series.
 const MEMBERS_LABEL: &str = "members (canary in)";
@@ -192,7 +192,7 @@ mod tests {
         let h = histogram(&[-f64::MAX], &[f64::MAX], 2).unwrap();
         assert_eq!(h.edges, vec![-f64::MAX, 0.0, f64::MAX]);
         assert_eq!((h.members, h.nonmembers), (vec![1, 0], vec![0, 1]));
-        crate::svg::assert_well_formed(&h_svg(&Histogram {
+        crate::figures::svg::assert_well_formed(&h_svg(&Histogram {
             edges: vec![-f64::MAX, 0.0, f64::MAX],
             members: vec![1, 0],
             nonmembers: vec![0, 1],
@@ -213,7 +213,7 @@ mod tests {
         // 3 for members ([2, 1, 0, 2]) and 2 for non-members ([0, 1, 2, 0]).
         let h = histogram(&[0.0, 0.5, 1.0, 3.99, 4.0], &[2.0, 2.5, f64::NAN, 1.5], 4).unwrap();
         let svg = h.to_svg("scores <&> canary", "score (−loss)");
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("scores &lt;&amp;&gt; canary"));
         assert!(!svg.contains("<&>"));
         assert_eq!(svg.matches(r#"class="bar-members""#).count(), 3);
@@ -274,11 +274,11 @@ mod tests {
                 above: 0,
             },
         ] {
-            crate::svg::assert_well_formed(&h_svg(&h));
+            crate::figures::svg::assert_well_formed(&h_svg(&h));
         }
         // Degenerate-range histogram renders its single bin per class.
         let svg = h_svg(&histogram(&[7.0], &[7.0], 4).unwrap());
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert_eq!(svg.matches(r#"class="bar-members""#).count(), 1);
         assert_eq!(svg.matches(r#"class="bar-nonmembers""#).count(), 1);
     }

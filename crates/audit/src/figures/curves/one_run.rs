@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::svg::{self, Axis, Mark, POINT_COLOR};
+use crate::figures::svg::{self, Axis, Mark, POINT_COLOR};
 
 /// The one-run plot: along the ranking of the canaries, the fraction of
 /// correct guesses against the number of guesses, with the fraction needed
@@ -133,7 +133,7 @@ mod tests {
             chosen: (100, 90),
         };
         let svg = p.to_svg();
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("90 of 100 correct") && svg.contains("needed to certify"));
         // Guesses on a log axis up to 10³.

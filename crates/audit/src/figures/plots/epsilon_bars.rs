@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::MEMBER_COLOR;
-use crate::svg::{self, Axis};
+use crate::figures::svg::{self, Axis};
 
 /// Label of the accountant's ε line.
 const UPPER_LABEL: &str = "ε upper (accountant)";
@@ -176,7 +176,7 @@ mod tests {
             bar("one-run", 1.25, true),
         ];
         let svg = epsilon_bars_svg("ε_lb <&> ε_ub", &bars, Some(8.0));
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("ε_lb &lt;&amp;&gt; ε_ub"));
         assert!(svg.contains("white-box &lt;gradient&gt;"));
         assert!(svg.contains("black-box &amp; loss (not valid at stated confidence)"));
@@ -207,7 +207,7 @@ mod tests {
         // the axis must reach it: 12 · 1.15 = 13.8 → tick 14 (step 2),
         // so ε = 12 is at 30 + 12/14 · 570 = 518.57 and ε_ub = 3 at 152.14.
         let svg = epsilon_bars_svg("t", &[bar("a", 12.0, false)], Some(3.0));
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains(r#"width="488.57""#), "{svg}");
         assert!(svg.contains(r#"x1="152.1""#));
         assert!(svg.contains(r#"text-anchor="middle">14</text>"#));
@@ -227,7 +227,7 @@ mod tests {
         // No upper bound and all bars 0: axis [0, 1], zero-length bars.
         let zeros = [bar("a", 0.0, true), bar("b", 0.0, false)];
         let svg = epsilon_bars_svg("zeros", &zeros, None);
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(!svg.contains(UPPER_LABEL));
         assert_eq!(svg.matches(r#"width="0.00""#).count(), 2);
         assert!(svg.contains(r#"text-anchor="middle">1.0</text>"#));
@@ -250,7 +250,7 @@ mod tests {
         }
         // No bars at all.
         let svg = epsilon_bars_svg("none", &[], Some(1.0));
-        crate::svg::assert_well_formed(&svg);
+        crate::figures::svg::assert_well_formed(&svg);
         assert!(svg.contains("no ε lower bounds to show"));
         assert!(svg.contains("ε upper (accountant) = 1.000"));
     }
