@@ -180,7 +180,7 @@ impl BoundOptions {
             }
         }
         match (self.selection, self.k_plus, self.k_minus) {
-            (SelectionChoice::Fixed, Some(_), Some(_)) | (_, None, None) => Ok(()),
+            (SelectionChoice::Fixed, Some(_), Some(_)) => Ok(()),
             // A method without guess counts refuses `fixed` itself, with its reason.
             (SelectionChoice::Fixed, _, _) if method.takes(MethodOption::KPlus) => {
                 Err(AuditError::InvalidOption {
@@ -192,7 +192,7 @@ impl BoundOptions {
                     ),
                 })
             }
-            (SelectionChoice::Fixed, _, _) => Ok(()),
+            (SelectionChoice::Fixed, _, _) | (_, None, None) => Ok(()),
             _ => Err(AuditError::InvalidOption {
                 option: format!(
                     "{}/{}",
@@ -408,6 +408,14 @@ mod tests {
         assert_eq!(
             message(&fixed, Method::OneRun, Spelling::Flags),
             "--selection fixed needs both --k-plus and --k-minus (the guess counts fixed in advance)"
+        );
+        let neither = BoundOptions {
+            selection: SelectionChoice::Fixed,
+            ..with_delta()
+        };
+        assert_eq!(
+            message(&neither, Method::OneRunOrder, Spelling::Keywords),
+            "selection `fixed` needs both k_plus and k_minus (the guess counts fixed in advance)"
         );
         let unfixed = BoundOptions {
             k_plus: Some(1),
