@@ -53,6 +53,42 @@ def test_estimate_refuses_options_the_method_does_not_take(canaries):
         dpaudit.audit.estimate(s, m, method="one-run-order", delta=DELTA, tie_break="seeded")
 
 
+def test_the_method_table_and_its_literals_are_the_cores_list():
+    # METHODS and LABELS are read from the core (audit::method::Method); the
+    # Literal stubs are written out for type checkers and must equal them.
+    from typing import get_args
+
+    core = dpaudit._dpaudit.methods()
+    listed = tuple(name for name, is_listed, _, _ in core if is_listed)
+    assert get_args(dpaudit.audit.Method) == listed == tuple(dpaudit.audit.METHODS)
+    assert get_args(dpaudit.audit.Label) == tuple(name for name, *_ in core) == tuple(dpaudit.audit.LABELS)
+    # The docstring's list of methods is the same list.
+    doc = dpaudit.audit.estimate.__doc__
+    assert "method : {" + ", ".join(f'"{name}"' for name in listed) + "}" in doc
+    # The options each method takes (the table the Python layer had by hand;
+    # a method added since keeps these rows).
+    methods = {
+        "eps-delta": ("splits",),
+        "gdp": ("splits",),
+        "one-run": ("splits", "k_plus", "k_minus", "guesses", "tie_break"),
+        "one-run-fdp": ("splits", "family", "k_plus", "k_minus", "guesses", "tie_break"),
+        "one-run-gaussian-scores": (),
+        "one-run-order": ("splits", "family", "k_plus", "k_minus", "guesses"),
+    }
+    assert {name: dpaudit.audit.METHODS[name] for name in methods} == methods
+    labels = {
+        "eps-delta": ("eps-delta", {}),
+        "gdp": ("gdp", {}),
+        "one-run": ("one-run", {}),
+        "one-run-fdp": ("one-run-fdp", {"family": "eps-delta"}),
+        "one-run-fdp-gaussian": ("one-run-fdp", {"family": "gaussian"}),
+        "one-run-gaussian-scores": ("one-run-gaussian-scores", {}),
+        "one-run-order": ("one-run-order", {"family": "eps-delta"}),
+        "one-run-order-gaussian": ("one-run-order", {"family": "gaussian"}),
+    }
+    assert {name: dpaudit.audit.LABELS[name] for name in labels} == labels
+
+
 # ---- JAX-Privacy's keywords -----------------------------------------------------------
 
 

@@ -395,6 +395,7 @@ fn tradeoff_family<'de, D: Deserializer<'de>>(
 /// The (k+, k−) candidates a searching policy (`bonferroni`, `split`,
 /// `multi-split`, `same-data`) tries; `fixed` uses the caller's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum GuessFamily {
     /// `k+ = k− = f·m` only. Robust to an unbalanced design: when the scores
@@ -404,6 +405,10 @@ pub enum GuessFamily {
     /// as non-members are), so an imbalance the design check cannot see
     /// cannot make a bound. The default.
     #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "k+ = k− only: robust to a design that is not exactly ½ (the default)")
+    )]
     Symmetric,
     /// The symmetric candidates and the one-sided ones (`k+ = f·m, k− = 0`
     /// and `k+ = 0, k− = f·m`): far stronger when the signal is on one side
@@ -413,6 +418,13 @@ pub enum GuessFamily {
     /// not detect (e.g. 47 % of 3000), one-sided guesses gain from the
     /// imbalance alone and a bound on null scores is positive in up to 16 %
     /// of data sets instead of 5 % (`docs/audit-statistics.md`, §3).
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "Also one-sided guesses: stronger for one-sided signals (loss attacks); needs inclusion \
+                    with probability exactly ½"
+        )
+    )]
     WithOneSided,
 }
 

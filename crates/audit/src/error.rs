@@ -40,6 +40,16 @@ pub enum AuditError {
         /// What would have been accepted.
         expected: &'static str,
     },
+    /// An option of a bound is missing, unknown, or not one its method takes
+    /// ([`crate::estimate::options::BoundOptions`]).
+    #[error("{option} {problem}")]
+    InvalidOption {
+        /// The option as the front end spells it (`--k-plus`, `k_plus`,
+        /// ``family `laplace` ``).
+        option: String,
+        /// What is wrong with it and what was expected.
+        problem: String,
+    },
     /// The one-run audits' design check failed: the number of included
     /// canaries is implausible under independent inclusion with probability ½
     /// ([`crate::design`]).

@@ -1,20 +1,26 @@
 //! The one place that turns a [`Method`] into its statistic: every front end
-//! (the CLI's `estimate`, the experiment's `audit.json`, the coverage tests)
-//! asks [`lower_bound`] instead of matching on the method itself.
+//! (the CLI's `estimate`, the experiment's `audit.json`, the Python binding,
+//! the coverage tests) builds its [`BoundSettings`] with the one builder
+//! ([`options::BoundOptions::resolve`]) and asks [`lower_bound`] instead of
+//! matching on the method itself. A statistic added since the builder is a
+//! child module of this one, declared here beside its arm.
 
 use crate::bound::EpsilonLowerBound;
 use crate::error::{AuditError, Result};
 use crate::gaussian_scores::{gaussian_scores_lower_bound, GaussianScoresConfig};
 use crate::interrupt::Interrupt;
-use crate::method::{Method, Selection};
+use crate::method::{Method, MethodOption, Selection};
 use crate::observations::Observations;
 use crate::one_run::{one_run_interruptible, GuessFamily, OneRunConfig, TieBreak};
 use crate::one_run_fdp::{one_run_fdp_interruptible, TradeoffFamily};
 use crate::one_run_order::one_run_order_interruptible;
 use crate::region::{eps_delta_interruptible, gdp_interruptible, RegionConfig};
 
+pub mod options;
+
 /// What a bound needs besides the method and the observations. Each method
-/// reads the fields it uses.
+/// reads the fields it uses. Front ends build it through
+/// [`options::BoundOptions::resolve`] (defaults and refusals in one place).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BoundSettings {
     /// Confidence of the bound, e.g. 0.95.
@@ -68,11 +74,7 @@ pub fn lower_bound_interruptible(
         guesses: s.guesses,
         tie_break: s.tie_break,
     };
-    let reads_tie_break = matches!(
-        method,
-        Method::OneRun | Method::OneRunFdp | Method::OneRunFdpGaussian
-    );
-    if s.tie_break != TieBreak::Quantile && !reads_tie_break {
+    if s.tie_break != TieBreak::Quantile && !method.takes(MethodOption::TieBreak) {
         return Err(AuditError::InvalidParameter {
             name: "tie_break",
             value: format!("{} for {}", s.tie_break.name(), method.name()),

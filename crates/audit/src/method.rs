@@ -6,8 +6,9 @@
 //! Names are kebab-case (`eps-delta`, `same-data`) in JSON and on the command
 //! line; files also accept the snake-case spelling (`eps_delta`,
 //! `same_data`) that experiment files use. Adding a method: a variant here
-//! (its name, what it observes, its default policy and assumptions), its
-//! arm in [`crate::estimate::lower_bound`], and its module.
+//! (its name and help, what it observes, the options it takes, its default
+//! policy and assumptions), its arm in [`crate::estimate::lower_bound`] and
+//! its module beside it (ARCHITECTURE.md, "How to add …").
 
 use std::fmt;
 use std::str::FromStr;
@@ -110,6 +111,48 @@ pub enum Observed {
     Measurement,
 }
 
+/// An option a method may take beyond δ, confidence, selection and seed
+/// ([`Method::options`]; read by [`crate::estimate::options::BoundOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodOption {
+    /// Halvings of `multi-split`.
+    Splits,
+    /// The trade-off family tested.
+    Family,
+    /// Positive guesses of `fixed`.
+    KPlus,
+    /// Negative guesses of `fixed`.
+    KMinus,
+    /// The (k+, k−) candidates searched.
+    Guesses,
+    /// How tied scores are ordered.
+    TieBreak,
+}
+
+impl MethodOption {
+    /// Every option, in the order front ends list them.
+    pub const ALL: [MethodOption; 6] = [
+        MethodOption::Splits,
+        MethodOption::Family,
+        MethodOption::KPlus,
+        MethodOption::KMinus,
+        MethodOption::Guesses,
+        MethodOption::TieBreak,
+    ];
+
+    /// The Python keyword and file key (`k_plus`); the flag is its kebab case.
+    pub fn key(self) -> &'static str {
+        match self {
+            MethodOption::Splits => "splits",
+            MethodOption::Family => "family",
+            MethodOption::KPlus => "k_plus",
+            MethodOption::KMinus => "k_minus",
+            MethodOption::Guesses => "guesses",
+            MethodOption::TieBreak => "tie_break",
+        }
+    }
+}
+
 /// Canaries from which `split` replaces `bonferroni` as the default of the
 /// Steinke et al. one-run audit (re-exported as
 /// [`crate::policy::ONE_RUN_SPLIT_FROM`]).
@@ -147,6 +190,39 @@ impl Method {
     /// The name in experiment files (snake case: `eps_delta`).
     pub fn file_name(&self) -> String {
         self.name().replace('-', "_")
+    }
+
+    /// The options the method takes beyond δ, confidence, selection and
+    /// seed; [`crate::estimate::options::BoundOptions`] refuses any other.
+    pub fn options(self) -> &'static [MethodOption] {
+        use MethodOption::*;
+        match self {
+            Method::EpsDelta | Method::Gdp => &[Splits],
+            Method::OneRun => &[Splits, KPlus, KMinus, Guesses, TieBreak],
+            Method::OneRunFdp => &[Splits, Family, KPlus, KMinus, Guesses, TieBreak],
+            Method::OneRunFdpGaussian => &[Splits, KPlus, KMinus, Guesses, TieBreak],
+            Method::OneRunGaussianScores | Method::Panoramia => &[],
+            Method::OneRunOrder => &[Splits, Family, KPlus, KMinus, Guesses],
+            Method::OneRunOrderGaussian => &[Splits, KPlus, KMinus, Guesses],
+        }
+    }
+
+    /// Whether the method takes `option`.
+    pub fn takes(self, option: MethodOption) -> bool {
+        self.options().contains(&option)
+    }
+
+    /// Whether the method gives an ε lower bound
+    /// ([`crate::estimate::lower_bound`]); PANORAMIA's ε̃ is a measurement.
+    pub fn bounds(self) -> bool {
+        self.observes() != Observed::Measurement
+    }
+
+    /// Whether front ends list the method by name (the CLI's `--method`
+    /// values, Python's `METHODS`): every method but the file-only names of a
+    /// family of another ([`Method::recorded_as`]).
+    pub fn listed(self) -> bool {
+        self.recorded_as() == self
     }
 
     /// The method a bound of this one records: [`Method::OneRunFdp`] for

@@ -56,12 +56,23 @@ use crate::region::check_gdp_delta;
 
 /// The family of trade-off curves whose members are tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TradeoffFamily {
     /// μ-GDP curves `G_μ`: the bound is on μ, and ε at δ assumes a
     /// Gaussian-shaped trade-off curve.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "μ-GDP curves: a μ lower bound, and ε at δ assuming a Gaussian-shaped trade-off"
+        )
+    )]
     Gaussian,
     /// (ε, δ)-DP curves `f_{ε,δ}` at the configured δ: the bound is on ε.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "(ε, δ)-DP curves: an ε lower bound for any mechanism")
+    )]
     EpsDelta,
 }
 

@@ -11,16 +11,14 @@ use crate::settings::{ClaimedBound, ExperimentConfig};
 use dpaudit_audit::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
 };
-use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::estimate::lower_bound;
+use dpaudit_audit::estimate::options::Spelling;
 use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::figures::plots::{epsilon_bars_svg, histogram_auto, EpsilonBar};
 use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
 use dpaudit_audit::metrics::Metrics;
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
-use dpaudit_audit::policy::DEFAULT_SPLITS;
-use dpaudit_data::seed::{Mode, RunSeed, Stream};
+use dpaudit_data::seed::Mode;
 
 use dpaudit_attacks::ThreatModel;
 
@@ -108,14 +106,7 @@ pub struct AuditReport {
 /// The selection policy of `method` on `n` observations (runs, or the
 /// canaries of a run).
 pub fn selection_for(config: &ExperimentConfig, method: Method, n: usize) -> Selection {
-    let seed = RunSeed(config.train.seed)
-        .stream(Stream::Split)
-        .child(0xA0D1)
-        .to_u64();
-    config
-        .audit
-        .selection
-        .resolve(method, n, seed, DEFAULT_SPLITS)
+    config.bound_options(method).selection(method, n)
 }
 
 fn entry(
@@ -223,19 +214,16 @@ pub fn analyse(
     let mut notes = Vec::new();
     for (k, &kind) in config.audit.scores.iter().enumerate() {
         for &method in &config.audit.methods {
-            let settings = |obs: &Observations| BoundSettings {
-                confidence: config.audit.confidence,
-                delta,
-                selection: selection_for(config, method, obs.len()),
-                family: TradeoffFamily::EpsDelta,
-                guesses: GuessFamily::WithOneSided,
-                fixed_guesses: None,
-                tie_break: TieBreak::Quantile,
+            let options = config.bound_options(method);
+            let bound = |obs: &Observations| {
+                options
+                    .resolve(method, obs.len(), Spelling::Keywords)
+                    .and_then(|settings| lower_bound(method, obs, &settings))
             };
             match method.observes() {
                 Observed::Runs => {
                     let obs = observations(rows, k)?;
-                    match lower_bound(method, &obs, &settings(&obs)) {
+                    match bound(&obs) {
                         Ok(b) => {
                             // The GDP conversion assumes a Gaussian trade-off;
                             // the bound carries that condition and applies it.
@@ -260,7 +248,7 @@ pub fn analyse(
                     let reported = by_run.keys().next().copied();
                     for (run, rs) in &by_run {
                         let obs = observations(rs, k)?;
-                        let b = match lower_bound(method, &obs, &settings(&obs)) {
+                        let b = match bound(&obs) {
                             Ok(b) => b,
                             Err(e) => {
                                 notes.push(format!(

@@ -14,7 +14,9 @@ use dpaudit_train::error::{invalid, Result, TrainError};
 
 use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 
-use dpaudit_audit::method::{Method, Observed};
+use dpaudit_audit::bound::GuessFamily;
+use dpaudit_audit::estimate::options::{BoundOptions, Spelling};
+use dpaudit_audit::method::{Method, MethodOption, Observed};
 /// The methods and selection policies are the audit crate's
 /// ([`dpaudit_audit::method`]); these are their old names here.
 pub use dpaudit_audit::method::{Method as MethodChoice, SelectionChoice};
@@ -85,6 +87,27 @@ impl ExperimentConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| invalid(&path.display().to_string(), "unreadable", e.to_string()))?;
         Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// The options of `method`'s bounds, through the audit crate's one
+    /// builder: the file's confidence and selection, the training δ, the
+    /// split seed drawn from the run seed; the methods that search guess
+    /// counts also try one-sided ones (the runs draw each canary's coin with
+    /// probability exactly ½).
+    pub fn bound_options(&self, method: Method) -> BoundOptions {
+        BoundOptions {
+            confidence: Some(self.audit.confidence),
+            delta: Some(self.train.delta),
+            selection: self.audit.selection,
+            seed: RunSeed(self.train.seed)
+                .stream(Stream::Split)
+                .child(0xA0D1)
+                .to_u64(),
+            guesses: method
+                .takes(MethodOption::Guesses)
+                .then_some(GuessFamily::WithOneSided),
+            ..BoundOptions::default()
+        }
     }
 
     /// Checks that need no data.
@@ -188,6 +211,11 @@ impl ExperimentConfig {
                 "fixed",
                 "auto, bonferroni, split, multi_split or same_data: an experiment fixes no guess counts",
             ));
+        }
+        for &method in &a.methods {
+            self.bound_options(method)
+                .check(method, Spelling::Keywords)
+                .map_err(|e| invalid("audit", method.file_name(), e.to_string()))?;
         }
         let lr_scores = a
             .scores

@@ -40,14 +40,13 @@ use dpaudit_accounting::{
 };
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::design::inclusion_test;
-use dpaudit_audit::estimate::{lower_bound_interruptible, BoundSettings};
+use dpaudit_audit::estimate::lower_bound_interruptible;
+use dpaudit_audit::estimate::options::{BoundOptions, Spelling};
 use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::figures::plots::histogram_auto;
 use dpaudit_audit::interrupt::Interrupt;
-use dpaudit_audit::method::{Method, Observed, Selection, SelectionChoice};
+use dpaudit_audit::method::{Method, SelectionChoice};
 use dpaudit_audit::metrics::{metrics as score_metrics, roc as roc_curve, tpr_at_fprs};
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
@@ -114,48 +113,55 @@ fn to_python(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
 }
 
-/// The selection policy named `name`, for `method` with `n` rows; whether it
-/// was the default.
-fn selection(
-    name: &str,
-    method: Method,
-    n: usize,
+/// The options as Python passed them (`None` = not given); names parsed by
+/// the audit crate, which also refuses what the method does not take.
+#[allow(clippy::too_many_arguments)]
+fn options(
+    confidence: f64,
+    delta: Option<f64>,
+    selection: &str,
     seed: u64,
     splits: Option<u32>,
-) -> PyResult<(Selection, bool)> {
-    let choice = name.parse::<SelectionChoice>().map_err(value_error)?;
-    let splits = splits.unwrap_or(DEFAULT_SPLITS);
-    Ok((
-        choice.resolve(method, n, seed, splits),
-        choice == SelectionChoice::Auto,
-    ))
-}
-
-fn guess_family(name: &str) -> PyResult<GuessFamily> {
-    match name {
-        "symmetric" => Ok(GuessFamily::Symmetric),
-        "with-one-sided" => Ok(GuessFamily::WithOneSided),
-        other => Err(value_error(format!(
-            "guesses `{other}` is unknown; expected symmetric or with-one-sided"
-        ))),
-    }
-}
-
-fn fixed_guesses(
-    sel: Selection,
+    family: Option<&str>,
     k_plus: Option<u64>,
     k_minus: Option<u64>,
-) -> PyResult<Option<(u64, u64)>> {
-    match (sel, k_plus, k_minus) {
-        (Selection::Fixed, Some(kp), Some(km)) => Ok(Some((kp, km))),
-        (Selection::Fixed, _, _) => Err(value_error(
-            "selection `fixed` needs both k_plus and k_minus (the guess counts fixed in advance)",
-        )),
-        (_, None, None) => Ok(None),
-        _ => Err(value_error(
-            "k_plus/k_minus are only used with selection `fixed` (and the one-run methods)",
-        )),
-    }
+    guesses: Option<&str>,
+    tie_break: Option<&str>,
+) -> PyResult<BoundOptions> {
+    Ok(BoundOptions {
+        confidence: Some(confidence),
+        delta,
+        selection: selection.parse::<SelectionChoice>().map_err(value_error)?,
+        seed,
+        splits,
+        family: family.map(str::parse).transpose().map_err(audit_error)?,
+        guesses: guesses.map(str::parse).transpose().map_err(audit_error)?,
+        k_plus,
+        k_minus,
+        tie_break: tie_break.map(str::parse).transpose().map_err(audit_error)?,
+    })
+}
+
+/// The bounding methods, in the order of the documentation, as
+/// `(name, listed, recorded_as, options)`: `listed` is false for the names of
+/// a family of another method (`one-run-fdp-gaussian`, recorded as
+/// `one-run-fdp`); `options` are those it takes beyond `delta`,
+/// `confidence`, `selection` and `seed`. `dpaudit.audit.METHODS` and
+/// `LABELS` are built from it.
+#[pyfunction]
+fn methods() -> Vec<(&'static str, bool, &'static str, Vec<&'static str>)> {
+    Method::ALL
+        .into_iter()
+        .filter(|m| m.bounds())
+        .map(|m| {
+            (
+                m.name(),
+                m.listed(),
+                m.recorded_as().name(),
+                m.options().iter().map(|o| o.key()).collect(),
+            )
+        })
+        .collect()
 }
 
 /// What a pickled `Bound` holds: the bound's own JSON, the scores and
@@ -428,16 +434,13 @@ impl LowerBound {
     }
 }
 
-/// The ε lower bound of `method` (`eps-delta`, `gdp`, `one-run`,
-/// `one-run-fdp`, `one-run-fdp-gaussian`, `one-run-order`,
-/// `one-run-order-gaussian` or `one-run-gaussian-scores`; snake case too) on the arrays, through the same
-/// [`lower_bound`] as `dpaudit estimate`. The threshold methods ignore
-/// `family`, `k_plus`, `k_minus` and `guesses` (and refuse selection `fixed`
-/// themselves); `family` is that of `one-run-fdp` and `one-run-order`;
-/// `tie_break` (`quantile` or `seeded`, keyed by `seed`) is read by
-/// `one-run` and the f-DP one-run methods and refused by the others.
+/// The ε lower bound of `method` (a name of [`methods`]; snake case too) on
+/// the arrays, through the same [`BoundOptions::resolve`] and
+/// [`lower_bound_interruptible`] as `dpaudit estimate`. An option left `None`
+/// takes the method's default; one the method does not take is refused
+/// before the arrays are read.
 #[pyfunction]
-#[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family="eps-delta", k_plus=None, k_minus=None, guesses="symmetric", tie_break="quantile"))]
+#[pyo3(signature = (method, scores, members, delta, confidence=0.95, selection="auto", seed=0, splits=None, family=None, k_plus=None, k_minus=None, guesses=None, tie_break=None))]
 #[allow(clippy::too_many_arguments)]
 fn bound(
     py: Python<'_>,
@@ -449,53 +452,42 @@ fn bound(
     selection: &str,
     seed: u64,
     splits: Option<u32>,
-    family: &str,
+    family: Option<&str>,
     k_plus: Option<u64>,
     k_minus: Option<u64>,
-    guesses: &str,
-    tie_break: &str,
+    guesses: Option<&str>,
+    tie_break: Option<&str>,
 ) -> PyResult<LowerBound> {
     let method = method.parse::<Method>().map_err(value_error)?;
-    let family = match family {
-        "eps-delta" => TradeoffFamily::EpsDelta,
-        "gaussian" => TradeoffFamily::Gaussian,
-        other => {
-            return Err(value_error(format!(
-            "family `{other}` is unknown; expected eps-delta (valid for any mechanism) or gaussian"
-        )))
-        }
-    };
+    let options = options(
+        confidence,
+        Some(delta),
+        selection,
+        seed,
+        splits,
+        family,
+        k_plus,
+        k_minus,
+        guesses,
+        tie_break,
+    )?;
+    options
+        .check(method, Spelling::Keywords)
+        .map_err(audit_error)?;
     let inputs = Inputs::read(scores, members)?;
     let obs = inputs.observations()?;
-    let (sel, by_default) = self::selection(selection, method, obs.len(), seed, splits)?;
-    let (fixed_guesses, guesses) = match method.observes() {
-        Observed::CanariesOfOneRun => {
-            (fixed_guesses(sel, k_plus, k_minus)?, guess_family(guesses)?)
-        }
-        Observed::Runs | Observed::Measurement => (None, GuessFamily::Symmetric),
-    };
-    let settings = BoundSettings {
-        confidence,
-        delta,
-        selection: sel,
-        family,
-        guesses,
-        fixed_guesses,
-        tie_break: match tie_break {
-            "quantile" => TieBreak::Quantile,
-            "seeded" => TieBreak::Seeded { seed },
-            other => {
-                return Err(value_error(format!(
-                "tie_break `{other}` is unknown; expected quantile (order-free, the default) or \
-                     seeded (a random order keyed by `seed`)"
-            )))
-            }
-        },
-    };
+    let settings = options
+        .resolve(method, obs.len(), Spelling::Keywords)
+        .map_err(audit_error)?;
     let bound = interruptible(py, |stop| {
         lower_bound_interruptible(method, &obs, &settings, stop)
     })?;
-    LowerBound::new(bound, scores, members, by_default)
+    LowerBound::new(
+        bound,
+        scores,
+        members,
+        options.selection == SelectionChoice::Auto,
+    )
 }
 
 /// PANORAMIA's ε̃ (Kazmi et al. 2024): a measurement, not a lower bound.
@@ -520,10 +512,12 @@ fn panoramia(
     let baseline = baseline_inputs.observations()?;
     let mia_inputs = Inputs::read(scores, members)?;
     let mia = mia_inputs.observations()?;
-    let (sel, _) = self::selection(selection, Method::Panoramia, mia.len(), seed, None)?;
+    let options = self::options(
+        confidence, None, selection, seed, None, None, None, None, None, None,
+    )?;
     let cfg = PanoramiaConfig {
         confidence,
-        selection: sel,
+        selection: options.selection(Method::Panoramia, mia.len()),
     };
     let m = py
         .detach(|| panoramia_measure(&baseline, &mia, &cfg))
@@ -722,6 +716,7 @@ fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LowerBound>()?;
     runs::register(m)?;
     m.add_function(wrap_pyfunction!(bound, m)?)?;
+    m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(panoramia, m)?)?;
     m.add_function(wrap_pyfunction!(metrics, m)?)?;
     m.add_function(wrap_pyfunction!(tpr_at_fpr, m)?)?;

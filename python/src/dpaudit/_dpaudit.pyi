@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._results import Metrics
+from .audit import Label as _AuditLabel, Method as _AuditMethod
 
 __version__: str
 DEFAULT_SPLITS: int
@@ -23,11 +24,9 @@ _Path = Union[str, PathLike[str]]
 #: A JSON object of the core, typed by the result classes of `dpaudit._results`.
 _Json = dict[str, Any]
 
-_MethodName = Literal[
-    "eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order",
-    "one-run-order-gaussian", "one-run-gaussian-scores",
-]
-_Label = _MethodName
+# The method names are listed once, in `dpaudit.audit` (tested against `methods()`).
+_MethodName = _AuditLabel
+_Label = _AuditLabel
 _Selection = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "same-data"]
 _ResolvedSelection = Literal["bonferroni", "split", "multi-split", "fixed", "same-data"]
 _Assumes = Literal["nothing", "gaussian-tradeoff", "gaussian-scores", "independent-gaussian-channels"]
@@ -50,8 +49,8 @@ class Bound:
     @property
     def delta(self) -> float: ...
     @property
-    def method(self) -> Literal["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"]:
-        """eps-delta, gdp, one-run, one-run-fdp, one-run-order or one-run-gaussian-scores."""
+    def method(self) -> _AuditMethod:
+        """The method (a key of `dpaudit.audit.METHODS`): never the name of a family (see `label`)."""
     @property
     def label(self) -> _Label:
         """The printed name, saying what it assumes (e.g. one-run-fdp-gaussian, one-run-order-gaussian)."""
@@ -105,18 +104,23 @@ def bound(
     selection: _Selection = "auto",
     seed: int = 0,
     splits: Optional[int] = None,
-    family: _Family = "eps-delta",
+    family: Optional[_Family] = None,
     k_plus: Optional[int] = None,
     k_minus: Optional[int] = None,
-    guesses: _Guesses = "symmetric",
-    tie_break: _TieBreak = "quantile",
+    guesses: Optional[_Guesses] = None,
+    tie_break: Optional[_TieBreak] = None,
 ) -> Bound:
-    """The ε lower bound of `method` (eps-delta, gdp, one-run, one-run-fdp, one-run-fdp-gaussian,
-    one-run-order, one-run-order-gaussian or one-run-gaussian-scores).
+    """The ε lower bound of `method` (a name of `methods()`). An option left None takes the
+    method's default; one the method does not take is refused (ValueError naming it).
 
     `members`: booleans (any non-zero byte is a member, as NumPy reads them) or
     the numbers 0 and 1. Raises KeyboardInterrupt on Ctrl-C, and ValueError for
     a multi-split of more `splits` than the rows allow (with the estimate)."""
+def methods() -> list[tuple[str, bool, str, list[str]]]:
+    """The bounding methods of the core, in the order of the documentation, as `(name, listed,
+    recorded_as, options)`: `listed` is False for the name of a family of another method
+    (`one-run-fdp-gaussian`, recorded as `one-run-fdp`); `options` are those it takes beyond
+    `delta`, `confidence`, `selection` and `seed`."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

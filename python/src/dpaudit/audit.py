@@ -75,35 +75,39 @@ __all__ = [
 #: Below this p-value of the inclusion test the one-run methods refuse.
 DESIGN_LEVEL: float = _dpaudit.DESIGN_LEVEL
 
-Method = Literal["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"]
+#: The methods :func:`estimate` takes (the keys of ``METHODS``).
+Method = Literal["eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-gaussian-scores", "one-run-order"]
+#: The printed labels of bounds (the keys of ``LABELS``).
+Label = Literal[
+    "eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-gaussian-scores",
+    "one-run-order", "one-run-order-gaussian",
+]
 SelectionName = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "same-data"]
 Family = Literal["eps-delta", "gaussian"]
 Guesses = Literal["symmetric", "with-one-sided"]
 TieBreak = Literal["quantile", "seeded"]
 
-#: The method table: each method by its CLI name, with the options it takes
-#: beyond ``delta``, ``confidence``, ``selection`` and ``seed``. A method of
-#: the Rust core is reachable through :func:`estimate` by one line here.
+#: The method table, read from the Rust core (``audit::method::Method``): each
+#: method by its CLI name, with the options it takes beyond ``delta``,
+#: ``confidence``, ``selection`` and ``seed``. A method of the core is
+#: reachable through :func:`estimate` without a line here.
 METHODS: Dict[str, Tuple[str, ...]] = {
-    "eps-delta": ("splits",),
-    "gdp": ("splits",),
-    "one-run": ("splits", "k_plus", "k_minus", "guesses", "tie_break"),
-    "one-run-fdp": ("splits", "family", "k_plus", "k_minus", "guesses", "tie_break"),
-    "one-run-order": ("splits", "family", "k_plus", "k_minus", "guesses"),
-    "one-run-gaussian-scores": (),
+    name: tuple(options) for name, listed, _, options in _dpaudit.methods() if listed
 }
 
 #: The printed labels of ``audit.json`` and ``Bound.label``: the method and
 #: the options a label fixes (``dpaudit.runs`` reproduces bounds through it).
+#: A name that is a family of another method (``one-run-fdp-gaussian``) is
+#: that method with ``family="gaussian"``; a method taking ``family`` is
+#: labelled by its name with ``family="eps-delta"``.
 LABELS: Dict[str, Tuple[str, Dict[str, str]]] = {
-    "eps-delta": ("eps-delta", {}),
-    "gdp": ("gdp", {}),
-    "one-run": ("one-run", {}),
-    "one-run-fdp": ("one-run-fdp", {"family": "eps-delta"}),
-    "one-run-fdp-gaussian": ("one-run-fdp", {"family": "gaussian"}),
-    "one-run-order": ("one-run-order", {"family": "eps-delta"}),
-    "one-run-order-gaussian": ("one-run-order", {"family": "gaussian"}),
-    "one-run-gaussian-scores": ("one-run-gaussian-scores", {}),
+    name: (
+        recorded,
+        {"family": "gaussian"} if not listed
+        else {"family": "eps-delta"} if "family" in options
+        else {},
+    )
+    for name, listed, recorded, options in _dpaudit.methods()
 }
 
 # The integer options and their largest values (the core's u64 and u32).
@@ -139,7 +143,7 @@ def estimate(
     scores, members : array_like, optional
         One score per row (higher = member) and the membership flags
         (booleans, non-zero = member, or 0/1 numbers).
-    method : {"eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-order", "one-run-gaussian-scores"}
+    method : {"eps-delta", "gdp", "one-run", "one-run-fdp", "one-run-gaussian-scores", "one-run-order"}
         The statistic (``METHODS`` lists each one's options; ``snake_case`` names work too).
     delta : float
         The δ of the guarantee being audited, in [0, 1) (> 0 for the Gaussian methods).
@@ -177,12 +181,9 @@ def estimate(
     name = method.replace("_", "-") if isinstance(method, str) else method
     if name not in METHODS:
         raise ValueError(f"method `{method}` is unknown; expected {', '.join(METHODS)}")
+    # The core refuses an option the method does not take, naming it.
     options = {"splits": splits, "family": family, "k_plus": k_plus, "k_minus": k_minus,
                "guesses": guesses, "tie_break": tie_break}
-    for key, value in options.items():
-        if value is not None and key not in METHODS[name]:
-            takes = ", ".join(METHODS[name]) or "none"
-            raise ValueError(f"{key} is not an option of method {name} (its options: {takes})")
     in_scores, out_scores = _args.scores_aliases(
         in_scores, out_scores, {"in_canary_scores": in_canary_scores, "out_canary_scores": out_canary_scores}
     )

@@ -23,50 +23,22 @@ use anyhow::{bail, Context};
 use dpaudit_audit::bound::{
     describe_bounded_on, EpsilonLowerBound, Evidence, MechanismAssumption, ThresholdTest,
 };
-use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::estimate::lower_bound;
+use dpaudit_audit::estimate::options::{BoundOptions, Spelling, TieBreakChoice};
 use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::figures::plots::histogram_auto;
 use dpaudit_audit::io::read_scores;
-use dpaudit_audit::method::{Method, Selection, SelectionChoice};
+use dpaudit_audit::method::{Method, SelectionChoice};
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
+use dpaudit_audit::one_run::GuessFamily;
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig, PanoramiaMeasurement};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
 
-/// Trade-off family of the f-DP one-run audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FamilyArg {
-    /// μ-GDP curves: a μ lower bound, and ε at δ assuming a Gaussian-shaped trade-off.
-    Gaussian,
-    /// (ε, δ)-DP curves: an ε lower bound for any mechanism.
-    EpsDelta,
-}
-
-/// Candidate guess counts of the one-run methods' searching policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GuessesArg {
-    /// k+ = k− only: robust to a design that is not exactly ½ (the default).
-    Symmetric,
-    /// Also one-sided guesses: stronger for one-sided signals (loss attacks);
-    /// needs inclusion with probability exactly ½.
-    WithOneSided,
-}
-
-/// How the one-run guess methods order tied scores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TieBreakArg {
-    /// A cut run of tied scores counts as 95 % of its random orders would, at
-    /// 95 % of the level; the bound does not depend on the row order (the default).
-    Quantile,
-    /// Ties broken by a random order keyed by --seed, at the full level: stronger
-    /// on heavily tied scores, but with ties the bound depends on the seed.
-    Seeded,
-}
-
-/// Arguments of `dpaudit estimate`. The method and the selection are the
-/// audit crate's enums (clap's `ValueEnum` through its `clap` feature).
+/// Arguments of `dpaudit estimate`. The method, the selection and the
+/// option values are the audit crate's enums (clap's `ValueEnum` through its
+/// `clap` feature); [`BoundOptions`] turns them into settings.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Statistical method.
@@ -98,16 +70,16 @@ pub struct Args {
     /// any mechanism; gaussian: μ⁻, and an ε that assumes a Gaussian trade-off curve;
     /// for one-run-order also canaries that do not interact).
     #[arg(long, value_enum, default_value = "eps-delta")]
-    pub family: FamilyArg,
+    pub family: TradeoffFamily,
     /// one-run, one-run-fdp, one-run-order: the (k+, k−) candidates searched (not with
     /// --selection fixed).
     #[arg(long, value_enum, default_value = "symmetric")]
-    pub guesses: GuessesArg,
+    pub guesses: GuessFamily,
     /// one-run, one-run-fdp, one-run-fdp-gaussian: how tied scores are ordered (quantile:
     /// order-free, at 95 % of the level; seeded: a random order keyed by --seed, at the full
     /// level, so a bound on tied scores depends on the seed).
     #[arg(long, value_enum, default_value = "quantile")]
-    pub tie_break: TieBreakArg,
+    pub tie_break: TieBreakChoice,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
     #[arg(long)]
     pub k_plus: Option<u64>,
@@ -127,18 +99,24 @@ pub struct Args {
     pub plot: Option<PathBuf>,
 }
 
-fn selection(args: &Args, n: usize) -> Selection {
-    args.selection
-        .resolve(args.method, n, args.seed, args.splits)
-}
-
-fn require_delta(args: &Args) -> anyhow::Result<f64> {
-    args.delta.with_context(|| {
-        format!(
-            "--delta is required for --method {} (the δ of the guarantee being audited, e.g. 1e-5)",
-            args.method.name()
-        )
-    })
+/// The options as given: a flag left at its default is not given, so a
+/// method that does not take it does not refuse it.
+fn options(args: &Args) -> BoundOptions {
+    fn given<T: PartialEq>(value: T, default: T) -> Option<T> {
+        (value != default).then_some(value)
+    }
+    BoundOptions {
+        confidence: Some(args.confidence),
+        delta: args.delta,
+        selection: args.selection,
+        seed: args.seed,
+        splits: given(args.splits, DEFAULT_SPLITS),
+        family: given(args.family, TradeoffFamily::EpsDelta),
+        guesses: given(args.guesses, GuessFamily::Symmetric),
+        k_plus: args.k_plus,
+        k_minus: args.k_minus,
+        tie_break: given(args.tie_break, TieBreakChoice::Quantile),
+    }
 }
 
 /// Runs `dpaudit estimate`.
@@ -147,30 +125,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let obs = read_scores(&args.scores)
         .with_context(|| format!("reading scores from {}", args.scores.display()))?;
     let read = started.elapsed();
-    let sel = selection(&args, obs.len());
-    if args.selection != SelectionChoice::Fixed && (args.k_plus.is_some() || args.k_minus.is_some())
-    {
-        bail!("--k-plus/--k-minus are only used with --selection fixed (and --method one-run or one-run-fdp)");
-    }
-    let fixed_guesses = match (args.selection, args.k_plus, args.k_minus) {
-        (SelectionChoice::Fixed, Some(kp), Some(km)) => Some((kp, km)),
-        (SelectionChoice::Fixed, _, _) => {
-            bail!("--selection fixed needs both --k-plus and --k-minus")
-        }
-        _ => None,
-    };
-    let family = match args.family {
-        FamilyArg::Gaussian => TradeoffFamily::Gaussian,
-        FamilyArg::EpsDelta => TradeoffFamily::EpsDelta,
-    };
-    let guesses = match args.guesses {
-        GuessesArg::Symmetric => GuessFamily::Symmetric,
-        GuessesArg::WithOneSided => GuessFamily::WithOneSided,
-    };
-    let tie_break = match args.tie_break {
-        TieBreakArg::Quantile => TieBreak::Quantile,
-        TieBreakArg::Seeded => TieBreak::Seeded { seed: args.seed },
-    };
+    let options = options(&args);
+    options.check(args.method, Spelling::Flags)?;
     if args.method == Method::Panoramia {
         let path = args.baseline_scores.as_ref().context(
             "--method panoramia needs --baseline-scores FILE (the baseline classifier's scores)",
@@ -179,20 +135,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("reading baseline scores from {}", path.display()))?;
         let cfg = PanoramiaConfig {
             confidence: args.confidence,
-            selection: sel,
+            selection: options.selection(args.method, obs.len()),
         };
         let m = panoramia(&baseline, &obs, &cfg).context("PANORAMIA measurement")?;
         return report_panoramia(&args, &m);
     }
-    let settings = BoundSettings {
-        confidence: args.confidence,
-        delta: require_delta(&args)?,
-        selection: sel,
-        family,
-        guesses,
-        fixed_guesses,
-        tie_break,
-    };
+    let settings = options.resolve(args.method, obs.len(), Spelling::Flags)?;
     let what = match args.method {
         Method::OneRun => "one-run audit of",
         Method::OneRunFdp | Method::OneRunFdpGaussian => "f-DP one-run audit of",
@@ -478,4 +426,25 @@ fn report_panoramia(args: &Args, m: &PanoramiaMeasurement) -> anyhow::Result<()>
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn the_method_values_are_the_listed_methods_of_the_audit_crate() {
+        let values: Vec<String> = Method::value_variants()
+            .iter()
+            .filter_map(|m| m.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let listed: Vec<String> = Method::ALL
+            .into_iter()
+            .filter(|m| m.listed())
+            .map(|m| m.name().to_string())
+            .collect();
+        assert_eq!(values, listed);
+    }
 }
