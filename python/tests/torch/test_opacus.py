@@ -32,10 +32,6 @@ except ImportError as error:  # torch or opacus absent: the Opacus tests skip
     _MISSING = f"dpaudit.opacus needs torch and opacus: {error}"
 
 needs_opacus = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning"),
-    pytest.mark.filterwarnings("ignore:Secure RNG turned off:UserWarning"),
-]
 
 LIVE, DEAD, HIDDEN = 4, 8, 16  # the dead model: 12 inputs, the last 8 always 0
 LR = 0.5
