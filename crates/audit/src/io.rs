@@ -34,9 +34,8 @@ pub const QUOTE_BYTES: usize = 100;
 /// `bytes` for an error message: at most [`QUOTE_BYTES`] of them, cut on a
 /// character boundary and followed by `…` and the total length when longer;
 /// invalid UTF-8 shows as U+FFFD and control characters escaped (`\r`), so
-/// a file with unexpected line ends cannot flood the terminal.
-/// (`dpaudit_data::files::excerpt` is the same rule for the data crate,
-/// which this crate does not depend on.)
+/// a file with unexpected line ends cannot flood the terminal. The data
+/// crate quotes its files with it too (`dpaudit_data::files::excerpt`).
 pub fn excerpt(bytes: &[u8]) -> String {
     let mut cut = bytes.len().min(QUOTE_BYTES);
     // Back off to the start of a UTF-8 character (at most 3 continuation bytes).

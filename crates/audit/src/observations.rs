@@ -107,6 +107,14 @@ impl<'a> Observations<'a> {
         &self.members
     }
 
+    /// The rows `(score, member)` in input order.
+    pub fn rows(&self) -> impl Iterator<Item = (f64, bool)> + '_ {
+        self.scores
+            .iter()
+            .copied()
+            .zip(self.members.iter().copied())
+    }
+
     /// Number of observations.
     pub fn len(&self) -> usize {
         self.scores.len()
@@ -122,7 +130,7 @@ impl<'a> Observations<'a> {
         let n_pos = self.members.iter().filter(|&&m| m).count();
         let mut pos = Vec::with_capacity(n_pos);
         let mut neg = Vec::with_capacity(self.len() - n_pos);
-        for (&s, &m) in self.scores.iter().zip(self.members.iter()) {
+        for (s, m) in self.rows() {
             if m {
                 pos.push(s);
             } else {
@@ -144,7 +152,7 @@ impl<'a> Observations<'a> {
     pub fn split(&self, seed: u64) -> (Observations<'static>, Observations<'static>) {
         let bits = split_bits(self.len(), seed);
         let (mut a_s, mut a_m, mut b_s, mut b_m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (i, (&s, &m)) in self.scores.iter().zip(self.members.iter()).enumerate() {
+        for (i, (s, m)) in self.rows().enumerate() {
             if bits[i] {
                 a_s.push(s);
                 a_m.push(m);

@@ -159,6 +159,20 @@ impl Guesses {
         }
         Ok(())
     }
+
+    /// [`Guesses::check`], and at least one canary (`m ≥ 1`): the f-DP
+    /// tests start their recursions from fractions of `m`.
+    pub(crate) fn check_nonempty(self) -> Result<()> {
+        self.check()?;
+        if self.m == 0 {
+            return Err(AuditError::InvalidParameter {
+                name: "counts",
+                value: format!("m = {}, r = {}, v = {}", self.m, self.r, self.v),
+                expected: "at least one canary (m ≥ 1)",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// `(ln q, ln(1 − q))` for `q = e^ε/(1+e^ε)`, stable for large ε.

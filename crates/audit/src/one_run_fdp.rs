@@ -183,21 +183,8 @@ fn quantile_lower(p: f64) -> f64 {
     x - u / (1.0 + 0.5 * x * u)
 }
 
-/// The counts of [`Guesses`] (`0 ≤ v ≤ r ≤ m`), and at least one canary:
-/// the recursion starts from fractions of `m`.
-fn check_counts(g: Guesses) -> Result<()> {
-    g.check()?;
-    if g.m == 0 {
-        return Err(AuditError::InvalidParameter {
-            name: "counts",
-            value: format!("m = {}, r = {}, v = {}", g.m, g.r, g.v),
-            expected: "at least one canary (m ≥ 1)",
-        });
-    }
-    Ok(())
-}
-
-fn check_level(level: f64) -> Result<()> {
+/// Refuses a test level outside (0, 1).
+pub(crate) fn check_level(level: f64) -> Result<()> {
     if level.is_finite() && level > 0.0 && level < 1.0 {
         Ok(())
     } else {
@@ -244,7 +231,7 @@ impl TradeoffFamily {
     /// or ε) of the family at `level` (Mahloujifar et al. 2024; see the
     /// module docs).
     pub fn rejects(self, theta: f64, delta: f64, g: Guesses, level: f64) -> Result<bool> {
-        check_counts(g)?;
+        g.check_nonempty()?;
         check_delta(delta)?;
         check_level(level)?;
         if !(theta.is_finite() && theta >= 0.0) {
@@ -306,7 +293,7 @@ const THETA_TOL: f64 = 1e-7;
 /// `m` canaries reject μ-GDP at `level` (0 when even μ = 0 is not rejected).
 pub fn mu_lower_bound(m: u64, r: u64, v: u64, level: f64) -> Result<f64> {
     let g = Guesses { m, r, v };
-    check_counts(g)?;
+    g.check_nonempty()?;
     check_level(level)?;
     TradeoffFamily::Gaussian.largest_rejected(0.0, g, level, 0.0, Interrupt::NEVER)
 }
@@ -315,7 +302,7 @@ pub fn mu_lower_bound(m: u64, r: u64, v: u64, level: f64) -> Result<f64> {
 /// observation rejects (ε, δ)-DP at `level`.
 pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, level: f64) -> Result<f64> {
     let g = Guesses { m, r, v };
-    check_counts(g)?;
+    g.check_nonempty()?;
     check_delta(delta)?;
     check_level(level)?;
     TradeoffFamily::EpsDelta.largest_rejected(delta, g, level, 0.0, Interrupt::NEVER)

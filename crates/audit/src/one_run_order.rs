@@ -75,8 +75,11 @@ use crate::gaussian::{interval, inverse_sf, log_add_exp, log_sf, pdf};
 use crate::interrupt::Interrupt;
 use crate::observations::{Method, Observations};
 use crate::one_run::{epsilon_lower_bound, p_value_unchecked, Guesses, OneRunConfig};
-use crate::one_run_fdp::{family_bound, TradeoffFamily};
-use crate::special::{ln_beta_inc_tails, ln_binomial_cdf, seed_beta_grid};
+use crate::one_run_fdp::{check_level, family_bound, TradeoffFamily};
+use crate::special::{
+    beta_bin_mass, ln_beta_inc_tails, ln_binomial_cdf, narrow_rejection_bracket, seed_beta_grid,
+    split_bin,
+};
 
 /// Relative gap between the upper and lower Riemann sums at which a
 /// p-value is reported (a decision at a level stops as soon as the level is
@@ -311,7 +314,7 @@ impl GaussianTest {
                 return (upper, lower);
             }
             let i = worst.1;
-            let s = split(self.points[i - 1].s, self.points[i].s);
+            let s = split_bin(self.points[i - 1].s, self.points[i].s);
             if s <= self.points[i - 1].s || s >= self.points[i].s {
                 return (upper, lower);
             }
@@ -322,35 +325,16 @@ impl GaussianTest {
     }
 }
 
-/// Mass of `U`'s law between two grid points, from the smaller tail.
+/// Mass of `U`'s law between two grid points.
 fn bin_mass(a: &Point, b: &Point) -> f64 {
-    if b.below <= 0.5 {
-        b.below - a.below
-    } else {
-        a.above - b.above
-    }
-    .max(0.0)
-}
-
-/// A point between `lo < hi`: the geometric mean when they differ by more
-/// than a factor 4, else the mean.
-fn split(lo: f64, hi: f64) -> f64 {
-    if lo > 0.0 && hi > 4.0 * lo {
-        (lo * hi).sqrt()
-    } else if lo <= 0.0 {
-        hi / 16.0
-    } else {
-        0.5 * (lo + hi)
-    }
+    beta_bin_mass((a.below, a.above), (b.below, b.above))
 }
 
 /// The largest θ in `[floor, THETA_MAX]` rejected, or 0 when `floor` itself
 /// is not rejected (the bound is then at most `floor`). `test(θ)` says
-/// whether θ is rejected and gives `ln p − ln level`, which places the next
-/// θ: the bracket `[lo, hi]` keeps `lo` rejected and `hi` not, new points
-/// come from the Illinois variant of regula falsi (a bisection whenever
-/// that fails to halve the bracket), and the low end is returned
-/// (rejection is monotone in θ).
+/// whether θ is rejected and gives `ln p − ln level`: the upper end doubles
+/// while it is rejected, then [`narrow_rejection_bracket`] narrows the
+/// bracket (rejection is monotone in θ).
 fn largest_rejected(mut test: impl FnMut(f64) -> (bool, f64), floor: f64) -> f64 {
     let (rejected, mut h_lo) = test(floor);
     if !rejected {
@@ -358,7 +342,7 @@ fn largest_rejected(mut test: impl FnMut(f64) -> (bool, f64), floor: f64) -> f64
     }
     let mut lo = floor;
     let mut hi = (2.0 * floor).max(1.0);
-    let mut h_hi = loop {
+    let h_hi = loop {
         let (rejected, h) = test(hi);
         if !rejected {
             break h.max(f64::MIN_POSITIVE);
@@ -369,41 +353,7 @@ fn largest_rejected(mut test: impl FnMut(f64) -> (bool, f64), floor: f64) -> f64
             return lo;
         }
     };
-    let mut side = 0_i8;
-    while hi - lo > THETA_TOL * lo.max(1.0) {
-        let width = hi - lo;
-        let secant = (lo * h_hi - hi * h_lo) / (h_hi - h_lo);
-        let theta = if secant.is_finite() && secant > lo && secant < hi {
-            secant
-        } else {
-            0.5 * (lo + hi)
-        };
-        let (rejected, h) = test(theta);
-        if rejected {
-            (lo, h_lo) = (theta, h.min(0.0));
-            if side == -1 {
-                h_hi *= 0.5;
-            }
-            side = -1;
-        } else {
-            (hi, h_hi) = (theta, h.max(f64::MIN_POSITIVE));
-            if side == 1 {
-                h_lo *= 0.5;
-            }
-            side = 1;
-        }
-        if hi - lo > 0.5 * width {
-            let mid = 0.5 * (lo + hi);
-            let (rejected, h) = test(mid);
-            if rejected {
-                (lo, h_lo) = (mid, h.min(0.0));
-            } else {
-                (hi, h_hi) = (mid, h.max(f64::MIN_POSITIVE));
-            }
-            side = 0;
-        }
-    }
-    lo
+    narrow_rejection_bracket((lo, h_lo), (hi, h_hi), THETA_TOL, test)
 }
 
 /// The bound of one guess set (validated inputs): the largest μ (Gaussian
@@ -453,38 +403,13 @@ pub(crate) fn rejects_unchecked(
     }
 }
 
-/// Refuses counts outside `0 ≤ v ≤ r ≤ m`, `m ≥ 1`.
-fn check_counts(g: Guesses) -> Result<()> {
-    g.check()?;
-    if g.m == 0 {
-        return Err(AuditError::InvalidParameter {
-            name: "counts",
-            value: format!("m = {}, r = {}, v = {}", g.m, g.r, g.v),
-            expected: "at least one canary (m ≥ 1)",
-        });
-    }
-    Ok(())
-}
-
-fn check_level(level: f64) -> Result<()> {
-    if level.is_finite() && level > 0.0 && level < 1.0 {
-        Ok(())
-    } else {
-        Err(AuditError::InvalidParameter {
-            name: "level",
-            value: level.to_string(),
-            expected: "a level strictly between 0 and 1 (1 − confidence)",
-        })
-    }
-}
-
 /// An upper bound, within 1 % of the truth, on the probability that the
 /// Gaussian reference channel at `mu` makes at most `r − v` wrong guesses
 /// among its `r` most confident of `m` (the p-value of `v` right guesses;
 /// see the module docs).
 pub fn gaussian_p_value(m: u64, r: u64, v: u64, mu: f64) -> Result<f64> {
     let g = Guesses { m, r, v };
-    check_counts(g)?;
+    g.check_nonempty()?;
     if !(mu.is_finite() && mu >= 0.0) {
         return Err(AuditError::InvalidParameter {
             name: "mu",
@@ -502,7 +427,7 @@ pub fn gaussian_p_value(m: u64, r: u64, v: u64, mu: f64) -> Result<f64> {
 /// `m` canaries reject at `level` (0 when μ = 0 is not rejected).
 pub fn mu_lower_bound(m: u64, r: u64, v: u64, level: f64) -> Result<f64> {
     let g = Guesses { m, r, v };
-    check_counts(g)?;
+    g.check_nonempty()?;
     check_level(level)?;
     Ok(bound_unchecked(
         TradeoffFamily::Gaussian,

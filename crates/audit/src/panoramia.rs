@@ -178,12 +178,7 @@ pub struct PanoramiaMeasurement {
 
 /// Best threshold on `obs` at `level`: (c_τ, τ, r, tp).
 fn best_threshold(obs: &Observations, level: f64) -> (f64, f64, u64, u64) {
-    let mut rows: Vec<(f64, bool)> = obs
-        .scores()
-        .iter()
-        .copied()
-        .zip(obs.members().iter().copied())
-        .collect();
+    let mut rows: Vec<(f64, bool)> = obs.rows().collect();
     rows.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
     let ln_level = level.ln();
     let mut best = (f64::NEG_INFINITY, f64::NAN, 0_u64, 0_u64);

@@ -48,7 +48,10 @@
 use std::collections::BTreeMap;
 
 use crate::gaussian::{inverse_cdf, sf};
-use crate::special::{ln_beta_inc_tails, ln_binomial_cdf, seed_beta_grid};
+use crate::special::{
+    beta_bin_mass, ln_beta_inc_tails, ln_binomial_cdf, narrow_rejection_bracket, seed_beta_grid,
+    split_bin,
+};
 
 /// The curves tested.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -317,7 +320,7 @@ impl RankTest {
                 return (upper, lower);
             }
             let i = worst.1;
-            let u = split(pts[i - 1].u, pts[i].u);
+            let u = split_bin(pts[i - 1].u, pts[i].u);
             if u <= pts[i - 1].u || u >= pts[i].u {
                 return (upper, lower);
             }
@@ -334,10 +337,9 @@ impl RankTest {
     /// upper end tried is `floor + first_step` (the step doubles while it is
     /// rejected), by default `max(2·floor, 1)`.
     ///
-    /// The bracket `[lo, hi]` keeps `lo` rejected and `hi` not; new points
-    /// come from the Illinois variant of regula falsi on `ln p − ln level`
-    /// (a bisection step whenever that fails to halve the bracket), so a
-    /// bound takes about ten p-values instead of thirty.
+    /// The bracket is then narrowed on `ln p − ln level` by
+    /// [`narrow_rejection_bracket`], so a bound takes about ten p-values
+    /// instead of thirty.
     pub(crate) fn largest_rejected(
         &mut self,
         level: f64,
@@ -361,7 +363,7 @@ impl RankTest {
         if hi <= floor {
             return Some(floor);
         }
-        let mut h_hi = loop {
+        let h_hi = loop {
             let (rejected, value) = h(self, hi);
             if !rejected {
                 break value;
@@ -373,65 +375,18 @@ impl RankTest {
             }
             hi = (lo + 2.0 * step).min(THETA_MAX);
         };
-        let mut side = 0_i8;
-        while hi - lo > precision.theta_tol * lo.max(1.0) {
-            let width = hi - lo;
-            let secant = (lo * h_hi - hi * h_lo) / (h_hi - h_lo);
-            let theta = if secant.is_finite() && secant > lo && secant < hi {
-                secant
-            } else {
-                0.5 * (lo + hi)
-            };
-            let (rejected, value) = h(self, theta);
-            if rejected {
-                (lo, h_lo) = (theta, value.min(0.0));
-                if side == -1 {
-                    h_hi *= 0.5;
-                }
-                side = -1;
-            } else {
-                (hi, h_hi) = (theta, value.max(f64::MIN_POSITIVE));
-                if side == 1 {
-                    h_lo *= 0.5;
-                }
-                side = 1;
-            }
-            if hi - lo > 0.5 * width {
-                // Slow progress: bisect once.
-                let mid = 0.5 * (lo + hi);
-                let (rejected, value) = h(self, mid);
-                if rejected {
-                    (lo, h_lo) = (mid, value.min(0.0));
-                } else {
-                    (hi, h_hi) = (mid, value.max(f64::MIN_POSITIVE));
-                }
-                side = 0;
-            }
-        }
-        Some(lo)
+        Some(narrow_rejection_bracket(
+            (lo, h_lo),
+            (hi, h_hi),
+            precision.theta_tol,
+            |theta| h(self, theta),
+        ))
     }
 }
 
-/// `P[a.u < U ≤ b.u]`, from the smaller tails.
+/// `P[a.u < U ≤ b.u]`.
 fn bin_mass(a: &Point, b: &Point) -> f64 {
-    if b.below <= 0.5 {
-        b.below - a.below
-    } else {
-        a.above - b.above
-    }
-    .max(0.0)
-}
-
-/// A point between `lo < hi`: the geometric mean when they differ by more
-/// than a factor 4 (the bins near u = 0), else the mean.
-fn split(lo: f64, hi: f64) -> f64 {
-    if lo > 0.0 && hi > 4.0 * lo {
-        (lo * hi).sqrt()
-    } else if lo <= 0.0 {
-        hi / 16.0
-    } else {
-        0.5 * (lo + hi)
-    }
+    beta_bin_mass((a.below, a.above), (b.below, b.above))
 }
 
 #[cfg(test)]

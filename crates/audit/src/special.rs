@@ -263,6 +263,77 @@ pub(crate) fn seed_beta_grid(
     }
 }
 
+/// `P[a < U ≤ b]` for two points `a < b` of a grid over a Beta law (as
+/// [`seed_beta_grid`] seeds), from their tails `(P[U ≤ ·], P[U > ·])`: the
+/// difference of the smaller tails, so that a bin far in either tail keeps its
+/// relative precision.
+pub(crate) fn beta_bin_mass(a: (f64, f64), b: (f64, f64)) -> f64 {
+    if b.0 <= 0.5 { b.0 - a.0 } else { a.1 - b.1 }.max(0.0)
+}
+
+/// Where to refine the bin between two grid points `lo < hi`: the geometric
+/// mean when they differ by more than a factor 4 (the bins near u = 0), else
+/// the mean.
+pub(crate) fn split_bin(lo: f64, hi: f64) -> f64 {
+    if lo > 0.0 && hi > 4.0 * lo {
+        (lo * hi).sqrt()
+    } else if lo <= 0.0 {
+        hi / 16.0
+    } else {
+        0.5 * (lo + hi)
+    }
+}
+
+/// The low end of a bracket `[lo, hi]` of a test monotone in θ (`lo`
+/// rejected, `hi` not) once its width is at most `tol · max(1, lo)`: the
+/// largest θ rejected, to that tolerance. `test(θ)` says whether θ is
+/// rejected and gives `ln p − ln level` (`h_lo`, `h_hi` at the ends), which
+/// places the next θ by the Illinois variant of regula falsi, with a
+/// bisection whenever a step fails to halve the bracket.
+pub(crate) fn narrow_rejection_bracket(
+    (mut lo, mut h_lo): (f64, f64),
+    (mut hi, mut h_hi): (f64, f64),
+    tol: f64,
+    mut test: impl FnMut(f64) -> (bool, f64),
+) -> f64 {
+    let mut side = 0_i8;
+    while hi - lo > tol * lo.max(1.0) {
+        let width = hi - lo;
+        let secant = (lo * h_hi - hi * h_lo) / (h_hi - h_lo);
+        let theta = if secant.is_finite() && secant > lo && secant < hi {
+            secant
+        } else {
+            0.5 * (lo + hi)
+        };
+        let (rejected, h) = test(theta);
+        if rejected {
+            (lo, h_lo) = (theta, h.min(0.0));
+            if side == -1 {
+                h_hi *= 0.5;
+            }
+            side = -1;
+        } else {
+            (hi, h_hi) = (theta, h.max(f64::MIN_POSITIVE));
+            if side == 1 {
+                h_lo *= 0.5;
+            }
+            side = 1;
+        }
+        if hi - lo > 0.5 * width {
+            // Slow progress: bisect once.
+            let mid = 0.5 * (lo + hi);
+            let (rejected, h) = test(mid);
+            if rejected {
+                (lo, h_lo) = (mid, h.min(0.0));
+            } else {
+                (hi, h_hi) = (mid, h.max(f64::MIN_POSITIVE));
+            }
+            side = 0;
+        }
+    }
+    lo
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 //! bit for bit: what the Python binding pickles. Every method and every
 //! selection policy, so that every evidence and selection variant is read.
 
+mod common;
+
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations, Selection};
@@ -43,13 +45,10 @@ fn every_bound_reads_back_as_itself() {
             .flat_map(|s| [TieBreak::Quantile, TieBreak::Seeded { seed: 11 }].map(|t| (s, t)))
         {
             let settings = BoundSettings {
-                confidence: 0.95,
-                delta: 1e-5,
-                selection,
-                family: TradeoffFamily::EpsDelta,
                 guesses: GuessFamily::WithOneSided,
                 fixed_guesses: (selection == Selection::Fixed).then_some((100, 100)),
                 tie_break,
+                ..common::settings(0.95, 1e-5, selection)
             };
             // `fixed` and the seeded tie-break are refused by the threshold
             // methods.
@@ -72,13 +71,8 @@ fn every_bound_reads_back_as_itself() {
 fn unknown_names_are_refused() {
     let obs = data();
     let settings = BoundSettings {
-        confidence: 0.95,
-        delta: 1e-5,
-        selection: Selection::Bonferroni,
         family: TradeoffFamily::Gaussian,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
-        tie_break: TieBreak::Quantile,
+        ..common::settings(0.95, 1e-5, Selection::Bonferroni)
     };
     let bound = lower_bound(Method::OneRunFdp, &obs, &settings).unwrap();
     let text = serde_json::to_string(&bound).unwrap();

@@ -18,11 +18,11 @@
 
 mod common;
 
-use common::{assert_coverage, rng, trials, unless_refused, Mechanism};
+use common::{assert_coverage, rng, settings, trials, unless_refused, Mechanism};
 use dpaudit_audit::bound::EpsilonLowerBound;
-use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::estimate::lower_bound;
 use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::{GuessFamily, OneRunConfig, TieBreak};
+use dpaudit_audit::one_run::OneRunConfig;
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
 use dpaudit_audit::policy::default_selection;
 use dpaudit_audit::Result;
@@ -44,15 +44,11 @@ const METHODS: [Method; 4] = [
 
 /// The bound of `method` with its default selection, or the refusal.
 fn default_bound(method: Method, obs: &Observations, seed: u64) -> Result<EpsilonLowerBound> {
-    let settings = BoundSettings {
-        confidence: 1.0 - BETA,
-        delta: DELTA,
-        selection: default_selection(method, obs.len(), seed),
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
-        tie_break: TieBreak::Quantile,
-    };
+    let settings = settings(
+        1.0 - BETA,
+        DELTA,
+        default_selection(method, obs.len(), seed),
+    );
     lower_bound(method, obs, &settings)
 }
 

@@ -21,13 +21,11 @@
 
 mod common;
 
-use common::{assert_coverage, canaries, rng, trials, Mechanism};
+use common::{assert_coverage, canaries, rng, settings, trials, Mechanism};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::estimate::{lower_bound, BoundSettings};
+use dpaudit_audit::estimate::lower_bound;
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::policy::default_selection;
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -38,15 +36,8 @@ const BETA: f64 = 0.05;
 /// The bound through the one dispatch every front end uses, with the
 /// method's default selection.
 fn bound(obs: &Observations) -> EpsilonLowerBound {
-    let settings = BoundSettings {
-        confidence: 1.0 - BETA,
-        delta: DELTA,
-        selection: default_selection(Method::OneRunGaussianScores, obs.len(), 0),
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
-        tie_break: TieBreak::Quantile,
-    };
+    let selection = default_selection(Method::OneRunGaussianScores, obs.len(), 0);
+    let settings = settings(1.0 - BETA, DELTA, selection);
     lower_bound(Method::OneRunGaussianScores, obs, &settings).unwrap()
 }
 
@@ -113,12 +104,7 @@ fn null_scores_sorted_or_unbalanced_stay_at_zero() {
     }
     // Sorted by score instead: the same values, the same bound.
     let obs = null_scores(&mut rng, 500, 0.5);
-    let mut rows: Vec<(f64, bool)> = obs
-        .scores()
-        .iter()
-        .copied()
-        .zip(obs.members().iter().copied())
-        .collect();
+    let mut rows: Vec<(f64, bool)> = obs.rows().collect();
     rows.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (s, m): (Vec<f64>, Vec<bool>) = rows.into_iter().unzip();
     let sorted = Observations::new(s, m).unwrap();

@@ -9,9 +9,8 @@
 
 mod common;
 
-use common::{assert_coverage, canaries, rng, trials, unless_refused, Mechanism};
-use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::gaussian::gdp_epsilon;
+use common::{assert_coverage, canaries, one_run_mu, rng, trials, unless_refused, Mechanism};
+use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::one_run::{GuessFamily, OneRunConfig, TieBreak};
 use dpaudit_audit::one_run_fdp::{one_run_fdp_lower_bound, TradeoffFamily};
@@ -20,17 +19,7 @@ use rand::Rng;
 const DELTA: f64 = 1e-5;
 
 fn epsilon(mech: Mechanism) -> f64 {
-    match mech {
-        Mechanism::Rr(e) | Mechanism::Laplace(e) => e,
-        Mechanism::Gaussian(mu) => gdp_epsilon(mu, DELTA),
-    }
-}
-
-fn mu_of(b: &EpsilonLowerBound) -> f64 {
-    let Evidence::OneRun(ev) = &b.evidence else {
-        panic!("one-run evidence")
-    };
-    ev.mu_lower.unwrap()
+    mech.epsilon(DELTA)
 }
 
 /// Whether a bound of `family` exceeds the truth of `mech`, whose smallest
@@ -38,7 +27,7 @@ fn mu_of(b: &EpsilonLowerBound) -> f64 {
 fn exceeds(b: &EpsilonLowerBound, family: TradeoffFamily, mech: Mechanism, mu_true: f64) -> bool {
     match family {
         TradeoffFamily::Gaussian => {
-            mu_of(b) > mu_true
+            one_run_mu(b) > mu_true
                 || matches!(mech, Mechanism::Gaussian(_)) && b.epsilon > epsilon(mech)
         }
         TradeoffFamily::EpsDelta => b.epsilon > epsilon(mech),

@@ -18,9 +18,8 @@
 
 mod common;
 
-use common::{assert_coverage, canaries, rng, trials, unless_refused, Mechanism};
-use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
-use dpaudit_audit::gaussian::gdp_epsilon;
+use common::{assert_coverage, canaries, one_run_mu, rng, trials, unless_refused, Mechanism};
+use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::{Method, Observations};
 use dpaudit_audit::one_run::OneRunConfig;
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
@@ -34,17 +33,7 @@ const BETA: f64 = 0.05;
 const CANARIES: usize = 200;
 
 fn epsilon(mech: Mechanism) -> f64 {
-    match mech {
-        Mechanism::Rr(e) | Mechanism::Laplace(e) => e,
-        Mechanism::Gaussian(mu) => gdp_epsilon(mu, DELTA),
-    }
-}
-
-fn mu_of(b: &EpsilonLowerBound) -> f64 {
-    let Evidence::OneRun(ev) = &b.evidence else {
-        panic!("one-run evidence")
-    };
-    ev.mu_lower.unwrap()
+    mech.epsilon(DELTA)
 }
 
 /// The default bound of the family on `obs` (a refusal of the design is
@@ -79,7 +68,7 @@ fn covers_mechanisms_of_known_privacy() {
                     let obs = canaries(&mut rng, mech, CANARIES);
                     bound(&obs, family, t as u64).is_some_and(|b| match family {
                         TradeoffFamily::Gaussian => {
-                            mu_of(&b) > mu_true
+                            one_run_mu(&b) > mu_true
                                 || matches!(mech, Mechanism::Gaussian(_))
                                     && b.epsilon > epsilon(mech)
                         }
@@ -185,7 +174,7 @@ fn a_mechanism_that_couples_the_canaries_breaks_the_gaussian_family() {
                 .map(|&inc| Mechanism::Rr(2.0).score(&mut rng, inc) + 1e-6 * rng.gen::<f64>())
                 .collect();
             let obs = Observations::new(scores, members).unwrap();
-            bound(&obs, TradeoffFamily::Gaussian, t as u64).is_some_and(|b| mu_of(&b) > 1.0)
+            bound(&obs, TradeoffFamily::Gaussian, t as u64).is_some_and(|b| one_run_mu(&b) > 1.0)
         })
         .count();
     println!("coupled canaries, informative branch: μ⁻ > 1 in {bad} of {n}");

@@ -10,7 +10,6 @@ mod common;
 
 use common::{assert_coverage, rng, runs, trials, Mechanism};
 use dpaudit_audit::bound::Evidence;
-use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::{eps_delta_lower_bound, gdp_lower_bound, RegionConfig};
 
@@ -19,10 +18,7 @@ const DELTA: f64 = 1e-5;
 /// The true ε of a mechanism at δ: ε₀ for the pure-DP ones, the exact
 /// conversion for the Gaussian.
 fn epsilon(mech: Mechanism) -> f64 {
-    match mech {
-        Mechanism::Rr(e) | Mechanism::Laplace(e) => e,
-        Mechanism::Gaussian(mu) => gdp_epsilon(mu, DELTA),
-    }
+    mech.epsilon(DELTA)
 }
 
 fn mechanisms() -> [Mechanism; 4] {

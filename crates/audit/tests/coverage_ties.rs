@@ -19,15 +19,13 @@
 
 mod common;
 
-use common::{assert_coverage, rng, trials, unless_refused};
+use common::{assert_covers, rng, settings, trials, unless_refused};
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::gaussian::{gdp_epsilon, inverse_cdf};
-use dpaudit_audit::observations::{Method, Observations};
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
+use dpaudit_audit::observations::{Method, Observations, Selection};
+use dpaudit_audit::one_run::TieBreak;
 use dpaudit_audit::policy::default_selection;
-use dpaudit_audit::Result;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -116,17 +114,12 @@ impl Tied {
 /// The bound of `method` with its default selection (the one-run methods'
 /// refusal of an implausible design is `None`).
 fn default_bound(method: Method, obs: &Observations, seed: u64) -> Option<EpsilonLowerBound> {
-    let settings = BoundSettings {
-        confidence: 1.0 - BETA,
-        delta: DELTA,
-        selection: default_selection(method, obs.len(), seed),
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
-        tie_break: TieBreak::Quantile,
-    };
-    let result: Result<EpsilonLowerBound> = lower_bound(method, obs, &settings);
-    unless_refused(result)
+    let settings = settings(
+        1.0 - BETA,
+        DELTA,
+        default_selection(method, obs.len(), seed),
+    );
+    unless_refused(lower_bound(method, obs, &settings))
 }
 
 /// Whether a default bound exceeds the truth: ε for eps-delta and the
@@ -203,20 +196,11 @@ fn threshold_defaults_cover_tied_scores() {
             .map(|_| runs(&mut rng, mech, 500, 500, false))
             .collect();
         for method in THRESHOLD {
-            let bad = data
-                .iter()
-                .enumerate()
-                .filter(|(t, obs)| {
-                    let b = default_bound(method, obs, (k * 1000 + t) as u64).unwrap();
-                    above_truth(method, mech, &b)
-                })
-                .count();
-            assert_coverage(
-                bad,
-                n,
-                BETA,
-                &format!("{method} default, {mech:?}, 2×500 runs"),
-            );
+            let what = format!("{method} default, {mech:?}, 2×500 runs");
+            assert_covers(n, BETA, &what, |t| {
+                let b = default_bound(method, &data[t], (k * 1000 + t) as u64).unwrap();
+                above_truth(method, mech, &b)
+            });
         }
     }
 }
@@ -229,22 +213,16 @@ fn threshold_defaults_cover_null_ties_at_skewed_class_sizes_and_sorted() {
         for (fraction, sorted) in [(0.45, false), (0.5, true), (0.55, false), (0.55, true)] {
             let n1 = (1000.0 * fraction) as usize;
             for method in THRESHOLD {
-                let bad = (0..n)
-                    .filter(|&t| {
-                        let obs = runs(&mut rng, mech, n1, 1000 - n1, sorted);
-                        above_truth(
-                            method,
-                            mech,
-                            &default_bound(method, &obs, t as u64).unwrap(),
-                        )
-                    })
-                    .count();
-                assert_coverage(
-                    bad,
-                    n,
-                    BETA,
-                    &format!("{method} default, {mech:?}, {n1} members of 1000, sorted: {sorted}"),
-                );
+                let what =
+                    format!("{method} default, {mech:?}, {n1} members of 1000, sorted: {sorted}");
+                assert_covers(n, BETA, &what, |t| {
+                    let obs = runs(&mut rng, mech, n1, 1000 - n1, sorted);
+                    above_truth(
+                        method,
+                        mech,
+                        &default_bound(method, &obs, t as u64).unwrap(),
+                    )
+                });
             }
         }
     }
@@ -260,20 +238,11 @@ fn one_run_defaults_cover_tied_scores() {
                 .map(|_| canaries(&mut rng, mech, 1000, sorted))
                 .collect();
             for method in ONE_RUN {
-                let bad = data
-                    .iter()
-                    .enumerate()
-                    .filter(|(t, obs)| {
-                        default_bound(method, obs, (k * 1000 + t) as u64)
-                            .is_some_and(|b| above_truth(method, mech, &b))
-                    })
-                    .count();
-                assert_coverage(
-                    bad,
-                    n,
-                    BETA,
-                    &format!("{method} default, {mech:?}, 1000 canaries, sorted: {sorted}"),
-                );
+                let what = format!("{method} default, {mech:?}, 1000 canaries, sorted: {sorted}");
+                assert_covers(n, BETA, &what, |t| {
+                    default_bound(method, &data[t], (k * 1000 + t) as u64)
+                        .is_some_and(|b| above_truth(method, mech, &b))
+                });
             }
         }
     }
@@ -290,30 +259,15 @@ fn support_family_covers_at_confidence_one_half() {
     let mut rng = rng(64);
     let beta = 0.5;
     for mech in [Tied::Rr(1.0), Tied::RrRareValue(1.0, 2.5e-4)] {
-        let settings = BoundSettings {
-            confidence: 1.0 - beta,
-            delta: 0.0,
-            selection: dpaudit_audit::observations::Selection::Bonferroni,
-            family: TradeoffFamily::EpsDelta,
-            guesses: GuessFamily::Symmetric,
-            fixed_guesses: None,
-            tie_break: TieBreak::Quantile,
-        };
-        let bad = (0..n)
-            .filter(|_| {
-                let obs = runs(&mut rng, mech, 2000, 2000, false);
-                lower_bound(Method::EpsDelta, &obs, &settings)
-                    .unwrap()
-                    .epsilon
-                    > mech.epsilon()
-            })
-            .count();
-        assert_coverage(
-            bad,
-            n,
-            beta,
-            &format!("eps-delta bonferroni at ½, {mech:?}, 2×2000 runs"),
-        );
+        let settings = settings(1.0 - beta, 0.0, Selection::Bonferroni);
+        let what = format!("eps-delta bonferroni at ½, {mech:?}, 2×2000 runs");
+        assert_covers(n, beta, &what, |_| {
+            let obs = runs(&mut rng, mech, 2000, 2000, false);
+            lower_bound(Method::EpsDelta, &obs, &settings)
+                .unwrap()
+                .epsilon
+                > mech.epsilon()
+        });
     }
 }
 
@@ -330,27 +284,15 @@ fn cut_tied_runs_cover_at_confidence_one_half() {
     let mech = Tied::Rr(2.0);
     for method in ONE_RUN {
         let settings = BoundSettings {
-            confidence: 1.0 - beta,
-            delta: 0.0,
-            selection: dpaudit_audit::observations::Selection::Fixed,
-            family: TradeoffFamily::EpsDelta,
-            guesses: GuessFamily::Symmetric,
             fixed_guesses: Some((300, 300)),
-            tie_break: TieBreak::Quantile,
+            ..settings(1.0 - beta, 0.0, Selection::Fixed)
         };
-        let bad = (0..n)
-            .filter(|_| {
-                let obs = canaries(&mut rng, mech, 1000, false);
-                unless_refused(lower_bound(method, &obs, &settings))
-                    .is_some_and(|b| b.epsilon > mech.epsilon())
-            })
-            .count();
-        assert_coverage(
-            bad,
-            n,
-            beta,
-            &format!("{method} fixed 300/300 at ½, {mech:?}, 1000 canaries"),
-        );
+        let what = format!("{method} fixed 300/300 at ½, {mech:?}, 1000 canaries");
+        assert_covers(n, beta, &what, |_| {
+            let obs = canaries(&mut rng, mech, 1000, false);
+            unless_refused(lower_bound(method, &obs, &settings))
+                .is_some_and(|b| b.epsilon > mech.epsilon())
+        });
     }
 }
 
@@ -375,28 +317,13 @@ fn two_valued_one_run_covers_at_confidence_one_half() {
     ];
     for (mech, m) in cases {
         for method in [Method::OneRun, Method::OneRunFdp, Method::OneRunOrder] {
-            let settings = BoundSettings {
-                confidence: 1.0 - beta,
-                delta: 0.0,
-                selection: default_selection(method, m, 7),
-                family: TradeoffFamily::EpsDelta,
-                guesses: GuessFamily::Symmetric,
-                fixed_guesses: None,
-                tie_break: TieBreak::Quantile,
-            };
-            let bad = (0..n)
-                .filter(|_| {
-                    let obs = canaries(&mut rng, mech, m, false);
-                    unless_refused(lower_bound(method, &obs, &settings))
-                        .is_some_and(|b| b.epsilon > mech.epsilon())
-                })
-                .count();
-            assert_coverage(
-                bad,
-                n,
-                beta,
-                &format!("{method} default at ½, {mech:?}, {m} canaries"),
-            );
+            let settings = settings(1.0 - beta, 0.0, default_selection(method, m, 7));
+            let what = format!("{method} default at ½, {mech:?}, {m} canaries");
+            assert_covers(n, beta, &what, |_| {
+                let obs = canaries(&mut rng, mech, m, false);
+                unless_refused(lower_bound(method, &obs, &settings))
+                    .is_some_and(|b| b.epsilon > mech.epsilon())
+            });
         }
     }
 }
@@ -406,19 +333,16 @@ fn two_valued_one_run_covers_at_confidence_one_half() {
 fn seeded_bound(
     method: Method,
     obs: &Observations,
-    selection: dpaudit_audit::observations::Selection,
+    selection: Selection,
     confidence: f64,
     fixed_guesses: Option<(u64, u64)>,
     seed: u64,
 ) -> Option<EpsilonLowerBound> {
+    let delta = if confidence == 0.5 { 0.0 } else { DELTA };
     let settings = BoundSettings {
-        confidence,
-        delta: if confidence == 0.5 { 0.0 } else { DELTA },
-        selection,
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
         fixed_guesses,
         tie_break: TieBreak::Seeded { seed },
+        ..settings(confidence, delta, selection)
     };
     unless_refused(lower_bound(method, obs, &settings))
 }
@@ -429,20 +353,15 @@ fn seeded_bound(
 fn assert_seeded_coverage(data: &[Observations], mech: Tied, first_seed: usize, what: &str) {
     for method in ONE_RUN {
         let selection = default_selection(method, data[0].len(), 5);
-        let bad = data
-            .iter()
-            .enumerate()
-            .filter(|(t, obs)| {
-                let seed = (first_seed + t) as u64;
-                seeded_bound(method, obs, selection, 1.0 - BETA, None, seed)
-                    .is_some_and(|b| above_truth(method, mech, &b))
-            })
-            .count();
-        assert_coverage(
-            bad,
+        assert_covers(
             data.len(),
             BETA,
             &format!("{method} seeded ties, {what}"),
+            |t| {
+                let seed = (first_seed + t) as u64;
+                seeded_bound(method, &data[t], selection, 1.0 - BETA, None, seed)
+                    .is_some_and(|b| above_truth(method, mech, &b))
+            },
         );
     }
 }
@@ -493,8 +412,8 @@ fn seeded_tie_break_covers_at_confidence_one_half() {
     let n = trials(200);
     let mut rng = rng(68);
     let beta = 0.5;
-    let fixed = dpaudit_audit::observations::Selection::Fixed;
-    let bonferroni = dpaudit_audit::observations::Selection::Bonferroni;
+    let fixed = Selection::Fixed;
+    let bonferroni = Selection::Bonferroni;
     let cases = [
         (Tied::Rr(2.0), false, fixed, Some((300, 300))),
         (Tied::NullBinary, true, fixed, Some((300, 300))),
@@ -503,19 +422,13 @@ fn seeded_tie_break_covers_at_confidence_one_half() {
     ];
     for (mech, sorted, selection, guesses) in cases {
         for method in ONE_RUN {
-            let bad = (0..n)
-                .filter(|&t| {
-                    let obs = canaries(&mut rng, mech, 1000, sorted);
-                    seeded_bound(method, &obs, selection, 1.0 - beta, guesses, t as u64)
-                        .is_some_and(|b| b.epsilon > mech.epsilon())
-                })
-                .count();
-            assert_coverage(
-                bad,
-                n,
-                beta,
-                &format!("{method} seeded ties at ½, {selection}, {mech:?}, sorted: {sorted}"),
-            );
+            let what =
+                format!("{method} seeded ties at ½, {selection}, {mech:?}, sorted: {sorted}");
+            assert_covers(n, beta, &what, |t| {
+                let obs = canaries(&mut rng, mech, 1000, sorted);
+                seeded_bound(method, &obs, selection, 1.0 - beta, guesses, t as u64)
+                    .is_some_and(|b| b.epsilon > mech.epsilon())
+            });
         }
     }
 }

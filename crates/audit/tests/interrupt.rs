@@ -1,27 +1,19 @@
 //! Long computations stop when the caller's hook asks them to, and a
 //! multi-split asking for absurd work is refused before any of it is done.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dpaudit_audit::estimate::{lower_bound, lower_bound_interruptible, BoundSettings};
 use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use dpaudit_audit::AuditError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn settings(selection: Selection) -> BoundSettings {
-    BoundSettings {
-        confidence: 0.95,
-        delta: 1e-5,
-        selection,
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
-        tie_break: TieBreak::Quantile,
-    }
+    common::settings(0.95, 1e-5, selection)
 }
 
 /// Rows of one run: each included with probability ½ (the one-run design),

@@ -8,21 +8,15 @@ use common::rng;
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence, OneRunEvidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::observations::{Method, Observations, Selection};
-use dpaudit_audit::one_run::{GuessFamily, TieBreak};
-use dpaudit_audit::one_run_fdp::TradeoffFamily;
+use dpaudit_audit::one_run::TieBreak;
 use dpaudit_audit::report::{assumptions, bound_json};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
 fn settings(selection: Selection, tie_break: TieBreak) -> BoundSettings {
     BoundSettings {
-        confidence: 0.95,
-        delta: 1e-5,
-        selection,
-        family: TradeoffFamily::EpsDelta,
-        guesses: GuessFamily::Symmetric,
-        fixed_guesses: None,
         tie_break,
+        ..common::settings(0.95, 1e-5, selection)
     }
 }
 

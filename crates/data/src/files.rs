@@ -14,35 +14,10 @@ use crate::error::{DataError, Result};
 /// decompressed), so a corrupt or hostile stream cannot exhaust memory.
 pub const MAX_DECOMPRESSED_BYTES: u64 = 1 << 30;
 
-/// The most bytes of a file's content an error message quotes.
-pub const QUOTE_BYTES: usize = 100;
-
-/// `bytes` for an error message: at most [`QUOTE_BYTES`] of them, cut on a
-/// character boundary and followed by `…` and the total length when longer;
-/// invalid UTF-8 shows as U+FFFD and control characters escaped (`\r`), so a
-/// file with unexpected line ends cannot flood the terminal. (The same rule
-/// as `dpaudit_audit::io::excerpt`, which cannot depend on this crate.)
-pub fn excerpt(bytes: &[u8]) -> String {
-    let mut cut = bytes.len().min(QUOTE_BYTES);
-    // Back off to the start of a UTF-8 character (at most 3 continuation bytes).
-    let mut back = 0;
-    while cut < bytes.len() && cut > 0 && back < 3 && bytes[cut] & 0xC0 == 0x80 {
-        cut -= 1;
-        back += 1;
-    }
-    let mut out = String::new();
-    for c in String::from_utf8_lossy(&bytes[..cut]).chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    if cut < bytes.len() {
-        out.push_str(&format!("… ({} bytes)", bytes.len()));
-    }
-    out
-}
+/// File content in error messages: the score files' rule
+/// ([`dpaudit_audit::io::excerpt`], at most [`QUOTE_BYTES`] bytes, control
+/// characters escaped), so every crate quotes files alike.
+pub use dpaudit_audit::io::{excerpt, QUOTE_BYTES};
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -216,14 +216,7 @@ fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
     let mut again = Count::default();
     let r3b = run(&three, "test.toml", &out3, &mut again).unwrap();
-    assert!(
-        again
-            .stages
-            .iter()
-            .any(|s| s == "baseline: found in the out-dir"),
-        "{:?}",
-        again.stages
-    );
+    again.assert_stage("baseline: found in the out-dir");
     assert!(again.epochs > 0, "{:?}", again.stages);
     assert_eq!(r3b.targets[0].per_seed, t3.per_seed);
 }
@@ -290,14 +283,7 @@ fn the_stacked_mia_is_fitted_on_the_baselines_validation_scores() {
     std::fs::remove_file(out.join("targets/f.json")).unwrap();
     let mut again = Count::default();
     let r2 = run(&cfg, "test.toml", &out, &mut again).unwrap();
-    assert!(
-        again
-            .stages
-            .iter()
-            .any(|s| s == "baseline: found in the out-dir"),
-        "{:?}",
-        again.stages
-    );
+    again.assert_stage("baseline: found in the out-dir");
     assert_eq!(again.epochs, 0, "{:?}", again.stages);
     assert_eq!(r2.targets[0].per_seed, t.per_seed);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();

@@ -33,19 +33,8 @@ def data():
 
 
 def dp_sgd(
-    seed,
-    *,
-    m=1000,
-    q=0.1,
-    sigma=2.0,
-    C=1.0,
-    T=100,
-    lr=0.5,
-    noise_scale=1.0,
-    clip_scale=1.0,
-    included=None,
-    with_canaries=True,
-    norms_seen=None,
+    seed, *, m=1000, q=0.1, sigma=2.0, C=1.0, T=100, lr=0.5,
+    noise_scale=1.0, clip_scale=1.0, included=None, with_canaries=True, norms_seen=None,
 ):
     """DP-SGD by hand; ``noise_scale`` and ``clip_scale`` seed bugs (the claim keeps σ and C)."""
     torch.manual_seed(seed)

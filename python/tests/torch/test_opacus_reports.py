@@ -15,21 +15,15 @@ import math
 import numpy as np
 import pytest
 
-try:
-    import opacus
-    import torch
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+opacus = pytest.importorskip("opacus")
+torch = pytest.importorskip("torch")
+from opacus import PrivacyEngine  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler  # noqa: E402
 
-    import dpaudit
-    from dpaudit.opacus import reports
-
-    _MISSING = None
-except ImportError as error:  # torch or opacus absent: these tests skip
-    _MISSING = f"dpaudit.opacus needs torch and opacus: {error}"
+import dpaudit  # noqa: E402
+from dpaudit.opacus import reports  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(_MISSING is not None, reason=_MISSING or ""),
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),
 ]

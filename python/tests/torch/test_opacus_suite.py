@@ -17,21 +17,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-try:
-    import opacus  # noqa: F401
-    import torch
-
-    from dpaudit.opacus import suite
-
-    _MISSING = None
-except ImportError as error:  # torch or opacus absent: these tests skip
-    _MISSING = f"dpaudit.opacus needs torch and opacus: {error}"
-
-pytestmark = [
-    pytest.mark.skipif(_MISSING is not None, reason=_MISSING or ""),
-    pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning"),
-    pytest.mark.filterwarnings("ignore:Secure RNG turned off:UserWarning"),
-]
+opacus = pytest.importorskip("opacus")
+torch = pytest.importorskip("torch")
+from dpaudit.opacus import suite  # noqa: E402
 
 NAMES = ["hooks", "functorch", "ew", "ghost", "shuffle", "virtual-steps", "secure-mode", "secure-noise", "ddp"]
 CLAIM = 2.0199  # Opacus 1.6.0 PRV accountant, q = 0.1, σ = 1.5, 30 steps, δ = 1e-5

@@ -15,9 +15,8 @@
 
 use super::rank::below;
 use super::statistic::Statistic;
-use super::sweep::Sorted;
-use crate::bound::{ThresholdEvidence, ThresholdTest};
-use crate::clopper_pearson::upper_unchecked;
+use super::sweep::{pointwise_evidence, Sorted};
+use crate::bound::ThresholdEvidence;
 
 /// Most distinct pooled values for which `bonferroni` tests one event per
 /// value instead of the rank family. Fixed in advance; 16 covers binary
@@ -75,36 +74,17 @@ pub(super) fn support_best(
 ) -> (ThresholdEvidence, f64) {
     let events = (values.len() - 1) as u64;
     let tail = (1.0 - confidence) / (2 * events) as f64;
-    let ln_tail = tail.ln();
-    let (n0, n1) = (sorted.nonmembers.len() as u64, sorted.members.len() as u64);
     let mut best: Option<(ThresholdEvidence, f64)> = None;
     for &v in &values[1..] {
-        let threshold = below(v);
-        let (fp, fnn) = sorted.counts(threshold);
-        let (fpr_upper, fnr_upper) = (
-            upper_unchecked(fp, n0, ln_tail),
-            upper_unchecked(fnn, n1, ln_tail),
-        );
+        // Both rates of each event: 2·events statements.
+        let evidence = ThresholdEvidence {
+            statements: 2 * events,
+            ..pointwise_evidence(sorted, below(v), tail, events)
+        };
+        let (fpr_upper, fnr_upper) = evidence.marked_point();
         let value = stat.eval(fpr_upper, fnr_upper).max(0.0);
         if best.as_ref().is_none_or(|(_, b)| value > *b) {
-            best = Some((
-                ThresholdEvidence {
-                    threshold,
-                    false_positives: fp,
-                    nonmembers: n0,
-                    false_negatives: fnn,
-                    members: n1,
-                    test: ThresholdTest::ClopperPearson {
-                        fpr_upper,
-                        fnr_upper,
-                        tail_per_rate: tail,
-                    },
-                    statements: 2 * events,
-                    mu_lower: None,
-                    candidates: events,
-                },
-                value,
-            ));
+            best = Some((evidence, value));
         }
     }
     // `values` has at least two entries, so the loop ran.
@@ -114,6 +94,7 @@ pub(super) fn support_best(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bound::ThresholdTest;
 
     #[test]
     fn few_values_reads_the_pooled_scores_only() {

@@ -12,8 +12,12 @@
 
 #![allow(dead_code)]
 
-use dpaudit_audit::gaussian::inverse_cdf;
-use dpaudit_audit::observations::Observations;
+use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
+use dpaudit_audit::estimate::BoundSettings;
+use dpaudit_audit::gaussian::{gdp_epsilon, inverse_cdf};
+use dpaudit_audit::observations::{Observations, Selection};
+use dpaudit_audit::one_run::{GuessFamily, TieBreak};
+use dpaudit_audit::one_run_fdp::TradeoffFamily;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -100,6 +104,15 @@ impl Mechanism {
         }
     }
 
+    /// The ε at `delta` of the mechanism: ε₀ for the pure ones, the exact
+    /// conversion of μ-GDP for the Gaussian (Cebere et al. 2024 Corollary 1).
+    pub fn epsilon(self, delta: f64) -> f64 {
+        match self {
+            Mechanism::Rr(e) | Mechanism::Laplace(e) => e,
+            Mechanism::Gaussian(mu) => gdp_epsilon(mu, delta),
+        }
+    }
+
     /// Name for messages.
     pub fn name(self) -> String {
         match self {
@@ -138,6 +151,37 @@ pub fn canaries(rng: &mut ChaCha8Rng, mech: Mechanism, m: usize) -> Observations
             return obs;
         }
     }
+}
+
+/// Asserts that the bound of at most β of `n` simulated data sets is above
+/// the truth: `exceeds(t)` says whether data set `t`'s is.
+pub fn assert_covers(n: usize, beta: f64, what: &str, mut exceeds: impl FnMut(usize) -> bool) {
+    let bad = (0..n).filter(|&t| exceeds(t)).count();
+    assert_coverage(bad, n, beta, what);
+}
+
+/// Bound settings at `confidence`, `delta` and `selection`; what the tests
+/// vary one at a time is at its default (the eps-delta family, symmetric
+/// guesses, none fixed, the quantile tie-break): change it with
+/// `BoundSettings { field: …, ..settings(…) }`.
+pub fn settings(confidence: f64, delta: f64, selection: Selection) -> BoundSettings {
+    BoundSettings {
+        confidence,
+        delta,
+        selection,
+        family: TradeoffFamily::EpsDelta,
+        guesses: GuessFamily::Symmetric,
+        fixed_guesses: None,
+        tie_break: TieBreak::Quantile,
+    }
+}
+
+/// The μ⁻ of a one-run bound of the Gaussian family.
+pub fn one_run_mu(b: &EpsilonLowerBound) -> f64 {
+    let Evidence::OneRun(ev) = &b.evidence else {
+        panic!("one-run evidence")
+    };
+    ev.mu_lower.unwrap()
 }
 
 /// A fresh generator.

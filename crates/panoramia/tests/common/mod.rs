@@ -23,6 +23,17 @@ pub struct Count {
     pub stages: Vec<String>,
 }
 
+impl Count {
+    /// Asserts that a stage reported `message` (the stages in the failure).
+    pub fn assert_stage(&self, message: &str) {
+        assert!(
+            self.stages.iter().any(|s| s == message),
+            "{:?}",
+            self.stages
+        );
+    }
+}
+
 impl Progress for Count {
     fn stage(&mut self, stage: &str, message: &str) {
         self.stages.push(format!("{stage}: {message}"));

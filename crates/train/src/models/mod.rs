@@ -6,6 +6,7 @@ pub mod lenet5;
 pub mod lenet_family;
 pub mod mlp;
 mod model;
+mod residual;
 pub mod resnet18;
 pub mod shallow_cnn;
 pub mod wrn;

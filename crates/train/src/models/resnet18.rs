@@ -12,16 +12,10 @@
 use tch::Tensor;
 
 use super::model::Model;
+use super::residual::{conv1x1, conv3x3, gn, head};
 use crate::error::Result;
 use crate::init::Init;
-use crate::layers::{
-    ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
-    Tape,
-};
-
-fn gn(init: &mut Init, groups: i64, c: i64) -> Result<GroupNorm> {
-    GroupNorm::new(init, GroupNormConfig::capped(groups, c))
-}
+use crate::layers::{ops, Conv2d, GroupNorm, Linear, PerSampleGrad, Tape};
 
 /// One BasicBlock: `relu(bn1(conv1 x)) → bn2(conv2 ·) + shortcut(x) → relu`.
 #[derive(Debug)]
@@ -40,24 +34,12 @@ pub struct BasicBlock {
 
 impl BasicBlock {
     fn new(init: &mut Init, groups: i64, cin: i64, cout: i64, stride: i64) -> Result<Self> {
-        let conv1 = Conv2d::new(
-            init,
-            Conv2dConfig::new(cin, cout, 3)
-                .stride(stride)
-                .padding(1)
-                .no_bias(),
-        )?;
+        let conv1 = conv3x3(init, cin, cout, stride)?;
         let bn1 = gn(init, groups, cout)?;
-        let conv2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias())?;
+        let conv2 = conv3x3(init, cout, cout, 1)?;
         let bn2 = gn(init, groups, cout)?;
         let shortcut = if stride != 1 || cin != cout {
-            Some((
-                Conv2d::new(
-                    init,
-                    Conv2dConfig::new(cin, cout, 1).stride(stride).no_bias(),
-                )?,
-                gn(init, groups, cout)?,
-            ))
+            Some((conv1x1(init, cin, cout, stride)?, gn(init, groups, cout)?))
         } else {
             None
         };
@@ -110,10 +92,7 @@ impl ResNet18 {
     /// For `[3, H, W]` inputs, `classes` outputs and GroupNorm with
     /// `min(groups, C)` groups.
     pub fn new(init: &mut Init, classes: i64, groups: i64, sample: [i64; 3]) -> Result<Self> {
-        let conv1 = Conv2d::new(
-            init,
-            Conv2dConfig::new(sample[0], 64, 3).padding(1).no_bias(),
-        )?;
+        let conv1 = conv3x3(init, sample[0], 64, 1)?;
         let bn1 = gn(init, groups, 64)?;
         let mut cin = 64;
         let mut stages = Vec::new();
@@ -124,14 +103,7 @@ impl ResNet18 {
             stages.push(vec![b0, b1]);
             cin = w;
         }
-        let linear = Linear::new(
-            init,
-            LinearConfig {
-                in_features: 512,
-                out_features: classes,
-                bias: true,
-            },
-        )?;
+        let linear = head(init, 512, classes)?;
         Ok(Self {
             conv1,
             bn1,

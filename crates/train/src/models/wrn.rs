@@ -12,16 +12,10 @@
 use tch::Tensor;
 
 use super::model::Model;
+use super::residual::{conv1x1, conv3x3, gn, head};
 use crate::error::Result;
 use crate::init::Init;
-use crate::layers::{
-    ops, Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PerSampleGrad,
-    Tape,
-};
-
-fn gn(init: &mut Init, groups: i64, c: i64) -> Result<GroupNorm> {
-    GroupNorm::new(init, GroupNormConfig::capped(groups, c))
-}
+use crate::layers::{ops, Conv2d, GroupNorm, Linear, PerSampleGrad, Tape};
 
 /// A pre-activation wide block; PyTorch names `n1`, `c1`, `n2`, `c2`, `sc`.
 #[derive(Debug)]
@@ -64,10 +58,7 @@ impl WideResNet {
     ) -> Result<Self> {
         let n = (depth - 4) / 6;
         let w = [16, 16 * k, 32 * k, 64 * k];
-        let conv = Conv2d::new(
-            init,
-            Conv2dConfig::new(sample[0], 16, 3).padding(1).no_bias(),
-        )?;
+        let conv = conv3x3(init, sample[0], 16, 1)?;
         let mut blocks = Vec::new();
         for g in 0..3 {
             for i in 0..n {
@@ -75,20 +66,11 @@ impl WideResNet {
                 let cout = w[g + 1];
                 let stride = if i == 0 && g > 0 { 2 } else { 1 };
                 let n1 = gn(init, groups, cin)?;
-                let c1 = Conv2d::new(
-                    init,
-                    Conv2dConfig::new(cin, cout, 3)
-                        .stride(stride)
-                        .padding(1)
-                        .no_bias(),
-                )?;
+                let c1 = conv3x3(init, cin, cout, stride)?;
                 let n2 = gn(init, groups, cout)?;
-                let c2 = Conv2d::new(init, Conv2dConfig::new(cout, cout, 3).padding(1).no_bias())?;
+                let c2 = conv3x3(init, cout, cout, 1)?;
                 let sc = if cin != cout || stride != 1 {
-                    Some(Conv2d::new(
-                        init,
-                        Conv2dConfig::new(cin, cout, 1).stride(stride).no_bias(),
-                    )?)
+                    Some(conv1x1(init, cin, cout, stride)?)
                 } else {
                     None
                 };
@@ -96,14 +78,7 @@ impl WideResNet {
             }
         }
         let norm = gn(init, groups, w[3])?;
-        let fc = Linear::new(
-            init,
-            LinearConfig {
-                in_features: w[3],
-                out_features: classes,
-                bias: true,
-            },
-        )?;
+        let fc = head(init, w[3], classes)?;
         Ok(Self {
             conv,
             blocks,

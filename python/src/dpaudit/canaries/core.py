@@ -58,7 +58,7 @@ class CanaryStep:
         value: each one's per-sample gradient entry, ``norm_factor · C``.
     """
 
-    def __init__(self, owner: "DiracCanaries", rows: np.ndarray, value: float):
+    def __init__(self, owner: "CanarySet", rows: np.ndarray, value: float):
         self._owner = owner
         self._positions = rows
         self.index = owner.coordinates[rows]
@@ -104,7 +104,229 @@ class CanaryStep:
         return index, value
 
 
-class DiracCanaries:
+class CanarySet:
+    """A set of m Dirac canaries over a model's parameters: what every harness shares.
+
+    Their coordinates and inclusion coins, their presence at each step, what
+    each step showed at their coordinates, their scores and the two one-run
+    bounds. :class:`DiracCanaries` (a hand-written loop: ``draw`` and
+    ``observe``) and ``dpaudit.opacus.DiracCanaries`` (inside Opacus's
+    optimizer) build on it and differ only in how a step reaches them.
+
+    Args:
+        tensors: the parameters (a sequence of tensors), in the order of the
+            flat coordinates; their values are ``w0`` of the ``"final"`` score.
+        m, insertion, norm_factor, seed, coordinates, included: as
+            :class:`DiracCanaries`.
+        sample_rate: the presence rate q of an included ``"sampled"`` canary
+            at one step.
+        taken: flat coordinates that hold other canaries: drawn coordinates
+            avoid them and given ones must not meet them.
+    """
+
+    def __init__(
+        self,
+        tensors,
+        *,
+        m: int,
+        insertion: str,
+        sample_rate: float,
+        norm_factor: float,
+        seed: int,
+        coordinates=None,
+        included=None,
+        taken=None,
+    ):
+        if insertion not in _INSERTIONS:
+            raise ValueError(f"insertion must be one of {', '.join(_INSERTIONS)}, got {insertion!r}")
+        if isinstance(norm_factor, bool) or not isinstance(norm_factor, (int, float)) or not (
+            math.isfinite(norm_factor) and norm_factor >= 1
+        ):
+            raise ValueError(
+                f"norm_factor must be a finite number ≥ 1 (the canary's per-sample norm in units of C), "
+                f"got {norm_factor!r}"
+            )
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+            raise ValueError(f"m must be a positive integer, got {m!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        m = int(m)
+        self.m = m
+        self.insertion = insertion
+        self.sample_rate = float(sample_rate)
+        self.norm_factor = float(norm_factor)
+        self.seed = int(seed)
+        self._sizes = np.array([t.numel() for t in tensors], dtype=np.int64)
+        total = int(self._sizes.sum())
+        taken = np.zeros(0, dtype=np.int64) if taken is None else np.asarray(taken, dtype=np.int64)
+        coord_seq, coin_seq, sample_seq = np.random.SeedSequence(self.seed).spawn(3)
+        if coordinates is None:
+            if m > total - taken.size:
+                raise ValueError(
+                    f"m must be in [1, {total - taken.size}]: m = {m} canaries need distinct coordinates, "
+                    f"but the model has {total} trainable parameters"
+                    + (f" of which {taken.size} hold other canaries" if taken.size else "")
+                )
+            draw = np.random.default_rng(coord_seq).choice(total, size=m + taken.size, replace=False)
+            coords = draw[~np.isin(draw, taken)][:m]
+        else:
+            coords = np.asarray(coordinates, dtype=np.int64).reshape(-1)
+            if coords.size != m:
+                raise ValueError(f"coordinates has {coords.size} entries, m = {m}")
+            if coords.min() < 0 or coords.max() >= total:
+                raise ValueError(f"coordinates must lie in [0, {total})")
+            if np.unique(coords).size != m:
+                raise ValueError("coordinates must be distinct")
+            if np.isin(coords, taken).any():
+                raise ValueError("coordinates overlap those of another canary set on this optimizer")
+        self.coordinates = coords.astype(np.int64)
+        if included is None:
+            self.included = np.random.default_rng(coin_seq).random(m) < 0.5
+        else:
+            self.included = np.asarray(included, dtype=bool).reshape(-1)
+            if self.included.size != m:
+                raise ValueError(f"included has {self.included.size} entries, m = {m}")
+        self._fixed_inclusion = included is not None
+        self._sampler = np.random.default_rng(sample_seq)
+        # Each canary's parameter and index inside it; the canaries grouped by parameter.
+        ends = np.cumsum(self._sizes)
+        self._owner_of = np.searchsorted(ends, self.coordinates, side="right")
+        self._local = self.coordinates - (ends - self._sizes)[self._owner_of]
+        self._groups = [
+            (int(j), np.flatnonzero(self._owner_of == j), self._local[self._owner_of == j])
+            for j in np.unique(self._owner_of)
+        ]
+        self._w0 = self.gather(tensors)
+        self.steps = 0
+        self.insertions = np.zeros(m, dtype=np.int64)
+        self._history: list = []  # (noise_multiplier, max_grad_norm) per step
+        self._step_scores = StepScores(m, 1.0 if insertion == "every" else self.sample_rate)
+        self._started = time.perf_counter()
+
+    def _present(self) -> np.ndarray:
+        """Which canaries enter the next step, before the inclusion bits: all
+        of them with ``"every"``, else each with rate q."""
+        if self.insertion == "every":
+            return np.ones(self.m, dtype=bool)
+        return self._sampler.random(self.m) < self.sample_rate
+
+    def gather(self, tensors) -> np.ndarray:
+        """The canaries' entries of a parameter-shaped collection (float64, length m)."""
+        import torch
+
+        leaves, _ = _leaves(tensors)
+        if len(leaves) != self._sizes.size or any(t.numel() != s for t, s in zip(leaves, self._sizes)):
+            raise ValueError(
+                f"expected {self._sizes.size} tensors of sizes {self._sizes.tolist()} (the parameters' shapes), "
+                f"got sizes {[int(t.numel()) for t in leaves]}"
+            )
+        out = np.empty(self.m, dtype=np.float64)
+        with torch.no_grad():
+            for j, positions, local in self._groups:
+                flat = leaves[j].detach().reshape(-1)
+                idx = torch.as_tensor(local, dtype=torch.long, device=flat.device)
+                out[positions] = flat.index_select(0, idx).double().cpu().numpy()
+        return out
+
+    def _record(self, rows: np.ndarray, x: np.ndarray, noise_multiplier: float, max_grad_norm: float) -> None:
+        """Books one step: the canaries ``rows`` entered it, ``x`` is what it
+        added at the coordinates beyond the records (canary and noise, in
+        units of sums), under the claimed σ and C."""
+        self.insertions[rows] += 1
+        self._history.append((float(noise_multiplier), float(max_grad_norm)))
+        self._step_scores.update(x, float(noise_multiplier), float(max_grad_norm))
+        self.steps += 1
+
+    def _final_params(self, params):
+        """The final parameters of the ``"final"`` score."""
+        if params is None:
+            raise ValueError("score 'final' needs the final parameters: pass params=")
+        return params
+
+    def scores(self, score: str = "steps-llr", llr_scale: float = 1.0, params=None) -> np.ndarray:
+        """Each canary's score (higher: more likely included): ``"steps-llr"``
+        (at ``llr_scale`` times the claimed σ), ``"steps-sum"``, or ``"final"``
+        (``w0[j] − wT[j]`` from the final ``params``); see
+        :mod:`dpaudit.canaries.scores`."""
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+        if score == "final":
+            return self._w0 - self.gather(self._final_params(params))
+        return self._step_scores.get(score, llr_scale)
+
+    def _bounds(self, delta, confidence, *, score, llr_scale, guesses, selection, seed, params=None):
+        """The two one-run bounds from the scores, and the fields every canary
+        audit reports with them; returns ``(fields, notes)``. The default score
+        is ``"steps-llr"`` (``"steps-sum"`` when a step had σ = 0); the default
+        guesses ``"with-one-sided"`` (``"symmetric"`` when the inclusion bits
+        were given)."""
+        train_seconds = time.perf_counter() - self._started
+        notes = []
+        if score is None:
+            score = "steps-llr" if self._step_scores.llr_defined else "steps-sum"
+            if score == "steps-sum":
+                notes.append("a step ran without noise: score steps-sum (no likelihood ratio exists)")
+        if guesses is None:
+            guesses = "symmetric" if self._fixed_inclusion else "with-one-sided"
+        scores = self.scores(score, llr_scale, params)
+        members = self.included.copy()
+        kwargs = dict(delta=delta, confidence=confidence, selection=selection, seed=seed, guesses=guesses)
+        included = int(members.sum())
+        fields = dict(
+            one_run=_audit.one_run(scores, members, **kwargs),
+            one_run_fdp=_audit.one_run_fdp(scores, members, family="eps-delta", **kwargs),
+            score=score,
+            llr_scale=float(llr_scale) if score == "steps-llr" else None,
+            m=self.m,
+            included=included,
+            insertion=self.insertion,
+            steps=self.steps,
+            sample_rate=self.sample_rate,
+            delta=float(delta),
+            confidence=float(confidence),
+            mean_insertions=float(self.insertions[members].mean()) if included else 0.0,
+            train_seconds=train_seconds,
+            scores=scores,
+            members=members,
+        )
+        return fields, notes
+
+
+def accountant_epsilons(history, *, sample_rate: float, delta: float) -> dict:
+    """dpaudit's accountant ε for the steps a canary set saw.
+
+    ``history`` holds one ``(noise_multiplier, max_grad_norm)`` per step.
+    Returns the last step's ``noise_multiplier`` and ``max_grad_norm``,
+    ``constant`` (whether both stayed the same), ``pld_epsilon`` (T
+    Poisson-subsampled Gaussian steps at ``sample_rate``; ``None`` when σ or C
+    changed, ∞ at σ = 0) and ``gdp_epsilon`` (T composed Gaussian mechanisms,
+    μ = sqrt(Σ_t 1/σ_t²), the every-step canaries' claim, Cebere, Bellet &
+    Papernot 2024; ∞ when a step had σ = 0)."""
+    sigmas = np.array([s for s, _ in history])
+    norms = np.array([c for _, c in history])
+    sigma, norm = float(sigmas[-1]), float(norms[-1])
+    constant = bool(np.all(sigmas == sigma) and np.all(norms == norm))
+    T = len(history)
+    pld = None
+    if constant:
+        pld = (
+            math.inf
+            if sigma == 0
+            else _accounting.epsilon(
+                sample_rate=sample_rate, noise_multiplier=sigma, steps=T, delta=delta, accountant="pld"
+            )
+        )
+    if np.any(sigmas == 0):
+        gdp = math.inf
+    else:
+        sigma_eff = math.sqrt(T / float(np.sum(1.0 / sigmas**2)))
+        gdp = _accounting.epsilon(sample_rate=1.0, noise_multiplier=sigma_eff, steps=T, delta=delta, accountant="gdp")
+    return dict(
+        noise_multiplier=sigma, max_grad_norm=norm, constant=constant, pld_epsilon=pld, gdp_epsilon=gdp
+    )
+
+
+class DiracCanaries(CanarySet):
     """Dirac gradient canaries in any per-sample-gradient DP-SGD loop, audited in one run.
 
     Args:
@@ -158,56 +380,18 @@ class DiracCanaries:
         tensors, self._keys = _leaves(params)
         if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
             raise TypeError("params must be a tensor, or a non-empty sequence or mapping of tensors")
-        if insertion not in _INSERTIONS:
-            raise ValueError(f"insertion must be one of {', '.join(_INSERTIONS)}, got {insertion!r}")
+        rate = 1.0
         if insertion == "sampled":
             if sample_rate is None or not (0 < float(sample_rate) <= 1):
                 raise ValueError(f"sample_rate must be in (0, 1] for insertion='sampled', got {sample_rate!r}")
-            self.sample_rate = float(sample_rate)
-        else:
-            self.sample_rate = 1.0
-        if not (math.isfinite(norm_factor) and norm_factor >= 1):
-            raise ValueError(f"norm_factor must be a finite number ≥ 1, got {norm_factor!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+            rate = float(sample_rate)
         self._params = params
-        self._sizes = np.array([t.numel() for t in tensors], dtype=np.int64)
-        total = int(self._sizes.sum())
-        m = int(m)
-        if not 1 <= m <= total:
-            raise ValueError(f"m must be in [1, {total}] (the number of parameters), got {m}")
-        self.m = m
-        self.insertion = insertion
-        self.norm_factor = float(norm_factor)
-        coord_seq, coin_seq, sample_seq = np.random.SeedSequence(int(seed)).spawn(3)
-        if coordinates is None:
-            coords = np.random.default_rng(coord_seq).choice(total, size=m, replace=False)
-        else:
-            coords = np.asarray(coordinates, dtype=np.int64).reshape(-1)
-            if coords.size != m:
-                raise ValueError(f"coordinates has {coords.size} entries, m = {m}")
-            if coords.min() < 0 or coords.max() >= total or np.unique(coords).size != m:
-                raise ValueError(f"coordinates must be distinct and lie in [0, {total})")
-        self.coordinates = coords.astype(np.int64)
-        if included is None:
-            self.included = np.random.default_rng(coin_seq).random(m) < 0.5
-        else:
-            self.included = np.asarray(included, dtype=bool).reshape(-1)
-            if self.included.size != m:
-                raise ValueError(f"included has {self.included.size} entries, m = {m}")
-        self._fixed_inclusion = included is not None
-        self._sampler = np.random.default_rng(sample_seq)
-        ends = np.cumsum(self._sizes)
-        self._owner_of = np.searchsorted(ends, self.coordinates, side="right")
-        self._local = self.coordinates - (ends - self._sizes)[self._owner_of]
-        self._w0 = self.gather(tensors)
-        self.steps = 0
-        self.insertions = np.zeros(m, dtype=np.int64)
+        super().__init__(
+            tensors, m=m, insertion=insertion, sample_rate=rate, norm_factor=norm_factor, seed=seed,
+            coordinates=coordinates, included=included,
+        )
         self._pending: Optional[CanaryStep] = None
-        self._history: list = []  # (noise_multiplier, max_grad_norm) per step
         self._records_seen = 0
-        self._step_scores = StepScores(m, self.sample_rate)
-        self._started = time.perf_counter()
 
     # -- one step ---------------------------------------------------------------
 
@@ -220,34 +404,10 @@ class DiracCanaries:
             raise RuntimeError("draw() called twice without observe(): each step draws once and observes once")
         if not (math.isfinite(max_grad_norm) and max_grad_norm > 0):
             raise ValueError(f"max_grad_norm must be a finite number > 0, got {max_grad_norm!r}")
-        if self.insertion == "every":
-            present = np.ones(self.m, dtype=bool)
-        else:
-            present = self._sampler.random(self.m) < self.sample_rate
-        rows = np.flatnonzero(present & self.included)
+        rows = np.flatnonzero(self._present() & self.included)
         self._pending = CanaryStep(self, rows, self.norm_factor * float(max_grad_norm))
         self._pending_norm = float(max_grad_norm)
         return self._pending
-
-    def gather(self, tensors) -> np.ndarray:
-        """The canaries' entries of a parameter-shaped collection (float64, length m)."""
-        import torch
-
-        leaves, _ = _leaves(tensors)
-        if len(leaves) != self._sizes.size or any(t.numel() != s for t, s in zip(leaves, self._sizes)):
-            raise ValueError(
-                f"expected {self._sizes.size} tensors of sizes {self._sizes.tolist()} (the parameters' shapes), "
-                f"got sizes {[int(t.numel()) for t in leaves]}"
-            )
-        out = np.empty(self.m, dtype=np.float64)
-        with torch.no_grad():
-            for j, t in enumerate(leaves):
-                mine = np.flatnonzero(self._owner_of == j)
-                if mine.size:
-                    flat = t.detach().reshape(-1)
-                    idx = torch.as_tensor(self._local[mine], dtype=torch.long, device=flat.device)
-                    out[mine] = flat.index_select(0, idx).double().cpu().numpy()
-        return out
 
     def observe(self, noisy_sum, records_sum=None, *, noise_multiplier: float, normalize_by: float = 1.0) -> None:
         """Records the step drawn last.
@@ -275,24 +435,9 @@ class DiracCanaries:
             x = x - self.gather(records_sum)
             self._records_seen += 1
         step, self._pending = self._pending, None
-        self.insertions[step._positions] += 1
-        self._history.append((float(noise_multiplier), self._pending_norm))
-        self._step_scores.update(x * float(normalize_by), float(noise_multiplier), self._pending_norm)
-        self.steps += 1
+        self._record(step._positions, x * float(normalize_by), noise_multiplier, self._pending_norm)
 
     # -- audit --------------------------------------------------------------------
-
-    def scores(self, score: str = "steps-llr", llr_scale: float = 1.0, params=None) -> np.ndarray:
-        """Each canary's score (higher: more likely included): ``"steps-llr"``
-        (at ``llr_scale`` times the claimed σ), ``"steps-sum"``, or ``"final"``
-        (``w0[j] − wT[j]``; pass the final ``params``)."""
-        if score not in SCORES:
-            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-        if score == "final":
-            if params is None:
-                raise ValueError("score 'final' needs the final parameters: pass params=")
-            return self._w0 - self.gather(params)
-        return self._step_scores.get(score, llr_scale)
 
     def audit(
         self,
@@ -328,81 +473,44 @@ class DiracCanaries:
             raise ValueError("no step was observed: nothing to audit")
         if self._pending is not None:
             raise RuntimeError("a step was drawn but not observed: call observe() first")
-        train_seconds = time.perf_counter() - self._started
-        notes = []
-        if score is None:
-            score = "steps-llr" if self._step_scores.llr_defined else "steps-sum"
-            if score == "steps-sum":
-                notes.append("a step ran without noise: score steps-sum (no likelihood ratio exists)")
-        if score != "final" and self._records_seen < self.steps:
+        fields, notes = self._bounds(
+            delta, confidence, score=score, llr_scale=llr_scale, guesses=guesses, selection=selection, seed=seed,
+            params=params,
+        )
+        if fields["score"] != "final" and self._records_seen < self.steps:
             notes.append(
                 f"the records' clipped sum was observed at {self._records_seen} of {self.steps} steps: "
                 "the other steps' scores carry the records' drift"
             )
-        if guesses is None:
-            guesses = "symmetric" if self._fixed_inclusion else "with-one-sided"
-        scores = self.scores(score, llr_scale, params)
-        members = self.included.copy()
-        kwargs = dict(delta=delta, confidence=confidence, selection=selection, seed=seed, guesses=guesses)
-        one_run = _audit.one_run(scores, members, **kwargs)
-        fdp = _audit.one_run_fdp(scores, members, family="eps-delta", **kwargs)
-
-        sigmas = np.array([s for s, _ in self._history])
-        norms = np.array([c for _, c in self._history])
-        sigma, norm = float(sigmas[-1]), float(norms[-1])
-        constant = bool(np.all(sigmas == sigma) and np.all(norms == norm))
-        T = self.steps
-        reference = None
-        if np.any(sigmas == 0):
-            reference = math.inf
-        elif self.insertion == "every":
-            sigma_eff = math.sqrt(T / float(np.sum(1.0 / sigmas**2)))
-            reference = _accounting.epsilon(
-                sample_rate=1.0, noise_multiplier=sigma_eff, steps=T, delta=delta, accountant="gdp"
-            )
-        elif constant:
-            reference = _accounting.epsilon(
-                sample_rate=self.sample_rate, noise_multiplier=sigma, steps=T, delta=delta, accountant="pld"
-            )
+        accounted = accountant_epsilons(self._history, sample_rate=self.sample_rate, delta=delta)
+        if self.insertion == "every" or any(s == 0 for s, _ in self._history):
+            reference = accounted["gdp_epsilon"]  # ∞ when a step ran without noise
         else:
-            notes.append("σ or C changed during training: dpaudit's PLD ε is not computed")
+            reference = accounted["pld_epsilon"]
+            if reference is None:
+                notes.append("σ or C changed during training: dpaudit's PLD ε is not computed")
         if claimed_epsilon is None:
             if reference is None:
                 raise ValueError("σ or C changed during training: pass claimed_epsilon (the library's accountant's ε)")
             claimed_epsilon = reference
             claim_source = (
-                f"dpaudit {'gdp' if self.insertion == 'every' else 'pld'} accountant, {T} "
+                f"dpaudit {'gdp' if self.insertion == 'every' else 'pld'} accountant, {self.steps} "
                 + ("Gaussian steps, every canary at each" if self.insertion == "every" else
                    f"Poisson-subsampled Gaussian steps (q = {self.sample_rate:.6g})")
             )
         elif claim_source is None:
             claim_source = "given by the caller"
         claim = float(claimed_epsilon)
-        included = int(members.sum())
         return CanaryAudit(
-            one_run=one_run,
-            one_run_fdp=fdp,
             claim_epsilon=claim,
             claim_source=claim_source,
-            exceeds_claim={"one_run": one_run.epsilon > claim, "one_run_fdp": fdp.epsilon > claim},
+            exceeds_claim={name: fields[name].epsilon > claim for name in ("one_run", "one_run_fdp")},
             dpaudit_epsilon=reference,
-            score=score,
-            llr_scale=float(llr_scale) if score == "steps-llr" else None,
             norm_factor=self.norm_factor,
-            m=self.m,
-            included=included,
-            insertion=self.insertion,
-            steps=T,
-            sample_rate=self.sample_rate,
-            noise_multiplier=sigma,
-            max_grad_norm=norm,
-            delta=float(delta),
-            confidence=float(confidence),
-            mean_insertions=float(self.insertions[members].mean()) if included else 0.0,
-            train_seconds=train_seconds,
+            noise_multiplier=accounted["noise_multiplier"],
+            max_grad_norm=accounted["max_grad_norm"],
             notes=tuple(notes),
-            scores=scores,
-            members=members,
+            **fields,
         )
 
     def __repr__(self) -> str:

@@ -18,7 +18,6 @@ into ``p.summed_grad``). For every canary set attached it
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Optional
 
@@ -28,16 +27,14 @@ import torch
 from opacus.data_loader import DPDataLoader
 from opacus.optimizers import DistributedDPOptimizer, DPOptimizer, DPOptimizerFastGradientClipping
 
-from .. import audit as _audit
+from ..canaries.core import CanarySet, CanaryStep
 from .result import OpacusAudit, claims
-from .scores import SCORES, StepScores
 
 #: The Opacus release whose internals (``DPOptimizer.add_noise``,
 #: ``clip_and_accumulate``, ``p.grad_sample``, ``p.summed_grad``, the clip
 #: factor's formula) the harness was checked against.
 SUPPORTED_OPACUS = "1.6"
 
-_INSERTIONS = ("sampled", "every")
 _INSERT_AT = ("grad_sample", "summed_grad")
 
 # Optimizer classes the harness cannot audit, and why.
@@ -130,8 +127,12 @@ def _summed_ready(params) -> bool:
     return all(getattr(p, "summed_grad", None) is not None and not hasattr(p.summed_grad, "_processed") for p in params)
 
 
-class DiracCanaries:
+class DiracCanaries(CanarySet):
     """Dirac gradient canaries in an Opacus training run, audited in one run.
+
+    The canary set itself (coordinates, coins, scores, bounds) is the core's
+    :class:`dpaudit.canaries.core.CanarySet`; this class wires it into
+    Opacus's optimizer and adds shuffled batches and Opacus's claims.
 
     Attach before the first step, to the ``DPOptimizer`` and the data loader
     that ``PrivacyEngine.make_private`` returned (with a ``BatchMemoryManager``,
@@ -212,31 +213,14 @@ class DiracCanaries:
         if insert_at not in _INSERT_AT:
             raise ValueError(f"insert_at must be one of {', '.join(_INSERT_AT)}, got {insert_at!r}")
         _check_optimizer(optimizer, insert_at)
-        if insertion not in _INSERTIONS:
-            raise ValueError(f"insertion must be one of {', '.join(_INSERTIONS)}, got {insertion!r}")
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-            raise ValueError(f"m must be a positive integer, got {m!r}")
-        if isinstance(norm_factor, bool) or not isinstance(norm_factor, (int, float)) or not (
-            math.isfinite(norm_factor) and norm_factor >= 1
-        ):
-            raise ValueError(
-                f"norm_factor must be a finite number ≥ 1 (the canary's per-sample norm in units of C), "
-                f"got {norm_factor!r}"
-            )
-        m = int(m)
         if privacy_engine is not None and len(privacy_engine.accountant) > 0:
             raise ValueError(
                 "attach the canaries before the first step: the privacy engine's accountant has already "
                 f"recorded {len(privacy_engine.accountant)} steps, so its ε would cover steps the canaries missed"
             )
-
         self._optimizer = optimizer
         self._privacy_engine = privacy_engine
-        self.m = m
-        self.insertion = insertion
         self.insert_at = insert_at
-        self.norm_factor = float(norm_factor)
-        self.seed = seed
 
         # Sampling of the records, hence of the canaries.
         self.steps_per_epoch = len(data_loader)
@@ -244,69 +228,27 @@ class DiracCanaries:
             raise ValueError("the data loader is empty")
         if isinstance(data_loader, DPDataLoader):
             self.sampling = "poisson"
-            self.sample_rate = float(data_loader.sample_rate)
+            sample_rate = float(data_loader.sample_rate)
         else:
             self.sampling = "shuffle"
             # What Opacus accounts a shuffled loader as (make_private: 1 / len(data_loader)).
-            self.sample_rate = 1.0 / self.steps_per_epoch
+            sample_rate = 1.0 / self.steps_per_epoch
 
-        # Coordinates over the flattened trainable parameters.
-        params = list(optimizer.params)
-        sizes = np.array([p.numel() for p in params], dtype=np.int64)
-        self._sizes = sizes
-        total = int(sizes.sum())
+        # Coordinates over the flattened trainable parameters, apart from other canary sets'.
         others = getattr(optimizer, _REGISTRY, [])
         if included is None and any(c.seed == seed and not c._fixed_inclusion for c in others):
             raise ValueError(
                 f"seed {seed} already seeds another canary set on this optimizer: the two sets would share their "
                 "inclusion coins, and each audit needs coins independent of the rest of training; give another seed"
             )
-        taken = np.concatenate([c.coordinates for c in others]) if others else np.zeros(0, dtype=np.int64)
-        coord_seq, coin_seq, sample_seq = np.random.SeedSequence(seed).spawn(3)
-        if coordinates is None:
-            if m > total - taken.size:
-                raise ValueError(
-                    f"m = {m} canaries need distinct coordinates, but the model has {total} trainable parameters"
-                    + (f" of which {taken.size} hold other canaries" if taken.size else "")
-                )
-            draw = np.random.default_rng(coord_seq).choice(total, size=m + taken.size, replace=False)
-            coords = draw[~np.isin(draw, taken)][:m]
-        else:
-            coords = np.asarray(coordinates, dtype=np.int64).reshape(-1)
-            if coords.size != m:
-                raise ValueError(f"coordinates has {coords.size} entries, m = {m}")
-            if coords.min() < 0 or coords.max() >= total:
-                raise ValueError(f"coordinates must lie in [0, {total})")
-            if np.unique(coords).size != m:
-                raise ValueError("coordinates must be distinct")
-            if np.isin(coords, taken).any():
-                raise ValueError("coordinates overlap those of another canary set on this optimizer")
-        self.coordinates = coords.astype(np.int64)
-        if included is None:
-            inc = np.random.default_rng(coin_seq).random(m) < 0.5
-        else:
-            inc = np.asarray(included, dtype=bool).reshape(-1)
-            if inc.size != m:
-                raise ValueError(f"included has {inc.size} entries, m = {m}")
-        self.included = inc
-        self._fixed_inclusion = included is not None
-        self._sampler = np.random.default_rng(sample_seq)
-
-        # Each canary's parameter and index inside it; canaries grouped by parameter.
-        self._owner = np.searchsorted(np.cumsum(sizes), self.coordinates, side="right")
-        self._local = self.coordinates - (np.cumsum(sizes) - sizes)[self._owner]
-        self._groups = [
-            (int(k), np.flatnonzero(self._owner == k), self._local[self._owner == k]) for k in np.unique(self._owner)
-        ]
-        self._w0 = self._gather([p.detach() for p in params])
-
-        self.steps = 0
-        self.insertions = np.zeros(m, dtype=np.int64)
+        taken = np.concatenate([c.coordinates for c in others]) if others else None
+        super().__init__(
+            [p.detach() for p in optimizer.params], m=m, insertion=insertion, sample_rate=sample_rate,
+            norm_factor=norm_factor, seed=seed, coordinates=coordinates, included=included, taken=taken,
+        )
         self._slots: Optional[np.ndarray] = None
-        self._history: list = []  # (noise_multiplier, max_grad_norm) per step
-        self._step_scores = StepScores(m, 1.0 if insertion == "every" else self.sample_rate)
+        self._pending: Optional[np.ndarray] = None  # the rows inserted at the step under way
         self._entries: dict = {}
-        self._started = time.perf_counter()
         self._attached = False
         self._attach()
 
@@ -327,7 +269,7 @@ class DiracCanaries:
                     return original()
                 for canary_set in canary_sets:
                     canary_set._check_step(params)
-                records = [canary_set._gather([p.summed_grad for p in params]) for canary_set in canary_sets]
+                records = [canary_set.gather([p.summed_grad for p in params]) for canary_set in canary_sets]
                 for canary_set in canary_sets:
                     canary_set._insert(params)
                 out = original()
@@ -351,22 +293,10 @@ class DiracCanaries:
             delattr(self._optimizer, _REGISTRY)
         self._attached = False
 
-    def _gather(self, tensors) -> np.ndarray:
-        """The canaries' entries of per-parameter tensors (float64, length m)."""
-        out = np.empty(self.m, dtype=np.float64)
-        with torch.no_grad():
-            for k, positions, local in self._groups:
-                flat = tensors[k].detach().reshape(-1)
-                idx = torch.as_tensor(local, dtype=torch.long, device=flat.device)
-                out[positions] = flat.index_select(0, idx).double().cpu().numpy()
-        return out
-
     def _present(self) -> np.ndarray:
         """Which canaries enter this step (before the inclusion bits)."""
-        if self.insertion == "every":
-            return np.ones(self.m, dtype=bool)
-        if self.sampling == "poisson":
-            return self._sampler.random(self.m) < self.sample_rate
+        if self.insertion == "every" or self.sampling == "poisson":
+            return super()._present()
         # Shuffled batches: once per epoch, at a uniformly random step of it.
         position = self.steps % self.steps_per_epoch
         if position == 0:
@@ -391,13 +321,11 @@ class DiracCanaries:
         """Adds the canaries present at this step to ``summed_grad``; runs just
         before Opacus's ``add_noise``."""
         present = self._present() & self.included
+        self._pending = np.flatnonzero(present)
         if self.insert_at == "grad_sample":
-            self._insert_before_clipping(params, np.flatnonzero(present))
+            self._insert_before_clipping(params, self._pending)
         else:
             self._insert_after_clipping(params, present)
-        self.insertions += present
-        self._history.append((float(self._optimizer.noise_multiplier), float(self._optimizer.max_grad_norm)))
-        self.steps += 1
 
     def _insert_before_clipping(self, params, rows: np.ndarray) -> None:
         """One per-sample gradient per present canary (``norm_factor · C`` in its
@@ -412,16 +340,9 @@ class DiracCanaries:
         try:
             with torch.no_grad():
                 for start in range(0, rows.size, chunk):
-                    batch = rows[start : start + chunk]
-                    owner, local = self._owner[batch], self._local[batch]
-                    for k, p in enumerate(params):
-                        sample = torch.zeros((batch.size, p.numel()), dtype=p.dtype, device=p.device)
-                        mine = np.flatnonzero(owner == k)
-                        if mine.size:
-                            r = torch.as_tensor(mine, dtype=torch.long, device=p.device)
-                            c = torch.as_tensor(local[mine], dtype=torch.long, device=p.device)
-                            sample[r, c] = value
-                        p.grad_sample = sample.view(batch.size, *p.shape)
+                    samples = CanaryStep(self, rows[start : start + chunk], value).rows(like=params)
+                    for p, sample in zip(params, samples):
+                        p.grad_sample = sample
                     optimizer.clip_and_accumulate()
         finally:
             for p, grad_sample in zip(params, saved):
@@ -451,22 +372,15 @@ class DiracCanaries:
     def _observe(self, params, records: np.ndarray) -> None:
         """After ``add_noise``: the noisy sum minus the records' clipped sum, at
         each canary coordinate, into the per-step scores."""
-        noisy = self._gather([p.grad for p in params])
-        sigma, norm = self._history[-1]
-        self._step_scores.update(noisy - records, sigma, norm)
+        rows, self._pending = self._pending, None
+        noisy = self.gather([p.grad for p in params])
+        self._record(rows, noisy - records, self._optimizer.noise_multiplier, self._optimizer.max_grad_norm)
 
     # -- audit ------------------------------------------------------------------
 
-    def scores(self, score: str = "steps-llr", llr_scale: float = 1.0) -> np.ndarray:
-        """Each canary's score (higher: more likely included); see
-        ``dpaudit.opacus.scores`` for the three: ``"steps-llr"`` (at
-        ``llr_scale`` times the claimed σ), ``"steps-sum"``, ``"final"``
-        (``w0[j_i] − wT[j_i]`` from the current parameters)."""
-        if score not in SCORES:
-            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-        if score == "final":
-            return self._w0 - self._gather([p.detach() for p in self._optimizer.params])
-        return self._step_scores.get(score, llr_scale)
+    def _final_params(self, params):
+        """The ``"final"`` score's final parameters: the optimizer's current ones by default."""
+        return list(self._optimizer.params) if params is None else params
 
     def audit(
         self,
@@ -501,72 +415,32 @@ class DiracCanaries:
         """
         if self.steps == 0:
             raise ValueError("no optimizer step has run since the canaries were attached: nothing to audit")
-        train_seconds = time.perf_counter() - self._started
         started = time.perf_counter()
-        notes = []
-        if score is None:
-            score = "steps-llr" if self._step_scores.llr_defined else "steps-sum"
-            if score == "steps-sum":
-                notes.append("a step ran without noise: score steps-sum (no likelihood ratio exists)")
-        if guesses is None:
-            guesses = "symmetric" if self._fixed_inclusion else "with-one-sided"
-        scores = self.scores(score, llr_scale)
-        members = self.included.copy()
-        one_run = _audit.one_run(
-            scores, members, delta=delta, confidence=confidence, selection=selection, seed=seed, guesses=guesses
-        )
-        fdp = _audit.one_run_fdp(
-            scores,
-            members,
-            delta=delta,
-            confidence=confidence,
-            family="eps-delta",
-            selection=selection,
-            seed=seed,
-            guesses=guesses,
+        fields, notes = self._bounds(
+            delta, confidence, score=score, llr_scale=llr_scale, guesses=guesses, selection=selection, seed=seed
         )
         claimed = claims(
-            history=self._history,
-            insertion=self.insertion,
-            sampling=self.sampling,
-            sample_rate=self.sample_rate,
-            steps_per_epoch=self.steps_per_epoch,
-            privacy_engine=self._privacy_engine,
-            delta=delta,
+            history=self._history, insertion=self.insertion, sampling=self.sampling, sample_rate=self.sample_rate,
+            steps_per_epoch=self.steps_per_epoch, privacy_engine=self._privacy_engine, delta=delta,
         )
         notes += claimed.pop("notes")
         inner = self._optimizer.original_optimizer
-        if score == "final" and any(g.get("weight_decay", 0) for g in inner.param_groups):
+        if fields["score"] == "final" and any(g.get("weight_decay", 0) for g in inner.param_groups):
             notes.append("weight decay shrinks every coordinate toward 0, which adds w0-dependent noise to the scores")
 
-        included = int(members.sum())
         claim = claimed["claim_epsilon"]
         reduction = self._optimizer.loss_reduction
         return OpacusAudit(
-            one_run=one_run,
-            one_run_fdp=fdp,
-            exceeds_claim={"one_run": one_run.epsilon > claim, "one_run_fdp": fdp.epsilon > claim},
-            score=score,
-            llr_scale=float(llr_scale) if score == "steps-llr" else None,
+            exceeds_claim={name: fields[name].epsilon > claim for name in ("one_run", "one_run_fdp")},
             insert_at=self.insert_at,
             norm_factor=self.norm_factor if self.insert_at == "grad_sample" else None,
-            m=self.m,
-            included=included,
-            insertion=self.insertion,
             sampling=self.sampling,
-            steps=self.steps,
             steps_per_epoch=self.steps_per_epoch,
-            sample_rate=self.sample_rate,
             expected_batch_size=self._optimizer.expected_batch_size if reduction == "mean" else None,
             loss_reduction=reduction,
-            delta=float(delta),
-            confidence=float(confidence),
-            mean_insertions=float(self.insertions[members].mean()) if included else 0.0,
-            train_seconds=train_seconds,
             audit_seconds=time.perf_counter() - started,
             notes=tuple(notes),
-            scores=scores,
-            members=members,
+            **fields,
             **claimed,
         )
 

@@ -8,8 +8,8 @@ from typing import Optional
 
 import numpy as np
 
-from .. import accounting as _accounting
 from .._dpaudit import Bound
+from ..canaries.core import accountant_epsilons
 from ..canaries.result import audit_to_dict
 
 
@@ -111,11 +111,10 @@ def claims(*, history, insertion, sampling, sample_rate, steps_per_epoch, privac
     canaries saw. Returns the keyword fields of :class:`OpacusAudit` from
     ``claim_epsilon`` to ``gdp_epsilon``, and ``notes`` (a list)."""
     notes = []
+    ours = accountant_epsilons(history, sample_rate=sample_rate, delta=delta)
     sigmas = np.array([s for s, _ in history])
     norms = np.array([c for _, c in history])
-    sigma, norm = float(sigmas[-1]), float(norms[-1])
-    constant = bool(np.all(sigmas == sigma) and np.all(norms == norm))
-    if not constant:
+    if not ours["constant"]:
         notes.append(
             f"noise multiplier or clipping norm changed during training (σ in [{sigmas.min():g}, "
             f"{sigmas.max():g}], C in [{norms.min():g}, {norms.max():g}]); the table shows the last step's; "
@@ -133,24 +132,7 @@ def claims(*, history, insertion, sampling, sample_rate, steps_per_epoch, privac
             notes.append(f"Opacus's accountant recorded {accounted} steps, the canaries saw {T}")
         opacus_epsilon = float(privacy_engine.get_epsilon(delta)) if np.all(sigmas > 0) else math.inf
 
-    pld_epsilon = None
-    if constant:
-        pld_epsilon = (
-            math.inf
-            if sigma == 0
-            else _accounting.epsilon(
-                sample_rate=sample_rate, noise_multiplier=sigma, steps=T, delta=delta, accountant="pld"
-            )
-        )
-    # μ = sqrt(Σ_t 1/σ_t²): T Gaussian mechanisms of sensitivity C_t, noise σ_t C_t.
-    if np.any(sigmas == 0):
-        gdp_epsilon = math.inf
-    else:
-        sigma_eff = math.sqrt(T / float(np.sum(1.0 / sigmas**2)))
-        gdp_epsilon = _accounting.epsilon(
-            sample_rate=1.0, noise_multiplier=sigma_eff, steps=T, delta=delta, accountant="gdp"
-        )
-
+    pld_epsilon, gdp_epsilon = ours["pld_epsilon"], ours["gdp_epsilon"]
     if insertion == "every":
         claim = gdp_epsilon
         mu = math.inf if np.any(sigmas == 0) else math.sqrt(float(np.sum(1.0 / sigmas**2)))
@@ -196,7 +178,7 @@ def claims(*, history, insertion, sampling, sample_rate, steps_per_epoch, privac
         opacus_applies=opacus_applies,
         pld_epsilon=pld_epsilon,
         gdp_epsilon=gdp_epsilon if insertion == "every" else None,
-        noise_multiplier=sigma,
-        max_grad_norm=norm,
+        noise_multiplier=ours["noise_multiplier"],
+        max_grad_norm=ours["max_grad_norm"],
         notes=notes,
     )
