@@ -1,4 +1,4 @@
-//! The tensor BGM simulator (`dpaudit_experiment::bgm_tensor`) against
+//! The tensor BGM simulator (`dpaudit_experiment::bgm::tensor`) against
 //! the pure-Rust one (`dpaudit_attacks::BgmSimulator`): the same scores on the
 //! same observations, the same score distributions from independent draws,
 //! the same refusals. Runs on CPU tensors; the code is device-agnostic.
@@ -10,7 +10,7 @@ use dpaudit_attacks::likelihood::{log_likelihood_ratio, ObservationMatrix};
 use dpaudit_attacks::{
     AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
 };
-use dpaudit_experiment::bgm_tensor::{log_likelihood_ratios, TensorBgmSimulator};
+use dpaudit_experiment::bgm::tensor::{log_likelihood_ratios, TensorBgmSimulator};
 use dpaudit_train::TrainError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

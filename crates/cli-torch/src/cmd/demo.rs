@@ -26,8 +26,8 @@ use dpaudit_audit::region::RegionConfig;
 use dpaudit_cli::args::demo::Args;
 use dpaudit_data::dataset::DatasetKind;
 use dpaudit_data::seed::{Mode, Randomness};
-use dpaudit_experiment::bgm_audit::{simulate_and_bound, SimulationClock};
-use dpaudit_experiment::bgm_engine::CpuBgmEngine;
+use dpaudit_experiment::bgm::audit::{simulate_and_bound, SimulationClock};
+use dpaudit_experiment::bgm::engine::CpuBgmEngine;
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::runtime::RuntimeInfo;
 use dpaudit_train::trainer::{train, Silent};
@@ -75,7 +75,7 @@ struct CanaryAudit {
     epsilon_upper: f64,
     upper_assumption: String,
     test_accuracy_mean: f64,
-    lower_bounds: Vec<dpaudit_experiment::audit_report::LowerBoundEntry>,
+    lower_bounds: Vec<dpaudit_experiment::canary::audit_report::LowerBoundEntry>,
     seconds: f64,
 }
 
@@ -213,7 +213,7 @@ fn canary_audit(runs: u64, seed: u64, quiet: bool) -> anyhow::Result<CanaryAudit
         runs >= 20,
         "--canary-runs must be 0 or at least 20, got {runs}"
     );
-    let mut config = dpaudit_experiment::settings::ExperimentConfig::from_toml(
+    let mut config = dpaudit_experiment::canary::settings::ExperimentConfig::from_toml(
         CANARY_CONFIG,
         "the demo's canary audit",
     )?;

@@ -2,7 +2,7 @@
 //! rest** (`evaluation = { counts = { selection_runs = … } }` in a BGM
 //! experiment file; `docs/canary-games.md` §5).
 //!
-//! The in-memory audit ([`crate::bgm_audit`], `evaluation = "scores"`) holds
+//! The in-memory audit ([`crate::bgm::audit`], `evaluation = "scores"`) holds
 //! every score until the threshold is chosen: about 190 bytes per run and
 //! hypothesis at its peak, 95 GB for the 10⁹ observations of Annamalai et
 //! al. 2024 Fig. 3. Here memory does not grow with the runs:
@@ -16,7 +16,7 @@
 //!    ([`ScoreHistogram`]) is bounded whatever the number of runs;
 //! 2. **selection runs** (`selection_runs` per hypothesis, drawn from the
 //!    engine's selection chunks, seed streams disjoint from every
-//!    evaluation run: [`crate::bgm_engine::BgmEngine::selection_first_chunk`])
+//!    evaluation run: [`crate::bgm::engine::BgmEngine::selection_first_chunk`])
 //!    are histogrammed, and the rule "member iff `bucket(score) > b`" is
 //!    chosen on them alone ([`choose_threshold`]): the cut `b` whose
 //!    *predicted* bound at the evaluation size is largest;

@@ -27,16 +27,18 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::canaries::inclusion_bits;
-use crate::chunk::Prepared;
-use crate::settings::ExperimentConfig;
+use crate::canary::canaries::inclusion_bits;
+use crate::canary::chunk::Prepared;
+use crate::canary::settings::ExperimentConfig;
 use dpaudit_data::seed::RunSeed;
 use dpaudit_train::engine::Fault;
 use dpaudit_train::preflight::MemoryEstimate;
 use dpaudit_train::trainer::Observer;
 
-use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
-use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
+use crate::canary::audit_report::{
+    analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo,
+};
+use crate::canary::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
 use dpaudit_store::shard::Shard;
@@ -303,7 +305,7 @@ impl dpaudit_store::store::Manifest for Manifest {
 }
 
 /// The units of a canary audit: chunks of `train.replicas` runs, each file
-/// the score rows of its runs ([`crate::book`]).
+/// the score rows of its runs ([`crate::canary::book`]).
 #[derive(Debug, Clone)]
 pub struct CanaryWork {
     /// The experiment.

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use dpaudit_data::files::excerpt;
 
-use crate::canaries::ScoreKind;
-use crate::chunk::ChunkScores;
+use crate::canary::canaries::ScoreKind;
+use crate::canary::chunk::ChunkScores;
 
 use crate::error::{ExperimentError, Result};
 

@@ -12,10 +12,10 @@ use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
 
-use crate::bgm_counts::{
+use crate::bgm::counts::{
     counted_bound, CountedBound, HistogramAccumulator, ScoreHistogram, PIECE_RUNS,
 };
-use crate::bgm_engine::BgmEngine;
+use crate::bgm::engine::BgmEngine;
 use crate::error::{ExperimentError, Result};
 
 use super::setting::*;
@@ -260,7 +260,7 @@ pub struct SettingCounts {
 
 /// Simulate `runs` runs per hypothesis of `config` on `engine` from chunk
 /// `first_chunk` into a histogram on the fixed grid of
-/// [`crate::bgm_counts`], in pieces of whole engine chunks
+/// [`crate::bgm::counts`], in pieces of whole engine chunks
 /// ([`PIECE_RUNS`] runs, at least one chunk of `chunk_runs`): memory does not
 /// grow with `runs`, and the counts equal those of one call (the engines
 /// seed per chunk). Adds the simulation time to `clock`.
@@ -359,7 +359,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
 /// A setting audited in one process on `engine`, without an out-dir: the
 /// guess search if any, all evaluation runs, the bound. In scores mode every
 /// score is held; in counts mode the selection and evaluation runs are
-/// streamed into histograms. The out-dir path ([`crate::bgm_runner`]) gives
+/// streamed into histograms. The out-dir path ([`crate::bgm::runner`]) gives
 /// the same scores or counts unit by unit.
 pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<SettingReport> {
     let start = Instant::now();

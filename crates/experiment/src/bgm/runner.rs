@@ -1,4 +1,4 @@
-//! A BGM experiment ([`crate::bgm_audit`]) in an out-dir: claimed, resumed,
+//! A BGM experiment ([`crate::bgm::audit`]) in an out-dir: claimed, resumed,
 //! sharded, merged and finalized, chunk by chunk, with the same defences as
 //! `dpaudit run` ([`dpaudit_store::outdir`], [`dpaudit_store::shard`]).
 //!
@@ -12,7 +12,7 @@
 //!   score), or, for a partial-shuffle setting, the whole setting (the guess
 //!   search decides which columns the evaluation runs score, so the two
 //!   cannot be split without a second round). A scores-mode unit holds its
-//!   scores; a counts-mode unit ([`crate::bgm_counts`]) holds a histogram on
+//!   scores; a counts-mode unit ([`crate::bgm::counts`]) holds a histogram on
 //!   the fixed grid, of evaluation runs or of threshold-selection runs
 //!   (`"selection": true`; slices of the selection runs, which need nothing
 //!   from the evaluation units and vice versa: the threshold is chosen when
@@ -27,7 +27,7 @@
 //! copies verified units of shard out-dirs into one and finalizes it. The
 //! scores, bounds and every non-timing field of `audit.json` equal those of
 //! a single-process run on the same engine; the timings
-//! ([`crate::bgm_audit::TIMING_FIELDS`]) are the compute seconds summed over
+//! ([`crate::bgm::audit::TIMING_FIELDS`]) are the compute seconds summed over
 //! the processes.
 
 use std::fmt::Write as _;
@@ -38,20 +38,20 @@ use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::bgm_audit::{
+use crate::bgm::audit::{
     prepare_all, report_setting, search_guess_if, simulate_histogram, summary_markdown,
     BgmExperiment, BgmReport, GuessSearch, PreparedSetting, SettingCounts, SettingScores,
     SimulationClock,
 };
-use crate::bgm_counts::HistogramAccumulator;
-use crate::bgm_engine::BgmEngine;
-use crate::bgm_unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
+use crate::bgm::counts::HistogramAccumulator;
+use crate::bgm::engine::BgmEngine;
+use crate::bgm::unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
 use crate::error::{invalid, ExperimentError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
 use dpaudit_store::shard::Shard;
 use dpaudit_store::store::{read_manifest_json, Outcome, Store, UnitState, Work, CONFIG_FILE};
 
-pub use crate::bgm_unit::{
+pub use crate::bgm::unit::{
     plan_units, unit_file, Unit, MAX_SELECTION_SLICES, MAX_SLICES_PER_SETTING,
 };
 pub use dpaudit_store::store::Plan;
@@ -471,7 +471,7 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
                     let _ = writeln!(
                         counts_csv,
                         "{i},{stream},{b},{:?},{w},{wo}",
-                        crate::bgm_counts::boundary(b)
+                        crate::bgm::counts::boundary(b)
                     );
                 }
             }

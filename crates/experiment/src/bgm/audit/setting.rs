@@ -11,8 +11,8 @@ use dpaudit_audit::region::RegionConfig;
 use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 
-use crate::bgm_counts::PIECE_RUNS;
-use crate::bgm_engine::BgmEngine;
+use crate::bgm::counts::PIECE_RUNS;
+use crate::bgm::engine::BgmEngine;
 use crate::error::{invalid, read_text, ExperimentError, Result};
 
 /// A BGM experiment file.
@@ -87,7 +87,7 @@ pub struct Setting {
     /// How the evaluation runs become a bound: `"scores"` (default: every
     /// score held, `split` selection) or `{ counts = { selection_runs = N } }`
     /// (bounded memory: the threshold chosen on `N` separate runs per
-    /// hypothesis, the evaluation runs counted; [`crate::bgm_counts`]).
+    /// hypothesis, the evaluation runs counted; [`crate::bgm::counts`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Evaluation>,
 }
@@ -101,7 +101,7 @@ pub enum Evaluation {
     Scores,
     /// Bounded memory: choose the threshold on `selection_runs` runs per
     /// hypothesis from seed streams disjoint from the evaluation runs, count
-    /// the evaluation runs' errors at it ([`crate::bgm_counts`]).
+    /// the evaluation runs' errors at it ([`crate::bgm::counts`]).
     Counts {
         /// Selection runs per hypothesis (e.g. a tenth of `runs`).
         selection_runs: usize,
@@ -414,7 +414,7 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
                     ),
                     (
                         "three histograms on the fixed grid (8.5 MB each)".into(),
-                        3 * (2 * crate::bgm_counts::MAX_BUCKET as u64 + 1) * 16,
+                        3 * (2 * crate::bgm::counts::MAX_BUCKET as u64 + 1) * 16,
                     ),
                     guess_part,
                 ],
