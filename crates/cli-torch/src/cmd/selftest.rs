@@ -172,7 +172,8 @@ fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
         dpaudit_accounting::Accountant::Pld,
     )?;
     let lb = bgm_audit(
-        dpaudit_attacks::BgmSampler::Shuffle,
+        dpaudit_data::sampler::GameSampler::new("shuffle"),
+        dpaudit_attacks::BgmDataset::ShuffleWorstCase,
         args.bgm_runs,
         args.seed,
         CONFIDENCE,

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, LikelihoodRatio};
+use dpaudit_attacks::{BgmConfig, BgmDataset, LikelihoodRatio};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
+use dpaudit_data::sampler::{GameSampler, Sampler};
 use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
 
@@ -144,7 +145,7 @@ pub struct SettingReport {
     pub noise_multiplier: f64,
     /// "given" or how σ was calibrated.
     pub noise_multiplier_source: String,
-    pub sampler: BgmSampler,
+    pub sampler: GameSampler,
     pub dataset: BgmDataset,
     pub score: LikelihoodRatio,
     pub runs_per_hypothesis: usize,
@@ -337,7 +338,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
         sample_rate,
         noise_multiplier: sigma,
         noise_multiplier_source: p.noise_source.clone(),
-        sampler: s.sampler,
+        sampler: s.sampler.clone(),
         dataset: s.dataset,
         score: p.config.score,
         runs_per_hypothesis: s.runs,
@@ -426,12 +427,12 @@ pub struct BgmReport {
     pub settings: Vec<SettingReport>,
 }
 
-fn sampler_label(s: BgmSampler) -> String {
-    match s {
-        BgmSampler::Shuffle => "shuffle".into(),
-        BgmSampler::PartialShuffle { buffer_size } => format!("partial K={buffer_size}"),
-        BgmSampler::BatchThenShuffle => "batch-then-shuffle".into(),
-        BgmSampler::Poisson => "poisson".into(),
+/// The sampler's name in the summary table (its `kind` unless named here).
+fn sampler_label(s: &SettingReport) -> String {
+    match s.sampler.build(s.steps, s.expected_batch_size) {
+        Ok(Sampler::PartialShuffle(p)) => format!("partial K={}", p.buffer_size()),
+        Ok(Sampler::BatchThenShuffle(_)) => "batch-then-shuffle".into(),
+        _ => s.sampler.kind().to_string(),
     }
 }
 
@@ -492,7 +493,7 @@ pub fn summary_markdown(r: &BgmReport) -> String {
             md,
             "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {} | {:.1} | {:.3e} |",
             s.name,
-            sampler_label(s.sampler),
+            sampler_label(s),
             s.dataset,
             s.noise_multiplier,
             s.steps,

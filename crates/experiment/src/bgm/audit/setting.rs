@@ -5,9 +5,10 @@ use std::path::Path;
 
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_attacks::likelihood::default_partial_shuffle_guesses;
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, BgmSimulator};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator};
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
+use dpaudit_data::sampler::{GameSampler, Sampler};
 use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 
@@ -64,7 +65,7 @@ pub struct Setting {
     /// was used").
     pub epsilon: Option<f64>,
     /// The batch sampler, e.g. `"shuffle"` or `{ partial_shuffle = { buffer_size = 1000 } }`.
-    pub sampler: BgmSampler,
+    pub sampler: GameSampler,
     /// The audited dataset pair (selects the matched likelihood ratio):
     /// `shuffle_worst_case` (Λ^WC), `first_batch_positive` (Λ^BtS) or
     /// `poisson_worst_case` (Poisson LR).
@@ -151,7 +152,7 @@ pub struct PreparedSetting {
 impl PreparedSetting {
     /// Whether the adversary's guess k is searched (partial shuffling).
     pub fn searches_guess(&self) -> bool {
-        matches!(self.setting.sampler, BgmSampler::PartialShuffle { .. })
+        is_partial_shuffle(&self.setting)
     }
 
     /// The configuration scoring the first `k` batches of each epoch.
@@ -197,6 +198,16 @@ impl PreparedSetting {
             },
         }
     }
+}
+
+/// Whether a setting's sampler is a partial shuffle (Annamalai et al. 2024
+/// §4.3), whose adversary's guess k is searched. A sampler that does not
+/// build is refused by [`BgmSimulator::new`] in [`prepare`].
+fn is_partial_shuffle(s: &Setting) -> bool {
+    matches!(
+        s.sampler.build(s.steps, s.expected_batch_size),
+        Ok(Sampler::PartialShuffle(_))
+    )
 }
 
 /// Validate every setting of `experiment` before anything is simulated;
@@ -323,20 +334,12 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
             "exactly one of `noise_multiplier` (σ) and `epsilon` (target Poisson ε to calibrate σ)",
         )),
     };
-    let partial = matches!(s.sampler, BgmSampler::PartialShuffle { .. });
-    if !partial && (s.guesses.is_some() || s.guess_runs.is_some()) {
-        return Err(invalid(
-            "guesses / guess_runs",
-            "given",
-            "them only with sampler partial_shuffle",
-        ));
-    }
     let config = BgmConfig {
         steps: s.steps,
         expected_batch_size: s.expected_batch_size,
         epochs: s.epochs,
         noise_multiplier,
-        sampler: s.sampler,
+        sampler: s.sampler.clone(),
         dataset: s.dataset,
         score: s
             .dataset
@@ -345,6 +348,14 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
         seed: s.seed,
     };
     BgmSimulator::new(config.clone())?;
+    let partial = is_partial_shuffle(s);
+    if !partial && (s.guesses.is_some() || s.guess_runs.is_some()) {
+        return Err(invalid(
+            "guesses / guess_runs",
+            "given",
+            "them only with sampler partial_shuffle",
+        ));
+    }
     let (guesses, guess_runs) = if partial {
         let guesses = s
             .guesses
