@@ -295,7 +295,7 @@ fn shuffle_matches_cpu_in_distribution() {
 fn partial_shuffle_matches_cpu_in_distribution() {
     // K = 8 = 2B: the target only reaches batches 0 and 1 (Annamalai et al. 2024 §2.2).
     let partial = GameSampler::new("partial_shuffle").with("buffer_size", 8);
-    let c = config(10, 4, 1, partial, BgmDataset::ShuffleWorstCase, 31);
+    let c = config(10, 4, 1, partial.clone(), BgmDataset::ShuffleWorstCase, 31);
     assert_same_distribution(c.clone(), "partial K = 8, WC, k = T");
     // The adversary's guess k = 2 (scored columns), and k = 1 < K/B, two epochs.
     for k in [1, 2] {
@@ -536,7 +536,9 @@ fn bad_input_is_refused_like_the_cpu_simulator() {
     .unwrap_err()
     .to_string();
     assert!(
-        err.contains("buffer_size") && err.contains("multiple of expected_batch_size = 4"),
+        err.contains("buffer_size")
+            && err.contains("multiple of batch_size = 4")
+            && err.contains("steps × expected_batch_size = 40 records"),
         "{err}"
     );
     // The scorer: wrong shape, k outside 1..=T, non-finite observations.

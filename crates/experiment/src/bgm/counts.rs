@@ -74,6 +74,7 @@ use dpaudit_audit::gaussian::inverse_cdf;
 use dpaudit_audit::region::epsilon_from_error_bounds;
 
 use crate::error::{ExperimentError, Result};
+use dpaudit_store::StoreError;
 
 /// Mantissa bits kept by [`bucket`]: relative resolution 2⁻⁸ (a threshold
 /// near a log-likelihood ratio of 4 moves by at most 0.016).
@@ -230,12 +231,12 @@ impl HistogramAccumulator {
     pub fn add(&mut self, with_target: &[f64], without_target: &[f64]) -> Result<()> {
         for (class, scores) in [(0, with_target), (1, without_target)] {
             if let Some(bad) = scores.iter().find(|x| !x.is_finite()) {
-                return Err(ExperimentError::Inconsistent {
+                return Err(ExperimentError::Store(StoreError::Inconsistent {
                     path: "simulation".into(),
                     reason: format!(
                         "a simulated score is {bad}: expected finite log-likelihood ratios"
                     ),
-                });
+                }));
             }
             for &x in scores {
                 self.slot(bucket(x))[class] += 1;

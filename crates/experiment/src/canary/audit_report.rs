@@ -27,6 +27,7 @@ use dpaudit_attacks::ThreatModel;
 use crate::canary::book::ScoreRow;
 use crate::error::{read_text, ExperimentError, Result};
 use dpaudit_store::outdir::OutDir;
+use dpaudit_store::StoreError;
 
 /// One lower bound in `audit.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -164,9 +165,11 @@ impl AuditSummary {
     /// Reads `path` (an experiment's `audit.json`).
     pub fn read(path: &Path) -> Result<Self> {
         let text = read_text(path)?;
-        serde_json::from_str(&text).map_err(|e| ExperimentError::Inconsistent {
-            path: path.to_path_buf(),
-            reason: format!("not the audit.json of a `dpaudit run` experiment: {e}"),
+        serde_json::from_str(&text).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: path.to_path_buf(),
+                reason: format!("not the audit.json of a `dpaudit run` experiment: {e}"),
+            })
         })
     }
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::bgm::counts::PIECE_RUNS;
 use crate::bgm::engine::BgmEngine;
 use crate::error::{invalid, read_text, ExperimentError, Result};
+use dpaudit_store::StoreError;
 
 /// A BGM experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,9 +31,11 @@ pub struct BgmExperiment {
 impl BgmExperiment {
     /// Parse the TOML text of `file` (named in errors).
     pub fn from_toml(file: &Path, text: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| ExperimentError::Inconsistent {
-            path: file.to_path_buf(),
-            reason: format!("not a BGM experiment file: {e}"),
+        toml::from_str(text).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: file.to_path_buf(),
+                reason: format!("not a BGM experiment file: {e}"),
+            })
         })
     }
 
@@ -214,10 +217,10 @@ fn is_partial_shuffle(s: &Setting) -> bool {
 /// errors name `file`, the setting's position and name, and the field.
 pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<PreparedSetting>> {
     if experiment.settings.is_empty() {
-        return Err(ExperimentError::Inconsistent {
+        return Err(ExperimentError::Store(StoreError::Inconsistent {
             path: file.to_path_buf(),
             reason: "`settings` is empty; expected at least one [[settings]] table".into(),
-        });
+        }));
     }
     let prepared = experiment
         .settings
@@ -262,9 +265,11 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
             "`runs` (or `evaluation = { counts = { selection_runs = … } }`, which holds no scores)",
             &estimate,
         )
-        .map_err(|e| ExperimentError::Inconsistent {
-            path: file.to_path_buf(),
-            reason: e.to_string(),
+        .map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: file.to_path_buf(),
+                reason: e.to_string(),
+            })
         })?;
     }
     Ok(prepared)
