@@ -86,7 +86,8 @@ seed = 0
             .to_string();
         assert!(err.contains("buffer_size"), "{err}");
         assert!(
-            err.contains("multiple of expected_batch_size = 10"),
+            err.contains("multiple of batch_size = 10")
+                && err.contains("steps × expected_batch_size = 100 records"),
             "{err}"
         );
         assert!(err.contains("t.toml: settings[0]"), "{err}");
