@@ -147,13 +147,13 @@ fn a_simulation_too_large_for_memory_is_refused_naming_runs() {
     assert!(!dir.path().join("out").exists());
 }
 
-/// `audit.json` without its timings (`dpaudit_experiment::bgm_audit::TIMING_FIELDS`),
+/// `audit.json` without its timings (`dpaudit_experiment::bgm::audit::TIMING_FIELDS`),
 /// the only fields that differ between two runs of one experiment.
 fn without_timings(audit: &str) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_str(audit).unwrap();
     for s in v["settings"].as_array_mut().unwrap() {
         let s = s.as_object_mut().unwrap();
-        for f in dpaudit_experiment::bgm_audit::TIMING_FIELDS {
+        for f in dpaudit_experiment::bgm::audit::TIMING_FIELDS {
             assert!(s.remove(f).is_some(), "{f}");
         }
     }

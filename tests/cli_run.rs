@@ -700,8 +700,8 @@ mod out_dir_faults {
 /// finalized, gives the audit `dpaudit run` gives.
 #[test]
 fn the_library_chunk_by_chunk_equals_dpaudit_run() {
-    use dpaudit_experiment::chunk::Prepared;
-    use dpaudit_experiment::settings::ExperimentConfig;
+    use dpaudit_experiment::canary::chunk::Prepared;
+    use dpaudit_experiment::canary::settings::ExperimentConfig;
     use dpaudit_experiment::{merge, ExperimentDir, Finalized};
     use dpaudit_store::kind::ExperimentFile;
     use dpaudit_store::{OutDir, Shard};

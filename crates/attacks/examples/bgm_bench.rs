@@ -5,7 +5,8 @@
 //! Run: `cargo run --release -p dpaudit-attacks --example bgm_bench -- [RUNS_PER_HYPOTHESIS] [THREADS] [SAMPLER]`
 //! (defaults 1000000, all cores, and both `shuffle` and `poisson`).
 
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, BgmSimulator, LikelihoodRatio};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio};
+use dpaudit_data::sampler::GameSampler;
 use std::time::Instant;
 
 fn main() {
@@ -26,13 +27,13 @@ fn main() {
     for (name, sampler, dataset, score) in [
         (
             "shuffle",
-            BgmSampler::Shuffle,
+            GameSampler::new("shuffle"),
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: 1 },
         ),
         (
             "poisson",
-            BgmSampler::Poisson,
+            GameSampler::new("poisson"),
             BgmDataset::PoissonWorstCase,
             LikelihoodRatio::Poisson { sample_rate: 0.01 },
         ),

@@ -20,6 +20,8 @@
 
 use crate::error::{check_positive, AttacksError, Result};
 use crate::likelihood::{LikelihoodRatio, LogRatioCoefficients, ObservationMatrix};
+use dpaudit_data::sampler::{BatchSampler, GameSampler, Sampler};
+use dpaudit_data::DataError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution, StandardNormal};
@@ -28,27 +30,54 @@ use serde::{Deserialize, Serialize};
 /// Runs per chunk: the unit of work, of seeding and of streaming.
 pub const CHUNK_SIZE: usize = 4096;
 
-/// How the T batches of an epoch are formed from the n = T·B records
-/// (Annamalai et al. 2024 §2.2, §7; docs/samplers.md). The dataset is in stored order with the target (or ⊥) at
-/// position 0 (docs/canary-games.md). Every sampler is called afresh each epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BgmSampler {
-    /// Uniform permutation, then consecutive batches of B (shuffle-then-batch).
-    Shuffle,
-    /// Blocks of `buffer_size` = K consecutive records, each permuted
-    /// independently, then batches of B; K must be a multiple of B and at most
-    /// n. K = B is "no shuffling", K = n is [`BgmSampler::Shuffle`].
-    PartialShuffle {
-        /// Buffer size K, in records.
-        buffer_size: usize,
+/// Where the game's sampler puts the records of an epoch, as the simulators
+/// draw it: decided once per sampler of [`dpaudit_data::sampler`]
+/// ([`BgmLayout::of`], an exhaustive match), which refuses, by name, the
+/// samplers the game does not simulate. The dataset is in stored order with
+/// the target (or ⊥) at position 0 (docs/canary-games.md); every sampler is
+/// called afresh each epoch (Annamalai et al. 2024 §2.2, §7; docs/samplers.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BgmLayout {
+    /// Poisson at q = 1/T: each of the T batches includes each record
+    /// independently; batch sizes vary.
+    Poisson,
+    /// A uniform position among the first `range` stored records, batches of
+    /// B consecutive positions: shuffle-then-batch (`range` = n) or a partial
+    /// shuffle with buffer K (`range` = K; K = B is "no shuffling").
+    Uniform {
+        /// The positions the target can reach: n or K.
+        range: usize,
     },
     /// Consecutive batches of B in stored order, then a uniform permutation
     /// of the batch order (the `dataset.batch().shuffle()` bug, Sec. 7.2).
-    BatchThenShuffle,
-    /// Each of the T batches includes each record independently with
-    /// probability q = B/n = 1/T; batch sizes vary.
-    Poisson,
+    BatchOrder,
+}
+
+/// The samplers the BGM game simulates, for error messages.
+pub const BGM_SAMPLERS: &str = "poisson, shuffle, partial_shuffle or batch_then_shuffle";
+
+impl BgmLayout {
+    /// The layout of a sampler over the game's n = T·B records; the fixed
+    /// batch sequence (public batches, nothing to shuffle) is refused.
+    pub fn of(sampler: &Sampler) -> Result<Self> {
+        Ok(match sampler {
+            Sampler::Poisson(_) => Self::Poisson,
+            Sampler::Shuffle(s) => Self::Uniform {
+                range: s.num_records(),
+            },
+            Sampler::PartialShuffle(s) => Self::Uniform {
+                range: s.buffer_size(),
+            },
+            Sampler::BatchThenShuffle(_) => Self::BatchOrder,
+            Sampler::FixedSequence(_) => {
+                return Err(invalid(
+                    "sampler",
+                    sampler.kind(),
+                    format!("a sampler the BGM game simulates: {BGM_SAMPLERS}"),
+                ))
+            }
+        })
+    }
 }
 
 /// The audited pair of datasets (D with the target, D′ with ⊥ = 0 in its place).
@@ -104,8 +133,9 @@ pub struct BgmConfig {
     pub epochs: usize,
     /// Noise multiplier σ: the noise std on each batch sum (sensitivity 1).
     pub noise_multiplier: f64,
-    /// The batch sampler.
-    pub sampler: BgmSampler,
+    /// The batch sampler, sized by the game (n = T·B records, batches of B;
+    /// Poisson at q = 1/T).
+    pub sampler: GameSampler,
     /// The audited dataset pair.
     pub dataset: BgmDataset,
     /// The score applied to each run.
@@ -142,6 +172,7 @@ fn invalid(
 #[derive(Debug, Clone)]
 pub struct BgmSimulator {
     config: BgmConfig,
+    layout: BgmLayout,
     records: usize,
     specials: usize,
     filler: f64,
@@ -176,23 +207,28 @@ impl BgmSimulator {
                     ),
                 )
             })?;
-        if let BgmSampler::PartialShuffle { buffer_size } = config.sampler {
-            let b = config.expected_batch_size;
-            if buffer_size == 0 || buffer_size % b != 0 {
-                return Err(invalid(
-                    "buffer_size",
-                    buffer_size,
-                    format!("a positive multiple of expected_batch_size = {b}"),
-                ));
-            }
-            if buffer_size > records {
-                return Err(invalid(
-                    "buffer_size",
-                    buffer_size,
-                    format!("at most the dataset size n = steps × expected_batch_size = {records}"),
-                ));
-            }
-        }
+        let sampler = config
+            .sampler
+            .build(config.steps, config.expected_batch_size)
+            .map_err(|e| {
+                let context = format!(
+                    "sampler {} over steps × expected_batch_size = {records} records",
+                    config.sampler
+                );
+                match e {
+                    DataError::InvalidArgument {
+                        parameter,
+                        value,
+                        expected,
+                    } => AttacksError::InvalidParameter {
+                        parameter,
+                        value,
+                        expected: format!("{expected} ({context})"),
+                    },
+                    other => invalid("sampler", &config.sampler, format!("{context}: {other}")),
+                }
+            })?;
+        let layout = BgmLayout::of(&sampler)?;
         if config.score_columns == 0 || config.score_columns > config.steps {
             return Err(invalid(
                 "score_columns",
@@ -208,6 +244,7 @@ impl BgmSimulator {
         };
         Ok(Self {
             config,
+            layout,
             records,
             specials,
             filler,
@@ -218,6 +255,11 @@ impl BgmSimulator {
     /// The validated configuration.
     pub fn config(&self) -> &BgmConfig {
         &self.config
+    }
+
+    /// Where the sampler puts the records of an epoch.
+    pub fn layout(&self) -> BgmLayout {
+        self.layout
     }
 
     /// Simulates `runs_per_hypothesis` runs on D and as many on D′, using
@@ -318,16 +360,12 @@ impl<'a> Worker<'a> {
     fn new(sim: &'a BgmSimulator) -> Self {
         let t = sim.config.steps;
         let q = 1.0 / t as f64;
-        let is_poisson = sim.config.sampler == BgmSampler::Poisson;
-        let range = match sim.config.sampler {
-            BgmSampler::PartialShuffle { buffer_size } => buffer_size,
-            _ => sim.records,
+        let is_poisson = sim.layout == BgmLayout::Poisson;
+        let range = match sim.layout {
+            BgmLayout::Uniform { range } => range,
+            BgmLayout::Poisson | BgmLayout::BatchOrder => sim.records,
         };
-        let needs_bitset = sim.specials > 1
-            && matches!(
-                sim.config.sampler,
-                BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. }
-            );
+        let needs_bitset = sim.specials > 1 && matches!(sim.layout, BgmLayout::Uniform { .. });
         Self {
             sim,
             row: vec![0.0; t],
@@ -375,7 +413,7 @@ impl<'a> Worker<'a> {
             Hypothesis::WithoutTarget => 0.0,
         };
         let sigma = c.noise_multiplier;
-        if c.sampler == BgmSampler::Poisson {
+        if sim.layout == BgmLayout::Poisson {
             let q = 1.0 / t as f64;
             for v in self.row.iter_mut() {
                 let z: f64 = rng.sample(StandardNormal);
@@ -401,18 +439,14 @@ impl<'a> Worker<'a> {
         }
         let target_shift = target - f;
         let other_shift = 1.0 - f;
-        match c.sampler {
-            BgmSampler::BatchThenShuffle => {
+        match sim.layout {
+            BgmLayout::BatchOrder => {
                 // The stored first batch holds every special record; only its
                 // position among the T batches is random.
                 let batch = rng.gen_range(0..t);
                 self.row[batch] += target_shift + (sim.specials - 1) as f64 * other_shift;
             }
-            BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. } => {
-                let range = match c.sampler {
-                    BgmSampler::PartialShuffle { buffer_size } => buffer_size,
-                    _ => sim.records,
-                };
+            BgmLayout::Uniform { range } => {
                 if sim.specials == 1 {
                     let pos = rng.gen_range(0..range);
                     self.row[pos / b] += target_shift;
@@ -441,7 +475,7 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            BgmSampler::Poisson => unreachable!("handled above"),
+            BgmLayout::Poisson => unreachable!("handled above"),
         }
     }
 }
@@ -450,7 +484,7 @@ impl<'a> Worker<'a> {
 mod tests {
     use super::*;
 
-    fn config(sampler: BgmSampler) -> BgmConfig {
+    fn config(sampler: GameSampler) -> BgmConfig {
         BgmConfig {
             steps: 10,
             expected_batch_size: 4,
@@ -472,15 +506,51 @@ mod tests {
     }
 
     #[test]
+    fn samplers_the_game_does_not_simulate_are_refused_by_name() {
+        let err = BgmSimulator::new(config(GameSampler::new("fixed_sequence")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`sampler` = fixed_sequence") && err.contains(BGM_SAMPLERS),
+            "{err}"
+        );
+        let err = BgmSimulator::new(config(GameSampler::new("shufle")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("shufle") && err.contains("batch_then_shuffle"),
+            "{err}"
+        );
+    }
+
+    /// The spelling of a sampler in `audit.json` and `config.json` is the one
+    /// the former `BgmSampler` enum wrote (externally tagged, snake case).
+    #[test]
+    fn sampler_json_is_unchanged() {
+        let partial = GameSampler::new("partial_shuffle").with("buffer_size", 40);
+        assert_eq!(
+            serde_json::to_string(&partial).unwrap(),
+            r#"{"partial_shuffle":{"buffer_size":40}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&GameSampler::new("batch_then_shuffle")).unwrap(),
+            r#""batch_then_shuffle""#
+        );
+        let back: GameSampler =
+            serde_json::from_str(r#"{"partial_shuffle":{"buffer_size":40}}"#).unwrap();
+        assert_eq!(back, partial);
+    }
+
+    #[test]
     fn invalid_parameters_are_refused_by_name() {
         // Issue 7 "Bad input": K not a multiple of B, K > n; plus σ ≤ 0 and T = 0.
-        let bad_k = config(BgmSampler::PartialShuffle { buffer_size: 6 });
+        let bad_k = config(GameSampler::new("partial_shuffle").with("buffer_size", 6));
         assert_eq!(parameter_of(BgmSimulator::new(bad_k)), "buffer_size");
-        let big_k = config(BgmSampler::PartialShuffle { buffer_size: 44 });
+        let big_k = config(GameSampler::new("partial_shuffle").with("buffer_size", 44));
         assert_eq!(parameter_of(BgmSimulator::new(big_k)), "buffer_size");
-        let zero_k = config(BgmSampler::PartialShuffle { buffer_size: 0 });
+        let zero_k = config(GameSampler::new("partial_shuffle").with("buffer_size", 0));
         assert_eq!(parameter_of(BgmSimulator::new(zero_k)), "buffer_size");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.noise_multiplier = 0.0;
         assert_eq!(
             parameter_of(BgmSimulator::new(c.clone())),
@@ -503,24 +573,30 @@ mod tests {
         );
         c.noise_multiplier = f64::NAN;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "noise_multiplier");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.steps = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "steps");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.epochs = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "epochs");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.expected_batch_size = 0;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "expected_batch_size");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.score_columns = 11;
         assert_eq!(parameter_of(BgmSimulator::new(c)), "score_columns");
-        let mut c = config(BgmSampler::Shuffle);
+        let mut c = config(GameSampler::new("shuffle"));
         c.score = LikelihoodRatio::Poisson { sample_rate: 1.5 };
         assert_eq!(parameter_of(BgmSimulator::new(c)), "sample_rate");
         // Valid edge cases: K = B (no shuffling) and K = n (full shuffle).
-        assert!(BgmSimulator::new(config(BgmSampler::PartialShuffle { buffer_size: 4 })).is_ok());
-        assert!(BgmSimulator::new(config(BgmSampler::PartialShuffle { buffer_size: 40 })).is_ok());
+        assert!(BgmSimulator::new(config(
+            GameSampler::new("partial_shuffle").with("buffer_size", 4)
+        ))
+        .is_ok());
+        assert!(BgmSimulator::new(config(
+            GameSampler::new("partial_shuffle").with("buffer_size", 40)
+        ))
+        .is_ok());
     }
 
     #[test]

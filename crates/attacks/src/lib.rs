@@ -24,7 +24,8 @@ pub mod scores;
 pub mod threat;
 
 pub use bgm_simulator::{
-    BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, PairedScores, CHUNK_SIZE,
+    BgmConfig, BgmDataset, BgmLayout, BgmSimulator, Hypothesis, PairedScores, BGM_SAMPLERS,
+    CHUNK_SIZE,
 };
 pub use error::{AttacksError, Result};
 pub use gradient_crafting::{least_updated_coordinates, CoordinateRanking, LeastUpdatedCoordinate};

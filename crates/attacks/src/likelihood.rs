@@ -198,7 +198,7 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
 /// with slopes a, a′ > 0 (the denominator absent, a′ = 0, for Λ^N). The
 /// Poisson mixture is, per step, `log((1−q) + q·exp(a·o + c))`. This is the
 /// one place these numbers are derived: the CPU scorer and the tensor scorer
-/// (`dpaudit_experiment::bgm_tensor`) both read them from here.
+/// (`dpaudit_experiment::bgm::tensor`) both read them from here.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LogRatioCoefficients {
     /// The ratio.

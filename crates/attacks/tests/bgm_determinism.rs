@@ -1,9 +1,8 @@
 //! BGM scores replay exactly from the seed, whatever the thread count or the
 //! streaming slice size.
 
-use dpaudit_attacks::{
-    BgmConfig, BgmDataset, BgmSampler, BgmSimulator, LikelihoodRatio, CHUNK_SIZE,
-};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, LikelihoodRatio, CHUNK_SIZE};
+use dpaudit_data::sampler::GameSampler;
 
 fn config(seed: u64) -> BgmConfig {
     BgmConfig {
@@ -11,7 +10,7 @@ fn config(seed: u64) -> BgmConfig {
         expected_batch_size: 2,
         epochs: 2,
         noise_multiplier: 1.0,
-        sampler: BgmSampler::Shuffle,
+        sampler: GameSampler::new("shuffle"),
         dataset: BgmDataset::ShuffleWorstCase,
         score: LikelihoodRatio::WorstCase { batch_size: 2 },
         score_columns: 20,

@@ -4,16 +4,15 @@
 mod common;
 
 use common::{auc, mean_se, normal_cdf};
-use dpaudit_attacks::{
-    BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
-};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio};
+use dpaudit_data::sampler::GameSampler;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 fn config(
     steps: usize,
     b: usize,
-    sampler: BgmSampler,
+    sampler: GameSampler,
     dataset: BgmDataset,
     sigma: f64,
 ) -> BgmConfig {
@@ -35,7 +34,7 @@ fn shuffle_worst_case(steps: usize, b: usize, sigma: f64) -> BgmConfig {
     config(
         steps,
         b,
-        BgmSampler::Shuffle,
+        GameSampler::new("shuffle"),
         BgmDataset::ShuffleWorstCase,
         sigma,
     )
@@ -95,7 +94,7 @@ fn batch_then_shuffle_layout_rows() {
             config(
                 6,
                 b,
-                BgmSampler::BatchThenShuffle,
+                GameSampler::new("batch_then_shuffle"),
                 BgmDataset::FirstBatchPositive,
                 1e-5,
             ),
@@ -126,7 +125,7 @@ fn shuffled_first_batch_layout_spreads_the_positives() {
             config(
                 t,
                 b,
-                BgmSampler::Shuffle,
+                GameSampler::new("shuffle"),
                 BgmDataset::FirstBatchPositive,
                 1e-5,
             ),
@@ -157,7 +156,7 @@ fn partial_shuffle_confines_the_target_to_the_first_buffer() {
         config(
             t,
             b,
-            BgmSampler::PartialShuffle { buffer_size: b },
+            GameSampler::new("partial_shuffle").with("buffer_size", b),
             BgmDataset::ShuffleWorstCase,
             1e-5,
         ),
@@ -171,7 +170,7 @@ fn partial_shuffle_confines_the_target_to_the_first_buffer() {
         config(
             t,
             b,
-            BgmSampler::PartialShuffle { buffer_size: 3 * b },
+            GameSampler::new("partial_shuffle").with("buffer_size", 3 * b),
             BgmDataset::ShuffleWorstCase,
             1e-5,
         ),
@@ -199,7 +198,7 @@ fn poisson_rows_include_the_target_with_rate_one_over_t() {
         config(
             t,
             5,
-            BgmSampler::Poisson,
+            GameSampler::new("poisson"),
             BgmDataset::PoissonWorstCase,
             1e-5,
         ),
@@ -219,7 +218,7 @@ fn poisson_rows_include_the_target_with_rate_one_over_t() {
         config(
             t,
             5,
-            BgmSampler::Poisson,
+            GameSampler::new("poisson"),
             BgmDataset::ShuffleWorstCase,
             1e-5,
         ),
@@ -309,7 +308,7 @@ fn bts_ratio_is_exact_for_batch_then_shuffle() {
         config(
             10,
             1,
-            BgmSampler::BatchThenShuffle,
+            GameSampler::new("batch_then_shuffle"),
             BgmDataset::FirstBatchPositive,
             2.0,
         ),
@@ -325,7 +324,7 @@ fn poisson_ratio_is_exact_for_the_poisson_bgm() {
             ..config(
                 10,
                 4,
-                BgmSampler::Poisson,
+                GameSampler::new("poisson"),
                 BgmDataset::PoissonWorstCase,
                 1.0,
             )
@@ -347,7 +346,7 @@ fn natural_ratio_is_exact_for_shuffled_zero_fillers() {
             ..config(
                 10,
                 3,
-                BgmSampler::Shuffle,
+                GameSampler::new("shuffle"),
                 BgmDataset::PoissonWorstCase,
                 1.5,
             )
@@ -393,7 +392,7 @@ fn score_columns_use_only_the_leading_batches() {
     let mut c = config(
         10,
         2,
-        BgmSampler::PartialShuffle { buffer_size: 2 },
+        GameSampler::new("partial_shuffle").with("buffer_size", 2),
         BgmDataset::ShuffleWorstCase,
         1.0,
     );

@@ -5,9 +5,10 @@ mod common;
 
 use common::normal_pdf;
 use dpaudit_attacks::{
-    log_likelihood_ratio, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis,
-    LikelihoodRatio, ObservationMatrix,
+    log_likelihood_ratio, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio,
+    ObservationMatrix,
 };
+use dpaudit_data::sampler::GameSampler;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -15,7 +16,7 @@ const T: usize = 1000;
 const E: usize = 500;
 
 fn config(
-    sampler: BgmSampler,
+    sampler: GameSampler,
     dataset: BgmDataset,
     score: LikelihoodRatio,
     sigma: f64,
@@ -38,31 +39,31 @@ fn simulated_scores_are_finite_at_t_1000_e_500() {
     let b = 2;
     let cases = [
         (
-            BgmSampler::Shuffle,
+            GameSampler::new("shuffle"),
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: b },
         ),
         (
-            BgmSampler::BatchThenShuffle,
+            GameSampler::new("batch_then_shuffle"),
             BgmDataset::FirstBatchPositive,
             LikelihoodRatio::BatchThenShuffle { batch_size: b },
         ),
         (
-            BgmSampler::Poisson,
+            GameSampler::new("poisson"),
             BgmDataset::PoissonWorstCase,
             LikelihoodRatio::Poisson {
                 sample_rate: 1.0 / T as f64,
             },
         ),
         (
-            BgmSampler::PartialShuffle { buffer_size: 20 },
+            GameSampler::new("partial_shuffle").with("buffer_size", 20),
             BgmDataset::ShuffleWorstCase,
             LikelihoodRatio::WorstCase { batch_size: b },
         ),
     ];
     for &sigma in &[0.5, 1.0] {
-        for &(sampler, dataset, score) in &cases {
-            let s = BgmSimulator::new(config(sampler, dataset, score, sigma))
+        for (sampler, dataset, score) in &cases {
+            let s = BgmSimulator::new(config(sampler.clone(), *dataset, *score, sigma))
                 .unwrap()
                 .simulate(2, 2);
             for v in s.with_target.iter().chain(&s.without_target) {
@@ -90,7 +91,7 @@ fn naive_products_fail_where_log_space_does_not() {
     // One T = 1000, E = 500 observation: the density Π_{i,t} φ(o_t^i) of the
     // whole matrix is about 0.5^(5·10⁵), far below f64's smallest positive value.
     let sim = BgmSimulator::new(config(
-        BgmSampler::Shuffle,
+        GameSampler::new("shuffle"),
         BgmDataset::ShuffleWorstCase,
         LikelihoodRatio::WorstCase { batch_size: 2 },
         0.5,

@@ -4,9 +4,10 @@ mod common;
 
 use common::auc;
 use dpaudit_attacks::{
-    partial_shuffle_search, AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator,
-    Hypothesis, LikelihoodRatio, ObservationMatrix,
+    partial_shuffle_search, AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis,
+    LikelihoodRatio, ObservationMatrix,
 };
+use dpaudit_data::sampler::GameSampler;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -18,9 +19,7 @@ fn pi_observations(buffer: usize, runs: usize) -> (Vec<ObservationMatrix>, Vec<O
         expected_batch_size: 1,
         epochs: 1,
         noise_multiplier: 0.7,
-        sampler: BgmSampler::PartialShuffle {
-            buffer_size: buffer,
-        },
+        sampler: GameSampler::new("partial_shuffle").with("buffer_size", buffer),
         dataset: BgmDataset::ShuffleWorstCase,
         score: LikelihoodRatio::PartiallyInformed,
         score_columns: 20,

@@ -12,11 +12,11 @@ use common::{parse_bgm, simulate_in_three_shards, with_partial_shuffle};
 
 use std::path::Path;
 
-use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all};
-use dpaudit_experiment::bgm_engine::{
+use dpaudit_experiment::bgm::audit::{audit_setting, prepare, prepare_all};
+use dpaudit_experiment::bgm::engine::{
     BgmEngine, CpuBgmEngine, TensorBgmEngine, TENSOR_SELECTION_FIRST_CHUNK,
 };
-use dpaudit_experiment::bgm_runner::merge_bgm;
+use dpaudit_experiment::bgm::runner::merge_bgm;
 
 fn tensor_engine() -> TensorBgmEngine {
     TensorBgmEngine::new(tch::Device::Cpu, None).unwrap()

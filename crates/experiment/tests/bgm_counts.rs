@@ -1,5 +1,5 @@
 //! The bounded-memory BGM audit (`evaluation = counts`,
-//! `dpaudit_experiment::bgm_counts`): its bound covers mechanisms of known ε,
+//! `dpaudit_experiment::bgm::counts`): its bound covers mechanisms of known ε,
 //! agrees with counting the scores directly, holds no state that grows with
 //! the runs, and gives the same counts and bound whether simulated in one
 //! process, unit by unit, in shards merged, or resumed.
@@ -18,12 +18,12 @@ use std::path::Path;
 use dpaudit_audit::clopper_pearson::upper_limit;
 use dpaudit_audit::gaussian::gdp_epsilon;
 use dpaudit_audit::region::epsilon_from_error_bounds;
-use dpaudit_experiment::bgm_audit::{audit_setting, prepare, prepare_all};
-use dpaudit_experiment::bgm_counts::{
+use dpaudit_experiment::bgm::audit::{audit_setting, prepare, prepare_all};
+use dpaudit_experiment::bgm::counts::{
     bound_at, boundary, bucket, counted_bound, same_data, HistogramAccumulator, MAX_BUCKET,
 };
-use dpaudit_experiment::bgm_engine::CpuBgmEngine;
-use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
+use dpaudit_experiment::bgm::engine::CpuBgmEngine;
+use dpaudit_experiment::bgm::runner::{merge_bgm, BgmDir, BgmFinalized};
 use dpaudit_store::{OutDir, Shard};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -83,7 +83,7 @@ impl Mechanism {
         self,
         rng: &mut ChaCha8Rng,
         n: usize,
-    ) -> dpaudit_experiment::bgm_counts::ScoreHistogram {
+    ) -> dpaudit_experiment::bgm::counts::ScoreHistogram {
         let with: Vec<f64> = (0..n).map(|_| self.score(rng, true)).collect();
         let without: Vec<f64> = (0..n).map(|_| self.score(rng, false)).collect();
         let mut acc = HistogramAccumulator::new();

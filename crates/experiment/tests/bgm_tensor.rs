@@ -1,4 +1,4 @@
-//! The tensor BGM simulator (`dpaudit_experiment::bgm_tensor`) against
+//! The tensor BGM simulator (`dpaudit_experiment::bgm::tensor`) against
 //! the pure-Rust one (`dpaudit_attacks::BgmSimulator`): the same scores on the
 //! same observations, the same score distributions from independent draws,
 //! the same refusals. Runs on CPU tensors; the code is device-agnostic.
@@ -8,9 +8,10 @@
 
 use dpaudit_attacks::likelihood::{log_likelihood_ratio, ObservationMatrix};
 use dpaudit_attacks::{
-    AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
+    AttacksError, BgmConfig, BgmDataset, BgmSimulator, Hypothesis, LikelihoodRatio,
 };
-use dpaudit_experiment::bgm_tensor::{log_likelihood_ratios, TensorBgmSimulator};
+use dpaudit_data::sampler::GameSampler;
+use dpaudit_experiment::bgm::tensor::{log_likelihood_ratios, TensorBgmSimulator};
 use dpaudit_train::TrainError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -33,7 +34,7 @@ fn config(
     steps: usize,
     expected_batch_size: usize,
     epochs: usize,
-    sampler: BgmSampler,
+    sampler: GameSampler,
     dataset: BgmDataset,
     seed: u64,
 ) -> BgmConfig {
@@ -83,8 +84,15 @@ fn tensor_scores_equal_cpu_scores_on_the_same_observations() {
             BgmDataset::PoissonWorstCase,
             BgmDataset::FirstBatchPositive,
         ] {
-            let sim = BgmSimulator::new(config(steps, b, epochs, BgmSampler::Shuffle, dataset, 1))
-                .unwrap();
+            let sim = BgmSimulator::new(config(
+                steps,
+                b,
+                epochs,
+                GameSampler::new("shuffle"),
+                dataset,
+                1,
+            ))
+            .unwrap();
             let matrices: Vec<ObservationMatrix> =
                 [Hypothesis::WithTarget, Hypothesis::WithoutTarget]
                     .into_iter()
@@ -265,7 +273,7 @@ fn shuffle_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            BgmSampler::Shuffle,
+            GameSampler::new("shuffle"),
             BgmDataset::ShuffleWorstCase,
             21,
         );
@@ -276,7 +284,7 @@ fn shuffle_matches_cpu_in_distribution() {
         10,
         4,
         1,
-        BgmSampler::Shuffle,
+        GameSampler::new("shuffle"),
         BgmDataset::FirstBatchPositive,
         22,
     );
@@ -286,8 +294,8 @@ fn shuffle_matches_cpu_in_distribution() {
 #[test]
 fn partial_shuffle_matches_cpu_in_distribution() {
     // K = 8 = 2B: the target only reaches batches 0 and 1 (Annamalai et al. 2024 §2.2).
-    let partial = BgmSampler::PartialShuffle { buffer_size: 8 };
-    let c = config(10, 4, 1, partial, BgmDataset::ShuffleWorstCase, 31);
+    let partial = GameSampler::new("partial_shuffle").with("buffer_size", 8);
+    let c = config(10, 4, 1, partial.clone(), BgmDataset::ShuffleWorstCase, 31);
     assert_same_distribution(c.clone(), "partial K = 8, WC, k = T");
     // The adversary's guess k = 2 (scored columns), and k = 1 < K/B, two epochs.
     for k in [1, 2] {
@@ -305,7 +313,7 @@ fn partial_shuffle_matches_cpu_in_distribution() {
         10,
         4,
         2,
-        BgmSampler::PartialShuffle { buffer_size: 4 },
+        GameSampler::new("partial_shuffle").with("buffer_size", 4),
         BgmDataset::ShuffleWorstCase,
         33,
     );
@@ -319,7 +327,7 @@ fn batch_then_shuffle_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            BgmSampler::BatchThenShuffle,
+            GameSampler::new("batch_then_shuffle"),
             BgmDataset::FirstBatchPositive,
             41,
         );
@@ -331,7 +339,7 @@ fn batch_then_shuffle_matches_cpu_in_distribution() {
             10,
             4,
             1,
-            BgmSampler::BatchThenShuffle,
+            GameSampler::new("batch_then_shuffle"),
             BgmDataset::FirstBatchPositive,
             42,
         )
@@ -346,7 +354,7 @@ fn poisson_matches_cpu_in_distribution() {
             10,
             4,
             epochs,
-            BgmSampler::Poisson,
+            GameSampler::new("poisson"),
             BgmDataset::PoissonWorstCase,
             51,
         );
@@ -357,7 +365,7 @@ fn poisson_matches_cpu_in_distribution() {
         10,
         4,
         1,
-        BgmSampler::Poisson,
+        GameSampler::new("poisson"),
         BgmDataset::ShuffleWorstCase,
         52,
     );
@@ -366,7 +374,7 @@ fn poisson_matches_cpu_in_distribution() {
         10,
         4,
         2,
-        BgmSampler::Poisson,
+        GameSampler::new("poisson"),
         BgmDataset::FirstBatchPositive,
         53,
     );
@@ -386,7 +394,7 @@ fn other_ratios_match_cpu_in_distribution() {
                 10,
                 4,
                 2,
-                BgmSampler::Shuffle,
+                GameSampler::new("shuffle"),
                 BgmDataset::PoissonWorstCase,
                 seed,
             )
@@ -407,14 +415,17 @@ fn distribution_check_detects_a_misplaced_target() {
         score_columns: 2,
         ..config(10, 4, 1, sampler, BgmDataset::ShuffleWorstCase, seed)
     };
-    let partial = BgmSampler::PartialShuffle { buffer_size: 8 };
+    let partial = GameSampler::new("partial_shuffle").with("buffer_size", 8);
     let cpu = BgmSimulator::new(scored_first_two(partial, 71))
         .unwrap()
         .simulate(RUNS, 0);
-    let tensor = TensorBgmSimulator::new(scored_first_two(BgmSampler::Shuffle, 72), Device::Cpu)
-        .unwrap()
-        .simulate(RUNS)
-        .unwrap();
+    let tensor = TensorBgmSimulator::new(
+        scored_first_two(GameSampler::new("shuffle"), 72),
+        Device::Cpu,
+    )
+    .unwrap()
+    .simulate(RUNS)
+    .unwrap();
     let d = ks_statistic(&cpu.with_target, &tensor.with_target);
     assert!(
         d > 2.0 * ks_critical(RUNS, RUNS),
@@ -430,7 +441,7 @@ fn chunks_are_reproducible_and_stream_in_slices() {
         10,
         4,
         2,
-        BgmSampler::Shuffle,
+        GameSampler::new("shuffle"),
         BgmDataset::ShuffleWorstCase,
         81,
     );
@@ -481,14 +492,14 @@ fn bad_input_is_refused_like_the_cpu_simulator() {
         10,
         4,
         1,
-        BgmSampler::Shuffle,
+        GameSampler::new("shuffle"),
         BgmDataset::ShuffleWorstCase,
         1,
     );
     // K not a multiple of B, K > n = 40, K = 0.
     for k in [6, 44, 0] {
         same_refusal(BgmConfig {
-            sampler: BgmSampler::PartialShuffle { buffer_size: k },
+            sampler: GameSampler::new("partial_shuffle").with("buffer_size", k),
             ..base.clone()
         });
     }
@@ -517,7 +528,7 @@ fn bad_input_is_refused_like_the_cpu_simulator() {
     // The message names the field and what was expected.
     let err = TensorBgmSimulator::new(
         BgmConfig {
-            sampler: BgmSampler::PartialShuffle { buffer_size: 6 },
+            sampler: GameSampler::new("partial_shuffle").with("buffer_size", 6),
             ..base.clone()
         },
         Device::Cpu,
@@ -525,7 +536,9 @@ fn bad_input_is_refused_like_the_cpu_simulator() {
     .unwrap_err()
     .to_string();
     assert!(
-        err.contains("buffer_size") && err.contains("multiple of expected_batch_size = 4"),
+        err.contains("buffer_size")
+            && err.contains("multiple of batch_size = 4")
+            && err.contains("steps × expected_batch_size = 40 records"),
         "{err}"
     );
     // The scorer: wrong shape, k outside 1..=T, non-finite observations.

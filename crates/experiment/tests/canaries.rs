@@ -25,12 +25,12 @@ use dpaudit_attacks::scores::{
 };
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
-use dpaudit_experiment::canaries::{
+use dpaudit_experiment::canary::canaries::{
     canary_gradients, copy_replica_zero, flat_parameters, gather_with_canaries, inclusion_bits,
     insertion_steps, Canaries, CanaryKind, Extra, ScoreBook, ScoreKind,
 };
-use dpaudit_experiment::chunk::{ChunkScores, Prepared};
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::canary::chunk::{ChunkScores, Prepared};
+use dpaudit_experiment::canary::settings::ExperimentConfig;
 use dpaudit_train::engine::per_sample_cross_entropy;
 use dpaudit_train::layers::Tape;
 use dpaudit_train::models::Mlp;

@@ -10,8 +10,8 @@ mod common;
 use common::canary_config;
 use common::fixtures::{with, TINY_CANARY};
 
-use dpaudit_experiment::chunk::Prepared;
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::canary::chunk::Prepared;
+use dpaudit_experiment::canary::settings::ExperimentConfig;
 use dpaudit_train::trainer::Silent;
 
 /// `tests/fixtures/tiny-canary.toml` with 12 runs of `seed`, `replicas` at

@@ -7,7 +7,7 @@
 // Tests may panic: the fallible-API guard (crates/train/clippy.toml, shared by this crate) is for library code.
 #![allow(clippy::disallowed_methods)]
 
-use dpaudit_experiment::throughput::{prepare, LoopModel, LoopSpec};
+use dpaudit_experiment::canary::throughput::{prepare, LoopModel, LoopSpec};
 use dpaudit_train::noise::NoiseGenerator;
 use dpaudit_train::op_count::{OpCounter, OpCounts};
 use tch::Device;

@@ -14,11 +14,11 @@ mod common;
 use common::canary_config;
 use common::fixtures::{with, TINY_CANARY};
 
-use dpaudit_experiment::chunk::Prepared;
-use dpaudit_experiment::runner::{
+use dpaudit_experiment::canary::chunk::Prepared;
+use dpaudit_experiment::canary::runner::{
     check_results_memory_against, holder_of, results_memory, ResultsHolder,
 };
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::canary::settings::ExperimentConfig;
 use dpaudit_experiment::{run_in_memory, ExperimentDir};
 use dpaudit_store::{OutDir, Shard};
 use dpaudit_train::trainer::Silent;

@@ -28,10 +28,10 @@ use crate::store::CONFIG_FILE;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExperimentKind {
-    /// A canary audit of trained models (`dpaudit run`; `dpaudit_experiment::runner`).
+    /// A canary audit of trained models (`dpaudit run`; `dpaudit_experiment::canary::runner`).
     Canary,
     /// Shuffling audits of the Batched Gaussian Mechanism (`dpaudit bgm`;
-    /// `dpaudit_experiment::bgm_runner`).
+    /// `dpaudit_experiment::bgm::runner`).
     Bgm,
     /// PANORAMIA, one trained model against generated non-members
     /// (`dpaudit panoramia`; `dpaudit_panoramia`).

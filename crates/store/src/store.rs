@@ -8,8 +8,8 @@
 //! read back, verified and written); everything else — the lock
 //! ([`OutDir`]), damaged files set aside, shards, duplicate and foreign
 //! shards refused, missing units named with their owners — is done here once.
-//! Canary audits (`dpaudit_experiment::runner`: a unit is a chunk of training runs) and
-//! BGM audits (`dpaudit_experiment::bgm_runner`: a unit is a slice of a setting's
+//! Canary audits (`dpaudit_experiment::canary::runner`: a unit is a chunk of training runs) and
+//! BGM audits (`dpaudit_experiment::bgm::runner`: a unit is a slice of a setting's
 //! simulated runs) are its two users, and PANORAMIA (`dpaudit_panoramia`: a
 //! unit is a stage's artifact).
 //!

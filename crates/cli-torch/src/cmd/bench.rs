@@ -6,7 +6,7 @@
 use anyhow::Context;
 use dpaudit_cli::args::bench::Args;
 use dpaudit_data::seed::Mode;
-use dpaudit_experiment::throughput::{
+use dpaudit_experiment::canary::throughput::{
     measure, LoopModel, LoopRow, LoopSpec, Timing, END_TO_END_ROWS, OVERHEAD_REPLICAS,
 };
 use dpaudit_train::bench::{run_row, BenchModel, BenchSpec, STANDARD_ROWS};

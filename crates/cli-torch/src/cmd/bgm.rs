@@ -1,7 +1,7 @@
 //! `dpaudit bgm --config FILE.toml`: shuffling audits of the Batched
 //! Gaussian Mechanism (Annamalai et al. 2024 §4.1), setting by setting. The
 //! experiment, its engines, its out-dir, shards and merges are library code
-//! (`dpaudit_experiment::{bgm_audit, bgm_engine, bgm_runner}`); this module
+//! (`dpaudit_experiment::bgm::{audit, engine, runner}`); this module
 //! parses the flags, picks the engine, and prints.
 
 use std::path::{Path, PathBuf};
@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use dpaudit_cli::args::bgm::Args;
 use dpaudit_cli::args::experiment::{EngineChoice, SimArgs};
-use dpaudit_experiment::bgm_audit::{
+use dpaudit_experiment::bgm::audit::{
     prepare_all, summary_markdown, throughput_line, BgmExperiment, BgmReport,
 };
-use dpaudit_experiment::bgm_engine::{BgmEngine, CpuBgmEngine, TensorBgmEngine};
-use dpaudit_experiment::bgm_runner::{merge_bgm, BgmDir, BgmFinalized};
+use dpaudit_experiment::bgm::engine::{BgmEngine, CpuBgmEngine, TensorBgmEngine};
+use dpaudit_experiment::bgm::runner::{merge_bgm, BgmDir, BgmFinalized};
 use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_store::{OutDir, Shard};
 

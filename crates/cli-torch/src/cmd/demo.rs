@@ -19,15 +19,16 @@
 
 use anyhow::Context;
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler};
+use dpaudit_attacks::{BgmConfig, BgmDataset};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
 use dpaudit_cli::args::demo::Args;
 use dpaudit_data::dataset::DatasetKind;
+use dpaudit_data::sampler::GameSampler;
 use dpaudit_data::seed::{Mode, Randomness};
-use dpaudit_experiment::bgm_audit::{simulate_and_bound, SimulationClock};
-use dpaudit_experiment::bgm_engine::CpuBgmEngine;
+use dpaudit_experiment::bgm::audit::{simulate_and_bound, SimulationClock};
+use dpaudit_experiment::bgm::engine::CpuBgmEngine;
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::runtime::RuntimeInfo;
 use dpaudit_train::trainer::{train, Silent};
@@ -75,7 +76,7 @@ struct CanaryAudit {
     epsilon_upper: f64,
     upper_assumption: String,
     test_accuracy_mean: f64,
-    lower_bounds: Vec<dpaudit_experiment::audit_report::LowerBoundEntry>,
+    lower_bounds: Vec<dpaudit_experiment::canary::audit_report::LowerBoundEntry>,
     seconds: f64,
 }
 
@@ -146,11 +147,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
 
     let mut audits = Vec::new();
-    for (sampler, name) in [
-        (BgmSampler::Poisson, "poisson"),
-        (BgmSampler::Shuffle, "shuffle"),
+    for (sampler, dataset, name) in [
+        (
+            GameSampler::new("poisson"),
+            BgmDataset::PoissonWorstCase,
+            "poisson",
+        ),
+        (
+            GameSampler::new("shuffle"),
+            BgmDataset::ShuffleWorstCase,
+            "shuffle",
+        ),
     ] {
-        let lower_bound = bgm_audit(sampler, args.runs, args.seed, CONFIDENCE)
+        let lower_bound = bgm_audit(sampler, dataset, args.runs, args.seed, CONFIDENCE)
             .with_context(|| format!("auditing the {name} sampler"))?;
         audits.push(AuditRow {
             sampler: name,
@@ -213,7 +222,7 @@ fn canary_audit(runs: u64, seed: u64, quiet: bool) -> anyhow::Result<CanaryAudit
         runs >= 20,
         "--canary-runs must be 0 or at least 20, got {runs}"
     );
-    let mut config = dpaudit_experiment::settings::ExperimentConfig::from_toml(
+    let mut config = dpaudit_experiment::canary::settings::ExperimentConfig::from_toml(
         CANARY_CONFIG,
         "the demo's canary audit",
     )?;
@@ -257,15 +266,12 @@ fn data_summary(seed: u64) -> anyhow::Result<DataSummary> {
 /// the rank test), choosing the threshold on one half of the runs and bounding
 /// on the other.
 pub(crate) fn bgm_audit(
-    sampler: BgmSampler,
+    sampler: GameSampler,
+    dataset: BgmDataset,
     runs: usize,
     seed: u64,
     confidence: f64,
 ) -> anyhow::Result<EpsilonLowerBound> {
-    let dataset = match sampler {
-        BgmSampler::Poisson => BgmDataset::PoissonWorstCase,
-        _ => BgmDataset::ShuffleWorstCase,
-    };
     let config = BgmConfig {
         steps: STEPS,
         expected_batch_size: BATCH_SIZE,

@@ -29,11 +29,11 @@ use dpaudit_cli::args::selftest::Args;
 use dpaudit_data::seed::Mode;
 use serde::Serialize;
 
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::canary::settings::ExperimentConfig;
 use dpaudit_train::Fault;
 
 use super::run::run_in_memory;
-use dpaudit_experiment::audit_report::AuditReport;
+use dpaudit_experiment::canary::audit_report::AuditReport;
 
 /// Confidence of every bound the self-test decides on.
 const CONFIDENCE: f64 = 0.99;
@@ -172,7 +172,8 @@ fn shuffle_row(v: &Variant, args: &Args) -> anyhow::Result<Row> {
         dpaudit_accounting::Accountant::Pld,
     )?;
     let lb = bgm_audit(
-        dpaudit_attacks::BgmSampler::Shuffle,
+        dpaudit_data::sampler::GameSampler::new("shuffle"),
+        dpaudit_attacks::BgmDataset::ShuffleWorstCase,
         args.bgm_runs,
         args.seed,
         CONFIDENCE,

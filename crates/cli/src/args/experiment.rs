@@ -64,8 +64,8 @@ impl SimArgs {
 /// The `--engine` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineChoice {
-    /// The pure-Rust CPU simulator (`dpaudit_experiment::bgm_engine::CpuBgmEngine`).
+    /// The pure-Rust CPU simulator (`dpaudit_experiment::bgm::engine::CpuBgmEngine`).
     Rust,
-    /// The libtorch simulator (`dpaudit_experiment::bgm_engine::TensorBgmEngine`).
+    /// The libtorch simulator (`dpaudit_experiment::bgm::engine::TensorBgmEngine`).
     Tensor,
 }

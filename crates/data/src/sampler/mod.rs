@@ -41,6 +41,7 @@
 pub mod batch_then_shuffle;
 pub mod claim;
 pub mod fixed;
+pub mod game;
 pub mod partial_shuffle;
 pub mod placement;
 mod plan;
@@ -56,6 +57,7 @@ use crate::DataError;
 
 pub use batch_then_shuffle::{BatchThenShuffleConfig, BatchThenShuffleSampler};
 pub use fixed::{FixedSequenceConfig, FixedSequenceSampler};
+pub use game::GameSampler;
 pub use partial_shuffle::{PartialShuffleConfig, PartialShuffleSampler};
 pub use placement::{InsertionSchedule, RecordRef, TargetLayout};
 pub use plan::{BatchSampler, EpochPlan, LastBatch, Slot};

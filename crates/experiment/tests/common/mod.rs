@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use dpaudit_experiment::bgm_audit::{BgmExperiment, PreparedSetting};
-use dpaudit_experiment::bgm_engine::BgmEngine;
-use dpaudit_experiment::bgm_runner::{BgmDir, BgmFinalized};
-use dpaudit_experiment::settings::ExperimentConfig;
+use dpaudit_experiment::bgm::audit::{BgmExperiment, PreparedSetting};
+use dpaudit_experiment::bgm::engine::BgmEngine;
+use dpaudit_experiment::bgm::runner::{BgmDir, BgmFinalized};
+use dpaudit_experiment::canary::settings::ExperimentConfig;
 use dpaudit_store::kind::ExperimentFile;
 use dpaudit_store::{OutDir, Shard};
 

@@ -2,7 +2,7 @@
 //! Annamalai et al. 2024 (§4.1, Algorithm 4; `docs/canary-games.md`): one
 //! trait, a pure-Rust CPU implementation ([`CpuBgmEngine`], the simulator of
 //! `dpaudit_attacks`) and a libtorch one ([`TensorBgmEngine`], the simulator
-//! of [`crate::bgm_tensor`], the only one that runs on a GPU).
+//! of [`crate::bgm::tensor`], the only one that runs on a GPU).
 //!
 //! Both draw the same distribution of scores, not the same draws (ChaCha
 //! streams against Philox counters). Each engine seeds its runs in *chunks*
@@ -16,7 +16,7 @@ use std::fmt;
 use dpaudit_attacks::{BgmConfig, BgmSimulator, PairedScores, CHUNK_SIZE};
 use tch::Device;
 
-use crate::bgm_tensor::TensorBgmSimulator;
+use crate::bgm::tensor::TensorBgmSimulator;
 use crate::error::{invalid, ExperimentError, Result};
 
 /// A simulator of the BGM game.

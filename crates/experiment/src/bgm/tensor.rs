@@ -45,7 +45,7 @@
 
 use dpaudit_attacks::likelihood::LogRatioCoefficients;
 use dpaudit_attacks::{
-    AttacksError, BgmConfig, BgmDataset, BgmSampler, BgmSimulator, Hypothesis, LikelihoodRatio,
+    AttacksError, BgmConfig, BgmDataset, BgmLayout, BgmSimulator, Hypothesis, LikelihoodRatio,
     PairedScores,
 };
 use dpaudit_data::seed::{RunSeed, Stream};
@@ -261,6 +261,7 @@ pub fn log_likelihood_ratios(
 #[derive(Debug, Clone)]
 pub struct TensorBgmSimulator {
     config: BgmConfig,
+    layout: BgmLayout,
     device: Device,
     chunk_runs: usize,
     scorer: Scorer,
@@ -275,7 +276,9 @@ impl TensorBgmSimulator {
     /// 1 ≤ `score_columns` ≤ T; the same parameter names and expectations)
     /// and sizes chunks from [`CPU_CHUNK_ELEMENTS`] or [`CUDA_CHUNK_ELEMENTS`].
     pub fn new(config: BgmConfig, device: Device) -> Result<Self> {
-        BgmSimulator::new(config.clone()).map_err(from_attacks)?;
+        let layout = BgmSimulator::new(config.clone())
+            .map_err(from_attacks)?
+            .layout();
         let scorer = Scorer::new(config.score, config.noise_multiplier)?;
         let (specials, filler) = match config.dataset {
             BgmDataset::ShuffleWorstCase => (1, -1.0),
@@ -285,6 +288,7 @@ impl TensorBgmSimulator {
         let records = config.steps * config.expected_batch_size;
         let mut sim = Self {
             config,
+            layout,
             device,
             chunk_runs: 1,
             scorer,
@@ -333,27 +337,23 @@ impl TensorBgmSimulator {
     /// The positions a fixed-size sampler draws the special records from: K
     /// for partial shuffling, n otherwise (Annamalai et al. 2024 §2.2).
     fn range(&self) -> usize {
-        match self.config.sampler {
-            BgmSampler::PartialShuffle { buffer_size } => buffer_size,
-            _ => self.records,
+        match self.layout {
+            BgmLayout::Uniform { range } => range,
+            BgmLayout::Poisson | BgmLayout::BatchOrder => self.records,
         }
     }
 
     /// Whether several special records are placed as a uniform subset of the
     /// first `range` positions (shuffling the batch-then-shuffle dataset).
     fn places_subset(&self) -> bool {
-        self.specials > 1
-            && matches!(
-                self.config.sampler,
-                BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. }
-            )
+        self.specials > 1 && matches!(self.layout, BgmLayout::Uniform { .. })
     }
 
     /// Drawn columns W per epoch: the scored k, plus an overflow column for
     /// special records in unscored batches when k < T (fixed-size samplers).
     fn width(&self) -> usize {
         let k = self.config.score_columns;
-        if self.config.sampler != BgmSampler::Poisson && k < self.config.steps {
+        if self.layout != BgmLayout::Poisson && k < self.config.steps {
             k + 1
         } else {
             k
@@ -450,7 +450,7 @@ impl TensorBgmSimulator {
             Hypothesis::WithTarget => 1.0,
             Hypothesis::WithoutTarget => 0.0,
         };
-        if c.sampler == BgmSampler::Poisson {
+        if self.layout == BgmLayout::Poisson {
             // Every step independently: the target with probability q = 1/T,
             // Binomial(S − 1, q) other specials and Binomial(n − S, q) fillers.
             let q = 1.0 / t as f64;
@@ -490,15 +490,15 @@ impl TensorBgmSimulator {
             let _ = o.f_scatter_add_(2, &batch, &src)?;
             Ok(())
         };
-        match c.sampler {
-            BgmSampler::BatchThenShuffle => {
+        match self.layout {
+            BgmLayout::BatchOrder => {
                 // The stored first batch holds every special record; only its
                 // position among the T batches is uniform.
                 let batch = rng.below(t, &[r, e, 1], tag(Purpose::Batch))?;
                 let shift = target_shift + (self.specials - 1) as f64 * other_shift;
                 add_at(&mut o, &batch, shift)?;
             }
-            BgmSampler::Shuffle | BgmSampler::PartialShuffle { .. } => {
+            BgmLayout::Uniform { .. } => {
                 let range = self.range();
                 if self.specials == 1 {
                     // A uniform position among the first `range` (a multiple
@@ -530,7 +530,7 @@ impl TensorBgmSimulator {
                     )?;
                 }
             }
-            BgmSampler::Poisson => unreachable!("handled above"),
+            BgmLayout::Poisson => unreachable!("handled above"),
         }
         Ok(o)
     }
@@ -541,8 +541,9 @@ impl TensorBgmSimulator {
 mod tests {
     use super::*;
     use dpaudit_attacks::LikelihoodRatio;
+    use dpaudit_data::sampler::GameSampler;
 
-    fn config(sampler: BgmSampler, dataset: BgmDataset, score_columns: usize) -> BgmConfig {
+    fn config(sampler: GameSampler, dataset: BgmDataset, score_columns: usize) -> BgmConfig {
         BgmConfig {
             steps: 10,
             expected_batch_size: 4,
@@ -560,7 +561,11 @@ mod tests {
     fn chunks_follow_the_memory_budget() {
         // T = 10, E = 2: W = 10 columns, 20 elements per run.
         let sim = TensorBgmSimulator::new(
-            config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 10),
+            config(
+                GameSampler::new("shuffle"),
+                BgmDataset::ShuffleWorstCase,
+                10,
+            ),
             Device::Cpu,
         )
         .unwrap();
@@ -568,14 +573,18 @@ mod tests {
         assert_eq!(sim.chunk_runs(), CPU_CHUNK_ELEMENTS / 20);
         // k = 3 < T: an overflow column, W = 4.
         let sim = TensorBgmSimulator::new(
-            config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 3),
+            config(GameSampler::new("shuffle"), BgmDataset::ShuffleWorstCase, 3),
             Device::Cpu,
         )
         .unwrap();
         assert_eq!(sim.elements_per_run(), 8);
         // Shuffling the batch-then-shuffle dataset: keys over n = 40 positions.
         let sim = TensorBgmSimulator::new(
-            config(BgmSampler::Shuffle, BgmDataset::FirstBatchPositive, 10),
+            config(
+                GameSampler::new("shuffle"),
+                BgmDataset::FirstBatchPositive,
+                10,
+            ),
             Device::Cpu,
         )
         .unwrap();
@@ -590,7 +599,7 @@ mod tests {
         let sim = TensorBgmSimulator::new(
             BgmConfig {
                 score: LikelihoodRatio::Poisson { sample_rate: 0.1 },
-                ..config(BgmSampler::Poisson, BgmDataset::PoissonWorstCase, 3)
+                ..config(GameSampler::new("poisson"), BgmDataset::PoissonWorstCase, 3)
             },
             Device::Cpu,
         )
@@ -603,7 +612,7 @@ mod tests {
         // K = n = 40, k = 1 < T = 10: the target (shift +2 under D on the
         // −1 fillers) lands in the scored batch 0 w.p. 1/10, else in the
         // overflow column. Noise σ = 1e-6 makes the shift visible exactly.
-        let mut c = config(BgmSampler::Shuffle, BgmDataset::ShuffleWorstCase, 1);
+        let mut c = config(GameSampler::new("shuffle"), BgmDataset::ShuffleWorstCase, 1);
         c.noise_multiplier = 1e-6;
         c.epochs = 1;
         let sim = TensorBgmSimulator::new(c, Device::Cpu).unwrap();

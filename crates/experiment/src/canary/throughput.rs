@@ -18,8 +18,8 @@ use dpaudit_train::noise::{NoiseGenerator, NoiseStreams};
 use dpaudit_train::op_count::{NamedCount, OpCounter, OpCounts};
 use dpaudit_train::trainer::{dp_config, prepare_data};
 
-use crate::chunk::Prepared;
-use crate::settings::ExperimentConfig;
+use crate::canary::chunk::Prepared;
+use crate::canary::settings::ExperimentConfig;
 
 /// Features per record of the tiny model's data.
 pub const TINY_FEATURES: usize = 8;

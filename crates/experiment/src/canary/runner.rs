@@ -27,22 +27,25 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::canaries::inclusion_bits;
-use crate::chunk::Prepared;
-use crate::settings::ExperimentConfig;
+use crate::canary::canaries::inclusion_bits;
+use crate::canary::chunk::Prepared;
+use crate::canary::settings::ExperimentConfig;
 use dpaudit_data::seed::RunSeed;
 use dpaudit_train::engine::Fault;
 use dpaudit_train::preflight::MemoryEstimate;
 use dpaudit_train::trainer::Observer;
 
-use crate::audit_report::{analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo};
-use crate::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
+use crate::canary::audit_report::{
+    analyse, summary_markdown, write_plots, AuditReport, Claim, DataInfo,
+};
+use crate::canary::book::{rows_from_csv, rows_of, rows_to_csv, ScoreRow};
 use crate::error::{ExperimentError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
 use dpaudit_store::shard::Shard;
 use dpaudit_store::store::{
     chunk_path, read_manifest_json, read_unit_file, Outcome, Store, UnitState, Work,
 };
+use dpaudit_store::StoreError;
 
 pub use dpaudit_store::store::{Plan, CONFIG_FILE};
 
@@ -123,7 +126,7 @@ impl Manifest {
         let (path, value) = read_manifest_json(dir)?;
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(FORMAT_VERSION)) {
-            return Err(ExperimentError::Inconsistent {
+            return Err(ExperimentError::Store(StoreError::Inconsistent {
                 path,
                 reason: format!(
                     "written by out-dir format {} (dpaudit {}); this dpaudit reads and writes format {FORMAT_VERSION}, \
@@ -134,11 +137,13 @@ impl Manifest {
                         .and_then(|v| v.as_str())
                         .unwrap_or("unknown")
                 ),
-            });
+            }));
         }
-        serde_json::from_value(value).map_err(|e| ExperimentError::Inconsistent {
-            path,
-            reason: format!("not a dpaudit manifest: {e}"),
+        serde_json::from_value(value).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path,
+                reason: format!("not a dpaudit manifest: {e}"),
+            })
         })
     }
 }
@@ -148,10 +153,10 @@ impl Manifest {
 pub fn fingerprint(config: &ExperimentConfig) -> Result<String> {
     let json =
         serde_json::to_string(&(&config.runs, &config.train, &config.canary)).map_err(|e| {
-            ExperimentError::Inconsistent {
+            ExperimentError::Store(StoreError::Inconsistent {
                 path: PathBuf::from(CONFIG_FILE),
                 reason: format!("serialising the experiment: {e}"),
-            }
+            })
         })?;
     Ok(hex::encode(&Sha256::digest(json.as_bytes())[..8]))
 }
@@ -303,7 +308,7 @@ impl dpaudit_store::store::Manifest for Manifest {
 }
 
 /// The units of a canary audit: chunks of `train.replicas` runs, each file
-/// the score rows of its runs ([`crate::book`]).
+/// the score rows of its runs ([`crate::canary::book`]).
 #[derive(Debug, Clone)]
 pub struct CanaryWork {
     /// The experiment.
@@ -327,9 +332,11 @@ impl Work for CanaryWork {
     fn read_unit(&self, dir: &Path, c: u64) -> Result<UnitState<Vec<ScoreRow>>> {
         let path = dir.join(chunk_file(c));
         read_unit_file(&path, |bytes| {
-            let text = String::from_utf8(bytes).map_err(|_| ExperimentError::Inconsistent {
-                path: path.clone(),
-                reason: "not UTF-8 text".into(),
+            let text = String::from_utf8(bytes).map_err(|_| {
+                ExperimentError::Store(StoreError::Inconsistent {
+                    path: path.clone(),
+                    reason: "not UTF-8 text".into(),
+                })
             })?;
             Ok(UnitState::Intact(rows_from_csv(
                 &path,
@@ -444,14 +451,14 @@ fn finalize(store: &Store<Manifest, CanaryWork>) -> Result<Finalized> {
             .zip(&bits)
             .all(|(r, &(run, j, b))| r.run == run && r.canary == j && r.member == b);
     if !consistent {
-        return Err(ExperimentError::Inconsistent {
+        return Err(ExperimentError::Store(StoreError::Inconsistent {
             path: out.path("chunks"),
             reason: format!(
                 "the chunks hold {} scores whose runs, canaries or inclusion bits do not match the experiment's {expected} \
                  (runs × canaries): a chunk was written by another experiment",
                 rows.len()
             ),
-        });
+        }));
     }
     out.write(
         "scores.csv",
@@ -491,21 +498,21 @@ fn check_inclusion_of(dir: &Path, config: &ExperimentConfig) -> Result<()> {
     let path = dir.join(INCLUSION_FILE);
     match std::fs::read(&path) {
         Ok(bytes) if bytes == inclusion_csv(config).as_bytes() => Ok(()),
-        Ok(_) => Err(ExperimentError::Inconsistent {
+        Ok(_) => Err(ExperimentError::Store(StoreError::Inconsistent {
             path,
             reason: "the inclusion bits differ from this experiment's: the file was edited or belongs to another \
                      experiment; the audit's secret bits cannot be trusted, use a new --out-dir"
                 .into(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ExperimentError::Inconsistent {
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ExperimentError::Store(StoreError::Inconsistent {
             path,
             reason: "missing, but config.json exists: the out-dir is incomplete; use a new --out-dir".into(),
-        }),
-        Err(source) => Err(ExperimentError::Io {
+        })),
+        Err(source) => Err(ExperimentError::Store(StoreError::Io {
             path,
             action: "reading",
             source,
-        }),
+        })),
     }
 }
 

@@ -6,10 +6,11 @@ use std::path::Path;
 
 use dpaudit_data::files::excerpt;
 
-use crate::canaries::ScoreKind;
-use crate::chunk::ChunkScores;
+use crate::canary::canaries::ScoreKind;
+use crate::canary::chunk::ChunkScores;
 
 use crate::error::{ExperimentError, Result};
+use dpaudit_store::StoreError;
 
 /// One canary of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,10 +75,10 @@ pub fn rows_to_csv(kinds: &[ScoreKind], rows: &[ScoreRow]) -> String {
 }
 
 fn bad(path: &Path, line: usize, reason: String) -> ExperimentError {
-    ExperimentError::Inconsistent {
+    ExperimentError::Store(StoreError::Inconsistent {
         path: path.to_path_buf(),
         reason: format!("line {line}: {reason}"),
-    }
+    })
 }
 
 /// Parse rows written by [`rows_to_csv`]; errors name the file and line.

@@ -2,7 +2,7 @@
 //! rest** (`evaluation = { counts = { selection_runs = … } }` in a BGM
 //! experiment file; `docs/canary-games.md` §5).
 //!
-//! The in-memory audit ([`crate::bgm_audit`], `evaluation = "scores"`) holds
+//! The in-memory audit ([`crate::bgm::audit`], `evaluation = "scores"`) holds
 //! every score until the threshold is chosen: about 190 bytes per run and
 //! hypothesis at its peak, 95 GB for the 10⁹ observations of Annamalai et
 //! al. 2024 Fig. 3. Here memory does not grow with the runs:
@@ -16,7 +16,7 @@
 //!    ([`ScoreHistogram`]) is bounded whatever the number of runs;
 //! 2. **selection runs** (`selection_runs` per hypothesis, drawn from the
 //!    engine's selection chunks, seed streams disjoint from every
-//!    evaluation run: [`crate::bgm_engine::BgmEngine::selection_first_chunk`])
+//!    evaluation run: [`crate::bgm::engine::BgmEngine::selection_first_chunk`])
 //!    are histogrammed, and the rule "member iff `bucket(score) > b`" is
 //!    chosen on them alone ([`choose_threshold`]): the cut `b` whose
 //!    *predicted* bound at the evaluation size is largest;
@@ -74,6 +74,7 @@ use dpaudit_audit::gaussian::inverse_cdf;
 use dpaudit_audit::region::epsilon_from_error_bounds;
 
 use crate::error::{ExperimentError, Result};
+use dpaudit_store::StoreError;
 
 /// Mantissa bits kept by [`bucket`]: relative resolution 2⁻⁸ (a threshold
 /// near a log-likelihood ratio of 4 moves by at most 0.016).
@@ -230,12 +231,12 @@ impl HistogramAccumulator {
     pub fn add(&mut self, with_target: &[f64], without_target: &[f64]) -> Result<()> {
         for (class, scores) in [(0, with_target), (1, without_target)] {
             if let Some(bad) = scores.iter().find(|x| !x.is_finite()) {
-                return Err(ExperimentError::Inconsistent {
+                return Err(ExperimentError::Store(StoreError::Inconsistent {
                     path: "simulation".into(),
                     reason: format!(
                         "a simulated score is {bad}: expected finite log-likelihood ratios"
                     ),
-                });
+                }));
             }
             for &x in scores {
                 self.slot(bucket(x))[class] += 1;

@@ -1,5 +1,5 @@
 //! Canary audit experiments: the training half of `dpaudit run`. An experiment trains `runs` models, `train.replicas` of them at a
-//! time (a *chunk*), inserts the canaries of [`crate::canaries`] by their
+//! time (a *chunk*), inserts the canaries of [`crate::canary::canaries`] by their
 //! inclusion bits, and returns every canary's scores. Files, resumption and the
 //! statistics live in the CLI; everything here is a pure function of the
 //! config and the chunk index, so chunks can be trained in any order, on any
@@ -20,11 +20,11 @@ use dpaudit_train::trainer::{
     build_model, dp_config, evaluate, gather, normaliser_of, prepare_data, resolve_device, Observer,
 };
 
-use crate::canaries::{
+use crate::canary::canaries::{
     copy_replica_zero, flat_parameters, inclusion_bits, insertion_steps, Canaries, CanaryKind,
     CoordinateChoice, InitChoice, ObservationSetup, ScoreBook,
 };
-use crate::settings::{claimed_bound, ClaimedBound, ExperimentConfig};
+use crate::canary::settings::{claimed_bound, ClaimedBound, ExperimentConfig};
 
 /// Everything an experiment needs before its first chunk: data, sampler,
 /// canaries and the claimed ε.

@@ -1,4 +1,4 @@
-//! The units of work of a BGM experiment ([`crate::bgm_runner`]): how a
+//! The units of work of a BGM experiment ([`crate::bgm::runner`]): how a
 //! setting's runs are sliced into units ([`plan_units`]), and what a unit's
 //! file holds (its scores, or in counts mode its histograms), read back and
 //! verified as [`dpaudit_store::store::Work`] asks.
@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bgm_audit::{GuessSearch, PreparedSetting, SimulationClock};
-use crate::bgm_counts::ScoreHistogram;
-use crate::bgm_engine::BgmEngine;
+use crate::bgm::audit::{GuessSearch, PreparedSetting, SimulationClock};
+use crate::bgm::counts::ScoreHistogram;
+use crate::bgm::engine::BgmEngine;
 use crate::error::{ExperimentError, Result};
 use dpaudit_store::store::{chunk_path, read_unit_file, UnitState};
+use dpaudit_store::StoreError;
 
 /// At most this many units per setting: enough to spread a setting over a
 /// job array, few enough files for 10⁹ runs.
@@ -278,15 +279,15 @@ pub(crate) fn setting_of<'s>(
     c: u64,
     manifest: &Path,
 ) -> Result<&'s PreparedSetting> {
-    settings
-        .get(unit.setting)
-        .ok_or_else(|| ExperimentError::Inconsistent {
+    settings.get(unit.setting).ok_or_else(|| {
+        ExperimentError::Store(StoreError::Inconsistent {
             path: manifest.to_path_buf(),
             reason: format!(
                 "unit {c} names setting {}, which does not exist",
                 unit.setting
             ),
         })
+    })
 }
 
 #[cfg(test)]

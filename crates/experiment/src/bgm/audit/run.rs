@@ -5,17 +5,18 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use dpaudit_accounting::{dpsgd_epsilon, shuffle_lower_bound, Accountant};
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, LikelihoodRatio};
+use dpaudit_attacks::{BgmConfig, BgmDataset, LikelihoodRatio};
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::{Observations, Selection};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
+use dpaudit_data::sampler::{GameSampler, Sampler};
 use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
 
-use crate::bgm_counts::{
+use crate::bgm::counts::{
     counted_bound, CountedBound, HistogramAccumulator, ScoreHistogram, PIECE_RUNS,
 };
-use crate::bgm_engine::BgmEngine;
+use crate::bgm::engine::BgmEngine;
 use crate::error::{ExperimentError, Result};
 
 use super::setting::*;
@@ -144,7 +145,7 @@ pub struct SettingReport {
     pub noise_multiplier: f64,
     /// "given" or how σ was calibrated.
     pub noise_multiplier_source: String,
-    pub sampler: BgmSampler,
+    pub sampler: GameSampler,
     pub dataset: BgmDataset,
     pub score: LikelihoodRatio,
     pub runs_per_hypothesis: usize,
@@ -260,7 +261,7 @@ pub struct SettingCounts {
 
 /// Simulate `runs` runs per hypothesis of `config` on `engine` from chunk
 /// `first_chunk` into a histogram on the fixed grid of
-/// [`crate::bgm_counts`], in pieces of whole engine chunks
+/// [`crate::bgm::counts`], in pieces of whole engine chunks
 /// ([`PIECE_RUNS`] runs, at least one chunk of `chunk_runs`): memory does not
 /// grow with `runs`, and the counts equal those of one call (the engines
 /// seed per chunk). Adds the simulation time to `clock`.
@@ -337,7 +338,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
         sample_rate,
         noise_multiplier: sigma,
         noise_multiplier_source: p.noise_source.clone(),
-        sampler: s.sampler,
+        sampler: s.sampler.clone(),
         dataset: s.dataset,
         score: p.config.score,
         runs_per_hypothesis: s.runs,
@@ -359,7 +360,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
 /// A setting audited in one process on `engine`, without an out-dir: the
 /// guess search if any, all evaluation runs, the bound. In scores mode every
 /// score is held; in counts mode the selection and evaluation runs are
-/// streamed into histograms. The out-dir path ([`crate::bgm_runner`]) gives
+/// streamed into histograms. The out-dir path ([`crate::bgm::runner`]) gives
 /// the same scores or counts unit by unit.
 pub fn audit_setting(p: &PreparedSetting, engine: &dyn BgmEngine) -> Result<SettingReport> {
     let start = Instant::now();
@@ -426,12 +427,12 @@ pub struct BgmReport {
     pub settings: Vec<SettingReport>,
 }
 
-fn sampler_label(s: BgmSampler) -> String {
-    match s {
-        BgmSampler::Shuffle => "shuffle".into(),
-        BgmSampler::PartialShuffle { buffer_size } => format!("partial K={buffer_size}"),
-        BgmSampler::BatchThenShuffle => "batch-then-shuffle".into(),
-        BgmSampler::Poisson => "poisson".into(),
+/// The sampler's name in the summary table (its `kind` unless named here).
+fn sampler_label(s: &SettingReport) -> String {
+    match s.sampler.build(s.steps, s.expected_batch_size) {
+        Ok(Sampler::PartialShuffle(p)) => format!("partial K={}", p.buffer_size()),
+        Ok(Sampler::BatchThenShuffle(_)) => "batch-then-shuffle".into(),
+        _ => s.sampler.kind().to_string(),
     }
 }
 
@@ -492,7 +493,7 @@ pub fn summary_markdown(r: &BgmReport) -> String {
             md,
             "| {} | {} | {:?} | {:.4} | {} | {} | {} | {:e} | {:.3} | {} | {:.3} ({:.0}%, {}{}) | {} | {} | {} | {:.1} | {:.3e} |",
             s.name,
-            sampler_label(s.sampler),
+            sampler_label(s),
             s.dataset,
             s.noise_multiplier,
             s.steps,

@@ -5,15 +5,17 @@ use std::path::Path;
 
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_attacks::likelihood::default_partial_shuffle_guesses;
-use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSampler, BgmSimulator};
+use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator};
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
+use dpaudit_data::sampler::{GameSampler, Sampler};
 use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 
-use crate::bgm_counts::PIECE_RUNS;
-use crate::bgm_engine::BgmEngine;
+use crate::bgm::counts::PIECE_RUNS;
+use crate::bgm::engine::BgmEngine;
 use crate::error::{invalid, read_text, ExperimentError, Result};
+use dpaudit_store::StoreError;
 
 /// A BGM experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,9 +31,11 @@ pub struct BgmExperiment {
 impl BgmExperiment {
     /// Parse the TOML text of `file` (named in errors).
     pub fn from_toml(file: &Path, text: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| ExperimentError::Inconsistent {
-            path: file.to_path_buf(),
-            reason: format!("not a BGM experiment file: {e}"),
+        toml::from_str(text).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: file.to_path_buf(),
+                reason: format!("not a BGM experiment file: {e}"),
+            })
         })
     }
 
@@ -64,7 +68,7 @@ pub struct Setting {
     /// was used").
     pub epsilon: Option<f64>,
     /// The batch sampler, e.g. `"shuffle"` or `{ partial_shuffle = { buffer_size = 1000 } }`.
-    pub sampler: BgmSampler,
+    pub sampler: GameSampler,
     /// The audited dataset pair (selects the matched likelihood ratio):
     /// `shuffle_worst_case` (Λ^WC), `first_batch_positive` (Λ^BtS) or
     /// `poisson_worst_case` (Poisson LR).
@@ -87,7 +91,7 @@ pub struct Setting {
     /// How the evaluation runs become a bound: `"scores"` (default: every
     /// score held, `split` selection) or `{ counts = { selection_runs = N } }`
     /// (bounded memory: the threshold chosen on `N` separate runs per
-    /// hypothesis, the evaluation runs counted; [`crate::bgm_counts`]).
+    /// hypothesis, the evaluation runs counted; [`crate::bgm::counts`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Evaluation>,
 }
@@ -101,7 +105,7 @@ pub enum Evaluation {
     Scores,
     /// Bounded memory: choose the threshold on `selection_runs` runs per
     /// hypothesis from seed streams disjoint from the evaluation runs, count
-    /// the evaluation runs' errors at it ([`crate::bgm_counts`]).
+    /// the evaluation runs' errors at it ([`crate::bgm::counts`]).
     Counts {
         /// Selection runs per hypothesis (e.g. a tenth of `runs`).
         selection_runs: usize,
@@ -151,7 +155,7 @@ pub struct PreparedSetting {
 impl PreparedSetting {
     /// Whether the adversary's guess k is searched (partial shuffling).
     pub fn searches_guess(&self) -> bool {
-        matches!(self.setting.sampler, BgmSampler::PartialShuffle { .. })
+        is_partial_shuffle(&self.setting)
     }
 
     /// The configuration scoring the first `k` batches of each epoch.
@@ -199,14 +203,24 @@ impl PreparedSetting {
     }
 }
 
+/// Whether a setting's sampler is a partial shuffle (Annamalai et al. 2024
+/// §4.3), whose adversary's guess k is searched. A sampler that does not
+/// build is refused by [`BgmSimulator::new`] in [`prepare`].
+fn is_partial_shuffle(s: &Setting) -> bool {
+    matches!(
+        s.sampler.build(s.steps, s.expected_batch_size),
+        Ok(Sampler::PartialShuffle(_))
+    )
+}
+
 /// Validate every setting of `experiment` before anything is simulated;
 /// errors name `file`, the setting's position and name, and the field.
 pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<PreparedSetting>> {
     if experiment.settings.is_empty() {
-        return Err(ExperimentError::Inconsistent {
+        return Err(ExperimentError::Store(StoreError::Inconsistent {
             path: file.to_path_buf(),
             reason: "`settings` is empty; expected at least one [[settings]] table".into(),
-        });
+        }));
     }
     let prepared = experiment
         .settings
@@ -251,9 +265,11 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
             "`runs` (or `evaluation = { counts = { selection_runs = … } }`, which holds no scores)",
             &estimate,
         )
-        .map_err(|e| ExperimentError::Inconsistent {
-            path: file.to_path_buf(),
-            reason: e.to_string(),
+        .map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: file.to_path_buf(),
+                reason: e.to_string(),
+            })
         })?;
     }
     Ok(prepared)
@@ -323,20 +339,12 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
             "exactly one of `noise_multiplier` (σ) and `epsilon` (target Poisson ε to calibrate σ)",
         )),
     };
-    let partial = matches!(s.sampler, BgmSampler::PartialShuffle { .. });
-    if !partial && (s.guesses.is_some() || s.guess_runs.is_some()) {
-        return Err(invalid(
-            "guesses / guess_runs",
-            "given",
-            "them only with sampler partial_shuffle",
-        ));
-    }
     let config = BgmConfig {
         steps: s.steps,
         expected_batch_size: s.expected_batch_size,
         epochs: s.epochs,
         noise_multiplier,
-        sampler: s.sampler,
+        sampler: s.sampler.clone(),
         dataset: s.dataset,
         score: s
             .dataset
@@ -345,6 +353,14 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
         seed: s.seed,
     };
     BgmSimulator::new(config.clone())?;
+    let partial = is_partial_shuffle(s);
+    if !partial && (s.guesses.is_some() || s.guess_runs.is_some()) {
+        return Err(invalid(
+            "guesses / guess_runs",
+            "given",
+            "them only with sampler partial_shuffle",
+        ));
+    }
     let (guesses, guess_runs) = if partial {
         let guesses = s
             .guesses
@@ -414,7 +430,7 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
                     ),
                     (
                         "three histograms on the fixed grid (8.5 MB each)".into(),
-                        3 * (2 * crate::bgm_counts::MAX_BUCKET as u64 + 1) * 16,
+                        3 * (2 * crate::bgm::counts::MAX_BUCKET as u64 + 1) * 16,
                     ),
                     guess_part,
                 ],

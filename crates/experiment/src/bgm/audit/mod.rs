@@ -31,15 +31,15 @@
 //!   160–190 bytes per run and hypothesis at the peak: for up to some 10⁷
 //!   runs per hypothesis.
 //! - `{ counts = { selection_runs = N } }`: bounded memory, for 10⁸–10⁹
-//!   runs ([`crate::bgm_counts`]): a threshold chosen on `N` separate
+//!   runs ([`crate::bgm::counts`]): a threshold chosen on `N` separate
 //!   selection runs, the evaluation runs reduced to counts on a grid fixed
 //!   in advance.
 //!
 //! Every setting is validated (sampler parameters and memory included)
 //! before any simulation starts ([`prepare_all`]); a scores-mode experiment
 //! that cannot fit in memory is refused with the estimate. The simulation
-//! runs on any [`BgmEngine`](crate::bgm_engine::BgmEngine); the out-dir, shards and merges are
-//! [`crate::bgm_runner`].
+//! runs on any [`BgmEngine`](crate::bgm::engine::BgmEngine); the out-dir, shards and merges are
+//! [`crate::bgm::runner`].
 
 //!
 //! Layout: [`setting`] (the experiment file, its settings and their
@@ -86,7 +86,8 @@ seed = 0
             .to_string();
         assert!(err.contains("buffer_size"), "{err}");
         assert!(
-            err.contains("multiple of expected_batch_size = 10"),
+            err.contains("multiple of batch_size = 10")
+                && err.contains("steps × expected_batch_size = 100 records"),
             "{err}"
         );
         assert!(err.contains("t.toml: settings[0]"), "{err}");

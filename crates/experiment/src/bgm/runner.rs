@@ -1,4 +1,4 @@
-//! A BGM experiment ([`crate::bgm_audit`]) in an out-dir: claimed, resumed,
+//! A BGM experiment ([`crate::bgm::audit`]) in an out-dir: claimed, resumed,
 //! sharded, merged and finalized, chunk by chunk, with the same defences as
 //! `dpaudit run` ([`dpaudit_store::outdir`], [`dpaudit_store::shard`]).
 //!
@@ -12,7 +12,7 @@
 //!   score), or, for a partial-shuffle setting, the whole setting (the guess
 //!   search decides which columns the evaluation runs score, so the two
 //!   cannot be split without a second round). A scores-mode unit holds its
-//!   scores; a counts-mode unit ([`crate::bgm_counts`]) holds a histogram on
+//!   scores; a counts-mode unit ([`crate::bgm::counts`]) holds a histogram on
 //!   the fixed grid, of evaluation runs or of threshold-selection runs
 //!   (`"selection": true`; slices of the selection runs, which need nothing
 //!   from the evaluation units and vice versa: the threshold is chosen when
@@ -27,7 +27,7 @@
 //! copies verified units of shard out-dirs into one and finalizes it. The
 //! scores, bounds and every non-timing field of `audit.json` equal those of
 //! a single-process run on the same engine; the timings
-//! ([`crate::bgm_audit::TIMING_FIELDS`]) are the compute seconds summed over
+//! ([`crate::bgm::audit::TIMING_FIELDS`]) are the compute seconds summed over
 //! the processes.
 
 use std::fmt::Write as _;
@@ -38,20 +38,21 @@ use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::bgm_audit::{
+use crate::bgm::audit::{
     prepare_all, report_setting, search_guess_if, simulate_histogram, summary_markdown,
     BgmExperiment, BgmReport, GuessSearch, PreparedSetting, SettingCounts, SettingScores,
     SimulationClock,
 };
-use crate::bgm_counts::HistogramAccumulator;
-use crate::bgm_engine::BgmEngine;
-use crate::bgm_unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
+use crate::bgm::counts::HistogramAccumulator;
+use crate::bgm::engine::BgmEngine;
+use crate::bgm::unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
 use crate::error::{invalid, ExperimentError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
 use dpaudit_store::shard::Shard;
 use dpaudit_store::store::{read_manifest_json, Outcome, Store, UnitState, Work, CONFIG_FILE};
+use dpaudit_store::StoreError;
 
-pub use crate::bgm_unit::{
+pub use crate::bgm::unit::{
     plan_units, unit_file, Unit, MAX_SELECTION_SLICES, MAX_SLICES_PER_SETTING,
 };
 pub use dpaudit_store::store::Plan;
@@ -95,25 +96,27 @@ impl BgmManifest {
     pub fn read(dir: &Path) -> Result<Self> {
         let (path, value) = read_manifest_json(dir)?;
         if value.get("kind").and_then(|v| v.as_str()) != Some(BGM_KIND) {
-            return Err(ExperimentError::Inconsistent {
+            return Err(ExperimentError::Store(StoreError::Inconsistent {
                 path,
                 reason: "not the out-dir of a `dpaudit bgm` experiment (no \"kind\": \"bgm\"); use another --out-dir"
                     .into(),
-            });
+            }));
         }
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(FORMAT_VERSION)) {
-            return Err(ExperimentError::Inconsistent {
+            return Err(ExperimentError::Store(StoreError::Inconsistent {
                 path,
                 reason: format!(
                     "written by out-dir format {}; this dpaudit reads and writes format {FORMAT_VERSION}: use a new --out-dir",
                     version.map_or("unknown".to_string(), |v| v.to_string()),
                 ),
-            });
+            }));
         }
-        serde_json::from_value(value).map_err(|e| ExperimentError::Inconsistent {
-            path,
-            reason: format!("not a dpaudit BGM manifest: {e}"),
+        serde_json::from_value(value).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path,
+                reason: format!("not a dpaudit BGM manifest: {e}"),
+            })
         })
     }
 }
@@ -128,10 +131,10 @@ pub fn is_bgm_out_dir(dir: &Path) -> bool {
 
 fn fingerprint(experiment: &BgmExperiment, identity: &str, units: &[Unit]) -> Result<String> {
     let json = serde_json::to_string(&(&experiment.settings, identity, units)).map_err(|e| {
-        ExperimentError::Inconsistent {
+        ExperimentError::Store(StoreError::Inconsistent {
             path: PathBuf::from(CONFIG_FILE),
             reason: format!("serialising the experiment: {e}"),
-        }
+        })
     })?;
     Ok(hex::encode(&Sha256::digest(json.as_bytes())[..8]))
 }
@@ -190,9 +193,11 @@ impl<S: AsRef<[PreparedSetting]>> Work for BgmWork<S> {
     }
 
     fn encode(&self, data: &UnitData, path: &Path) -> Result<Vec<u8>> {
-        data.to_json().map_err(|e| ExperimentError::Inconsistent {
-            path: path.to_path_buf(),
-            reason: format!("serialising: {e}"),
+        data.to_json().map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: path.to_path_buf(),
+                reason: format!("serialising: {e}"),
+            })
         })
     }
 
@@ -306,9 +311,11 @@ impl<'a> BgmDir<'a> {
             with_target: scores.with_target,
             without_target: scores.without_target,
         };
-        let json = serde_json::to_vec(&file).map_err(|e| ExperimentError::Inconsistent {
-            path: self.out_dir().path(unit_file(c)),
-            reason: format!("serialising the scores: {e} (a score is not finite)"),
+        let json = serde_json::to_vec(&file).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: self.out_dir().path(unit_file(c)),
+                reason: format!("serialising the scores: {e} (a score is not finite)"),
+            })
         })?;
         self.store.write_unit(c, &json)
     }
@@ -363,9 +370,11 @@ impl<'a> BgmDir<'a> {
             selection,
             evaluation,
         };
-        let json = serde_json::to_vec(&file).map_err(|e| ExperimentError::Inconsistent {
-            path: self.out_dir().path(unit_file(c)),
-            reason: format!("serialising the counts: {e}"),
+        let json = serde_json::to_vec(&file).map_err(|e| {
+            ExperimentError::Store(StoreError::Inconsistent {
+                path: self.out_dir().path(unit_file(c)),
+                reason: format!("serialising the counts: {e}"),
+            })
         })?;
         self.store.write_unit(c, &json)
     }
@@ -394,9 +403,11 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
             histograms.push([HistogramAccumulator::new(), HistogramAccumulator::new()]);
         }
     }
-    let discontinuous = |c: u64, setting: usize| ExperimentError::Inconsistent {
-        path: config_path.clone(),
-        reason: format!("unit {c} does not continue the runs of setting {setting}"),
+    let discontinuous = |c: u64, setting: usize| {
+        ExperimentError::Store(StoreError::Inconsistent {
+            path: config_path.clone(),
+            reason: format!("unit {c} does not continue the runs of setting {setting}"),
+        })
     };
     let missing = store.read_all(|c, data| {
         let unit = &manifest.units[c as usize];
@@ -458,20 +469,20 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
                 ("evaluation", &counts.evaluation, want[1]),
             ] {
                 if h.with_target() != n || h.without_target() != n {
-                    return Err(ExperimentError::Inconsistent {
+                    return Err(ExperimentError::Store(StoreError::Inconsistent {
                         path: config_path.clone(),
                         reason: format!(
                             "setting {i}: the {stream} units hold {} and {} runs, the setting asks for {n} per hypothesis",
                             h.with_target(),
                             h.without_target()
                         ),
-                    });
+                    }));
                 }
                 for &(b, w, wo) in &h.buckets {
                     let _ = writeln!(
                         counts_csv,
                         "{i},{stream},{b},{:?},{w},{wo}",
-                        crate::bgm_counts::boundary(b)
+                        crate::bgm::counts::boundary(b)
                     );
                 }
             }

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::canaries::ScoreKind;
-use crate::settings::{ClaimedBound, ExperimentConfig};
+use crate::canary::canaries::ScoreKind;
+use crate::canary::settings::{ClaimedBound, ExperimentConfig};
 use dpaudit_audit::bound::{
     BoundedOn, EpsilonLowerBound, Evidence, MechanismAssumption, TradeoffShape,
 };
@@ -22,7 +22,7 @@ use dpaudit_data::seed::Mode;
 
 use dpaudit_attacks::ThreatModel;
 
-use crate::book::ScoreRow;
+use crate::canary::book::ScoreRow;
 use crate::error::{ExperimentError, Result};
 use dpaudit_store::outdir::OutDir;
 
@@ -204,7 +204,7 @@ pub fn analyse(
     } = claim;
     let delta = config.train.delta;
     // Deterministic insertion composes Gaussian mechanisms: a Gaussian trade-off.
-    let gaussian_shaped = config.canary.insertion == crate::canaries::Insertion::Every;
+    let gaussian_shaped = config.canary.insertion == crate::canary::canaries::Insertion::Every;
     let shape = if gaussian_shaped {
         TradeoffShape::Gaussian
     } else {
@@ -355,9 +355,11 @@ pub fn analyse(
 pub fn describe_canary(config: &ExperimentConfig) -> String {
     let c = &config.canary;
     let when = match c.insertion {
-        crate::canaries::Insertion::Every if c.every == 1 => "inserted at every step".to_string(),
-        crate::canaries::Insertion::Every => format!("inserted every {} steps", c.every),
-        crate::canaries::Insertion::Sampled => "sampled like a record".to_string(),
+        crate::canary::canaries::Insertion::Every if c.every == 1 => {
+            "inserted at every step".to_string()
+        }
+        crate::canary::canaries::Insertion::Every => format!("inserted every {} steps", c.every),
+        crate::canary::canaries::Insertion::Sampled => "sampled like a record".to_string(),
     };
     let mut s = format!(
         "{} × {:?}, {when}, {} steps",
@@ -365,7 +367,7 @@ pub fn describe_canary(config: &ExperimentConfig) -> String {
         c.kind,
         config.steps()
     );
-    if c.kind == crate::canaries::CanaryKind::Dirac {
+    if c.kind == crate::canary::canaries::CanaryKind::Dirac {
         s.push_str(&format!(", coordinate {:?}", c.coordinate));
     }
     if c.scale != 1.0 {
@@ -469,7 +471,7 @@ pub fn write_plots(
     rows: &[ScoreRow],
 ) -> Result<()> {
     let plots = Path::new("plots");
-    let gaussian_shaped = config.canary.insertion == crate::canaries::Insertion::Every;
+    let gaussian_shaped = config.canary.insertion == crate::canary::canaries::Insertion::Every;
     for (k, kind) in config.audit.scores.iter().enumerate() {
         let members: Vec<f64> = rows
             .iter()

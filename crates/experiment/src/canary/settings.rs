@@ -12,7 +12,7 @@ use dpaudit_train::claim::{self, Participation};
 use dpaudit_train::config::TrainConfig;
 use dpaudit_train::error::{invalid, Result, TrainError};
 
-use crate::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
+use crate::canary::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 
 use dpaudit_audit::bound::GuessFamily;
 use dpaudit_audit::estimate::options::{BoundOptions, Spelling};
