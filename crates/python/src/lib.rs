@@ -45,7 +45,7 @@ use dpaudit_audit::estimate::options::{BoundOptions, Spelling};
 use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::figures::plots::histogram_auto;
 use dpaudit_audit::interrupt::Interrupt;
-use dpaudit_audit::method::{Method, SelectionChoice};
+use dpaudit_audit::method::{Method, Observed, SelectionChoice};
 use dpaudit_audit::metrics::{metrics as score_metrics, roc as roc_curve, tpr_at_fprs};
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
@@ -143,13 +143,21 @@ fn options(
 }
 
 /// The bounding methods, in the order of the documentation, as
-/// `(name, listed, recorded_as, options)`: `listed` is false for the names of
-/// a family of another method (`one-run-fdp-gaussian`, recorded as
-/// `one-run-fdp`); `options` are those it takes beyond `delta`,
-/// `confidence`, `selection` and `seed`. `dpaudit.audit.METHODS` and
-/// `LABELS` are built from it.
+/// `(name, listed, recorded_as, options, observes)`: `listed` is false for
+/// the names of a family of another method (`one-run-fdp-gaussian`, recorded
+/// as `one-run-fdp`); `options` are those it takes beyond `delta`,
+/// `confidence`, `selection` and `seed`; `observes` is `"runs"` (one target
+/// in each of many runs) or `"canaries-of-one-run"` (the one-run methods).
+/// `dpaudit.audit.METHODS` and `LABELS`, and the rows `dpaudit.runs` bounds,
+/// come from it.
 #[pyfunction]
-fn methods() -> Vec<(&'static str, bool, &'static str, Vec<&'static str>)> {
+fn methods() -> Vec<(
+    &'static str,
+    bool,
+    &'static str,
+    Vec<&'static str>,
+    &'static str,
+)> {
     Method::ALL
         .into_iter()
         .filter(|m| m.bounds())
@@ -159,6 +167,11 @@ fn methods() -> Vec<(&'static str, bool, &'static str, Vec<&'static str>)> {
                 m.listed(),
                 m.recorded_as().name(),
                 m.options().iter().map(|o| o.key()).collect(),
+                match m.observes() {
+                    Observed::Runs => "runs",
+                    Observed::CanariesOfOneRun => "canaries-of-one-run",
+                    Observed::Measurement => "measurement",
+                },
             )
         })
         .collect()

@@ -116,11 +116,12 @@ def bound(
     `members`: booleans (any non-zero byte is a member, as NumPy reads them) or
     the numbers 0 and 1. Raises KeyboardInterrupt on Ctrl-C, and ValueError for
     a multi-split of more `splits` than the rows allow (with the estimate)."""
-def methods() -> list[tuple[str, bool, str, list[str]]]:
+def methods() -> list[tuple[str, bool, str, list[str], str]]:
     """The bounding methods of the core, in the order of the documentation, as `(name, listed,
-    recorded_as, options)`: `listed` is False for the name of a family of another method
+    recorded_as, options, observes)`: `listed` is False for the name of a family of another method
     (`one-run-fdp-gaussian`, recorded as `one-run-fdp`); `options` are those it takes beyond
-    `delta`, `confidence`, `selection` and `seed`."""
+    `delta`, `confidence`, `selection` and `seed`; `observes` is "runs" (one target in each of
+    many runs) or "canaries-of-one-run" (the one-run methods)."""
 def panoramia(
     baseline_scores: _Scores,
     baseline_members: _Members,

@@ -92,7 +92,7 @@ TieBreak = Literal["quantile", "seeded"]
 #: ``confidence``, ``selection`` and ``seed``. A method of the core is
 #: reachable through :func:`estimate` without a line here.
 METHODS: Dict[str, Tuple[str, ...]] = {
-    name: tuple(options) for name, listed, _, options in _dpaudit.methods() if listed
+    name: tuple(options) for name, listed, _, options, _ in _dpaudit.methods() if listed
 }
 
 #: The printed labels of ``audit.json`` and ``Bound.label``: the method and
@@ -107,7 +107,7 @@ LABELS: Dict[str, Tuple[str, Dict[str, str]]] = {
         else {"family": "eps-delta"} if "family" in options
         else {},
     )
-    for name, listed, recorded, options in _dpaudit.methods()
+    for name, listed, recorded, options, _ in _dpaudit.methods()
 }
 
 # The integer options and their largest values (the core's u64 and u32).

@@ -331,7 +331,6 @@ class CanaryRun(OutDir):
         from .. import audit as _audit
 
         label = _method_label(method)
-        fn = getattr(_audit, _METHODS[label][0])
         if label in _ONE_RUN:
             if run is None:
                 if not self.runs.size:
@@ -342,7 +341,7 @@ class CanaryRun(OutDir):
             if run is not None:
                 raise ValueError(f"`run` applies to the one-run methods only, not {label}")
             s, m = self.observations(score)
-        return fn(s, m, **self.audit_arguments(label))
+        return _audit.estimate(s, m, method=_METHODS[label][0], **self.audit_arguments(label))
 
     def audit_entry(self, method: str, score: Optional[str] = None) -> Dict[str, Any]:
         """The entry of ``audit.json``'s ``lower_bounds`` for ``method`` and

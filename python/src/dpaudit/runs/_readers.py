@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _dpaudit
 from .. import audit as _audit
 from ._format import _LOCK_FILE
 
@@ -129,19 +130,20 @@ def _method_label(method: str) -> str:
     return label
 
 
-# label → (function in dpaudit.audit, extra keyword arguments), from the
-# method table of dpaudit.audit; the one-run methods as `dpaudit run` audits
-# them (its coins are fair, so it adds the one-sided guesses).
+# label → (the method dpaudit.audit.estimate computes it with, extra keyword
+# arguments), from the method table of dpaudit.audit; the one-run methods as
+# `dpaudit run` audits them (its coins are fair, so it adds the one-sided
+# guesses).
 _METHODS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     label: (
-        method.replace("-", "_"),
+        method,
         {**fixed, **({"guesses": "with-one-sided"} if "guesses" in _audit.METHODS[method] else {})},
     )
     for label, (method, fixed) in _audit.LABELS.items()
 }
-_ONE_RUN = (
-    "one-run", "one-run-fdp", "one-run-fdp-gaussian", "one-run-order", "one-run-order-gaussian",
-    "one-run-gaussian-scores",
+# The labels whose bound reads the canaries of one run (the core's list).
+_ONE_RUN = tuple(
+    name for name, _, _, _, observes in _dpaudit.methods() if observes == "canaries-of-one-run"
 )
 
 
