@@ -48,3 +48,31 @@ def test_absurd_splits_are_refused_with_an_estimate():
         dpaudit.audit.one_run(scores, members, delta=DELTA, selection="multi-split", splits=10**6)
     # Refused before any work: far quicker than one halving per second.
     assert time.perf_counter() - t < 5
+
+
+@pytest.mark.parametrize("children", [None, 256])
+def test_ctrl_c_stops_a_long_seed_coins(children):
+    # 2**28 coins in all, one node or 256 children of 2**20: 256 MiB of flags
+    # and about 3-6 s (50-100 M coins/s) if it ran to the end. The output is
+    # reserved, not written, up front, so stopped after 0.3 s it holds only
+    # the pages of the coins drawn by then. The binding checks for Ctrl-C
+    # every 2**22 coins, also inside one node's row.
+    count = 2**28 if children is None else 2**20
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    t = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            dpaudit._dpaudit.seed_coins(5, "membership", [0], count, children=children)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    # Generous: a check every 2**22 coins is every few tens of ms.
+    assert time.perf_counter() - t < 10
+    # The interpreter and the binding still work, and drawing in pieces keeps
+    # the stream: 2**22 + 5 coins (two pieces) start with the first 1000.
+    first = dpaudit._dpaudit.seed_coins(5, "membership", [0], 1000)
+    assert np.array_equal(dpaudit._dpaudit.seed_coins(5, "membership", [0], 2**22 + 5)[:1000], first)
+    rows = dpaudit._dpaudit.seed_coins(5, "membership", [0], 2**21 + 3, children=3)
+    assert np.array_equal(rows[2, :1000], dpaudit._dpaudit.seed_coins(5, "membership", [0, 2], 1000))

@@ -1,5 +1,7 @@
 //! The error type of the accounting crate.
 
+use crate::dp_fields::{self, DpContext, DpField, DpFieldError};
+
 /// Everything that can go wrong in accounting. Each variant names the parameter or
 /// the event at fault and says what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -67,43 +69,51 @@ pub enum AccountingError {
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, AccountingError>;
 
-/// `sample_rate` must lie in (0, 1]; 1 means no subsampling.
+impl From<DpFieldError> for AccountingError {
+    fn from(e: DpFieldError) -> Self {
+        match e.field {
+            DpField::Steps => AccountingError::ZeroCount { name: "steps" },
+            field => AccountingError::InvalidParameter {
+                name: field.name(),
+                value: e.value,
+                expected: e.expected,
+            },
+        }
+    }
+}
+
+/// `sample_rate` must lie in (0, 1] ([`dp_fields::check`]).
 pub(crate) fn check_sample_rate(sample_rate: f64) -> Result<()> {
-    if sample_rate.is_finite() && sample_rate > 0.0 && sample_rate <= 1.0 {
-        Ok(())
-    } else {
-        Err(AccountingError::InvalidParameter {
-            name: "sample_rate",
-            value: sample_rate,
-            expected: "a number in (0, 1] (1 means no subsampling)",
-        })
-    }
+    dp_fields::check(DpContext::Claimed, DpField::SampleRate, sample_rate)?;
+    Ok(())
 }
 
-/// `noise_multiplier` must be finite and positive.
+/// `noise_multiplier` must be finite and positive: the accountant claims an ε
+/// for it ([`dp_fields::check`] in [`DpContext::Claimed`]).
 pub(crate) fn check_noise_multiplier(noise_multiplier: f64) -> Result<()> {
-    if noise_multiplier.is_finite() && noise_multiplier > 0.0 {
-        Ok(())
-    } else {
-        Err(AccountingError::InvalidParameter {
-            name: "noise_multiplier",
-            value: noise_multiplier,
-            expected: "a finite number > 0",
-        })
-    }
+    dp_fields::check(
+        DpContext::Claimed,
+        DpField::NoiseMultiplier,
+        noise_multiplier,
+    )?;
+    Ok(())
 }
 
-/// `delta` must lie in (0, 1).
+/// `delta` must lie in (0, 1) ([`dp_fields::check`]).
 pub(crate) fn check_delta(delta: f64) -> Result<()> {
-    if delta.is_finite() && delta > 0.0 && delta < 1.0 {
-        Ok(())
-    } else {
-        Err(AccountingError::InvalidParameter {
-            name: "delta",
-            value: delta,
-            expected: "a number in (0, 1)",
-        })
-    }
+    dp_fields::check(DpContext::Claimed, DpField::Delta, delta)?;
+    Ok(())
+}
+
+/// A target ε must be finite and positive ([`dp_fields::check`] in
+/// [`DpContext::Calibrated`]).
+pub(crate) fn check_target_epsilon(target_epsilon: f64) -> Result<()> {
+    dp_fields::check(
+        DpContext::Calibrated,
+        DpField::TargetEpsilon,
+        target_epsilon,
+    )?;
+    Ok(())
 }
 
 /// `epsilon` must be finite and non-negative.

@@ -11,8 +11,11 @@
 //! * [`calibrate_noise_multiplier`]: the smallest noise multiplier that reaches a target (ε, δ);
 //!   [`calibrate_event`] the same for any mechanism event (a sampler's own claim).
 //! * [`shuffle_lower_bound`]: what shuffling costs at least (a *lower* bound, its own type).
+//! * [`dp_fields`]: the one validation of the DP fields (σ, C, q, steps, δ, target ε), by context,
+//!   that every front end calls.
 
 pub mod chua_shuffle;
+pub mod dp_fields;
 pub mod error;
 pub mod event;
 pub mod gdp;
@@ -30,7 +33,9 @@ pub use error::{AccountingError, Result};
 pub use event::{Component, MechanismEvent, NeighbouringRelation};
 pub use pld::PldOptions;
 
-use error::{check_count, check_delta, check_epsilon, check_noise_multiplier, check_sample_rate};
+use error::{
+    check_delta, check_epsilon, check_noise_multiplier, check_sample_rate, check_target_epsilon,
+};
 
 /// Which accountant interprets the events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -253,7 +258,7 @@ pub fn dpsgd_epsilon(
 ) -> Result<EpsilonUpperBound> {
     check_sample_rate(sample_rate)?;
     check_noise_multiplier(noise_multiplier)?;
-    check_count("steps", steps)?;
+    dp_fields::check_steps(steps)?;
     check_delta(delta)?;
     epsilon(
         &MechanismEvent::dpsgd(sample_rate, noise_multiplier, steps),
@@ -300,7 +305,7 @@ pub fn calibrate_noise_multiplier(
     relative_tolerance: f64,
 ) -> Result<Calibration> {
     check_sample_rate(sample_rate)?;
-    check_count("steps", steps)?;
+    dp_fields::check_steps(steps)?;
     calibrate_event(
         &MechanismEvent::dpsgd(sample_rate, 1.0, steps),
         delta,
@@ -327,13 +332,7 @@ pub fn calibrate_event(
     check_delta(delta)?;
     // Every parameter but σ is checked once, before any bisection.
     event.with_noise_multiplier(1.0).components()?;
-    if !(target_epsilon.is_finite() && target_epsilon > 0.0) {
-        return Err(AccountingError::InvalidParameter {
-            name: "target_epsilon",
-            value: target_epsilon,
-            expected: "a finite number > 0",
-        });
-    }
+    check_target_epsilon(target_epsilon)?;
     if !(relative_tolerance.is_finite() && relative_tolerance > 0.0 && relative_tolerance < 0.5) {
         return Err(AccountingError::InvalidParameter {
             name: "tolerance",

@@ -357,8 +357,15 @@ impl SeedKey {
     /// (`membership` stream, child `run`) and PANORAMIA's audit-game coins
     /// (`membership` stream, child 0).
     pub fn coins(self, count: usize) -> Vec<bool> {
+        self.coin_stream().take(count).collect()
+    }
+
+    /// The fair coins of [`SeedKey::coins`] one at a time, without end: its
+    /// `count` coins are the first `count` of this stream (a long draw can
+    /// stop between pieces, e.g. to check for Ctrl-C).
+    pub fn coin_stream(self) -> impl Iterator<Item = bool> + Send {
         let mut rng = self.rng();
-        (0..count).map(|_| rng.gen_bool(0.5)).collect()
+        std::iter::repeat_with(move || rng.gen_bool(0.5))
     }
 
     /// The raw 256-bit key.

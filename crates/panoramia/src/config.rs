@@ -72,6 +72,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use dpaudit_accounting::dp_fields::{self, DpContext, DpField, DpFieldError};
 use dpaudit_audit::observations::Selection;
 use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
@@ -651,6 +652,22 @@ impl PanoramiaConfig {
                     }
                 }
                 (None, Some(train)) => {
+                    if let Some(eps) = t.epsilon {
+                        // σ is calibrated to `epsilon`: the one DP-field
+                        // validation in its calibrated context, before the
+                        // training rules (which would admit any σ ≥ 0).
+                        let refused = |name: &str, e: DpFieldError| {
+                            config_err(file, field(name), e.value, e.expected)
+                        };
+                        dp_fields::check(DpContext::Calibrated, DpField::TargetEpsilon, eps)
+                            .map_err(|e| refused("epsilon", e))?;
+                        dp_fields::check(
+                            DpContext::Calibrated,
+                            DpField::NoiseMultiplier,
+                            train.dp.noise_multiplier,
+                        )
+                        .map_err(|e| refused("train.dp.noise_multiplier", e))?;
+                    }
                     train
                         .validate()
                         .map_err(|e| config_err(file, field("train"), "invalid", e.to_string()))?;
@@ -669,19 +686,6 @@ impl PanoramiaConfig {
                             "given",
                             "no `model` with `train` (use `train.model`)",
                         ));
-                    }
-                    if let Some(eps) = t.epsilon {
-                        if !(eps.is_finite() && eps > 0.0) {
-                            return Err(config_err(file, field("epsilon"), eps, "a finite ε > 0"));
-                        }
-                        if train.dp.noise_multiplier != 0.0 {
-                            return Err(config_err(
-                                file,
-                                field("train.dp.noise_multiplier"),
-                                train.dp.noise_multiplier,
-                                "0 when `epsilon` is given (the noise multiplier is calibrated to it)",
-                            ));
-                        }
                     }
                 }
             }

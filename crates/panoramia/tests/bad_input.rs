@@ -192,6 +192,50 @@ fn config_errors_name_file_and_field() {
     );
 }
 
+/// A target with `epsilon` is read in the calibrated context of the one
+/// DP-field validation (`dpaudit_accounting::dp_fields`): σ must be 0 and the
+/// target ε finite and > 0, in the validator's words.
+#[test]
+fn a_calibrated_target_refuses_through_the_validator() {
+    use dpaudit_accounting::dp_fields::{expected, DpContext, DpField};
+    let (_dir, data) = setup();
+    let base = common::head(r#"kind = "real_holdout""#, "same-data", 400);
+    let target = |eps: &str, sigma: &str| {
+        common::target("f", &data, 1, 1000)
+            .replace(
+                "name = \"f\"\n",
+                &format!("name = \"f\"\nepsilon = {eps}\n"),
+            )
+            .replace(
+                "noise_multiplier = 0.0",
+                &format!("noise_multiplier = {sigma}"),
+            )
+    };
+    let refusal = |t: String| {
+        PanoramiaConfig::from_toml(&(base.clone() + &t), "e.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(PanoramiaConfig::from_toml(&(base.clone() + &target("2.0", "0.0")), "e.toml").is_ok());
+    let sigma = expected(DpContext::Calibrated, DpField::NoiseMultiplier);
+    for bad in ["1.0", "-1.0", "nan"] {
+        let msg = refusal(target("2.0", bad));
+        assert!(
+            msg.contains("target[0].train.dp.noise_multiplier") && msg.contains(sigma),
+            "{bad}: {msg}"
+        );
+    }
+    let eps = expected(DpContext::Calibrated, DpField::TargetEpsilon);
+    for bad in ["0.0", "-1.0", "inf", "nan"] {
+        let msg = refusal(target(bad, "0.0"));
+        assert!(
+            msg.contains("target[0].epsilon") && msg.contains(eps),
+            "{bad}: {msg}"
+        );
+    }
+}
+
 #[test]
 fn a_second_process_on_the_same_out_dir_is_refused_before_any_work() {
     let (dir, data) = setup();

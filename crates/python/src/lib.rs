@@ -21,6 +21,7 @@
 //! - A `Bound` pickles (and copies) as its bound's own JSON and the arrays
 //!   it was computed from; equal bounds compare equal and hash alike.
 
+mod dp_fields;
 mod errors;
 mod inputs;
 mod runs;
@@ -709,6 +710,7 @@ fn _dpaudit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DESIGN_LEVEL", dpaudit_audit::design::DESIGN_LEVEL)?;
     m.add_class::<LowerBound>()?;
     runs::register(m)?;
+    dp_fields::register(m)?;
     m.add_function(wrap_pyfunction!(bound, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(panoramia, m)?)?;

@@ -158,22 +158,41 @@ fn seed_coins<'py>(
         )));
     };
     let mut flags: Vec<bool> = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-    let rows_per_check = (COINS_PER_CHECK / count.max(1)).max(1);
-    let mut row = 0;
-    while row < rows {
-        let end = row.saturating_add(rows_per_check).min(rows);
-        py.detach(|| {
-            for r in row..end {
-                let node = if children.is_some() {
-                    key.child(r)
+    let node = |r: u64| {
+        if children.is_some() {
+            key.child(r)
+        } else {
+            key
+        }
+    };
+    // Draw in pieces of at most COINS_PER_CHECK coins, within a row too (a
+    // single node may ask for 2³⁰), and check for Ctrl-C between pieces.
+    let (mut row, mut stream, mut left) = (0, node(0).coin_stream(), 0);
+    loop {
+        let done = py.detach(|| {
+            let mut budget = COINS_PER_CHECK as usize;
+            loop {
+                if left == 0 {
+                    if row == rows {
+                        return true;
+                    }
+                    (stream, left) = (node(row).coin_stream(), per_row);
+                    row += 1;
+                    // A row counts as work, so empty rows still yield.
+                    budget = budget.saturating_sub(1);
+                } else if budget == 0 {
+                    return false;
                 } else {
-                    key
-                };
-                flags.extend(node.coins(per_row));
+                    let n = budget.min(left);
+                    flags.extend(stream.by_ref().take(n));
+                    (left, budget) = (left - n, budget - n);
+                }
             }
         });
         py.check_signals()?;
-        row = end;
+        if done {
+            break;
+        }
     }
     let flat = PyArray1::from_vec(py, flags);
     match children {

@@ -30,6 +30,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
 use dpaudit_data::sampler::SamplerConfig;
 use serde::{Deserialize, Serialize};
 
@@ -275,9 +276,7 @@ impl TrainConfig {
             }
             _ => {}
         }
-        if !(self.delta > 0.0 && self.delta < 1.0) {
-            return Err(invalid("delta", self.delta, "in (0, 1)"));
-        }
+        dp_fields::check(DpContext::Claimed, DpField::Delta, self.delta)?;
         if let Some(n) = self.data.train_size {
             if n < 2 {
                 return Err(invalid(

@@ -151,3 +151,12 @@ pub fn invalid(
 
 /// Result alias of this crate.
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+/// A refusal of the one DP-field validation
+/// ([`dpaudit_accounting::dp_fields::check`]) as the config error naming the
+/// field in the project vocabulary (callers prefix their section).
+impl From<dpaudit_accounting::dp_fields::DpFieldError> for TrainError {
+    fn from(e: dpaudit_accounting::dp_fields::DpFieldError) -> Self {
+        invalid(e.field.name(), e.value, e.expected)
+    }
+}

@@ -89,6 +89,45 @@ fn impossible_shapes_and_ranges_are_errors() {
     assert!(e.contains("depth"), "{e}");
 }
 
+/// The DP fields are refused by the one validation
+/// (`dpaudit_accounting::dp_fields`) in its training context: σ = 0 trains
+/// without noise, a negative, NaN or infinite σ is refused with the
+/// validator's words under the TOML key.
+#[test]
+fn dp_fields_are_refused_by_the_one_validation() {
+    use dpaudit_accounting::dp_fields::{check, expected, DpContext, DpField};
+    let sigma =
+        |v: &str| GOOD.replace("noise_multiplier = 1.0", &format!("noise_multiplier = {v}"));
+    assert!(TrainConfig::from_toml(&sigma("0.0"), "test.toml").is_ok());
+    let said = expected(DpContext::Training, DpField::NoiseMultiplier);
+    for bad in ["-1.0", "nan", "inf"] {
+        let e = err(&sigma(bad));
+        assert!(
+            e.contains("dp.noise_multiplier") && e.contains(said),
+            "{bad}: {e}"
+        );
+    }
+    let e = err(&GOOD.replace("delta = 1e-5", "delta = 1.0"));
+    assert!(
+        e.contains("delta") && e.contains(expected(DpContext::Claimed, DpField::Delta)),
+        "{e}"
+    );
+    // The engine's own config: the same refusal, field for field.
+    let engine = DpSgdConfig {
+        noise_multiplier: 1.0,
+        max_grad_norm: f64::NAN,
+        learning_rate: 0.1,
+        normaliser: Normaliser::ExpectedBatchSize(10.0),
+        momentum: 0.0,
+        weight_decay: 0.0,
+    };
+    let refusal = check(DpContext::Training, DpField::MaxGradNorm, f64::NAN).unwrap_err();
+    assert_eq!(
+        engine.validate().unwrap_err().to_string(),
+        TrainError::from(refusal).to_string()
+    );
+}
+
 #[test]
 fn a_nan_loss_stops_the_run_naming_the_step() {
     let model = Mlp::new(&mut Init::new(0, 1, Device::Cpu), &[4, 3, 2]).unwrap();

@@ -160,6 +160,18 @@ def calibrate(
 ) -> _Json: ...
 def shuffle_epsilon_lower_bound(noise_multiplier: float, steps_per_epoch: int, epochs: int, delta: float) -> _Json: ...
 
+# The one validation of the DP fields (crates/python/src/dp_fields.rs).
+def check_dp_field(
+    value: float,
+    *,
+    field: Literal[
+        "noise_multiplier", "max_grad_norm", "sample_rate", "expected_batch_size", "steps", "delta", "target_epsilon"
+    ],
+    context: Literal["training", "claimed", "calibrated"],
+    name: Optional[str] = None,
+) -> float:
+    """`value` if the DP field admits it in `context`; else ValueError naming `name` (default `field`)."""
+
 # The out-dir reader of dpaudit.runs (crates/python/src/runs.rs).
 OUTDIR_FORMAT_VERSION: int
 def read_manifest(dir: str) -> tuple[Optional[Literal["canary", "bgm", "panoramia"]], Any]:

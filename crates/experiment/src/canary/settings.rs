@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
 use dpaudit_accounting::EpsilonUpperBound;
 use dpaudit_data::sampler::Sampler;
 use dpaudit_data::seed::{RunSeed, Stream};
@@ -112,6 +113,14 @@ impl ExperimentConfig {
 
     /// Checks that need no data.
     pub fn validate_static(&self) -> Result<()> {
+        // An audit compares with the accountant's ε, so σ is claimed
+        // (checked before the training rules, which admit σ = 0).
+        dp_fields::check(
+            DpContext::Claimed,
+            DpField::NoiseMultiplier,
+            self.train.dp.noise_multiplier,
+        )
+        .map_err(|e| invalid("train.dp.noise_multiplier", e.value, e.expected))?;
         self.train.validate().map_err(|e| match e {
             TrainError::InvalidConfig {
                 field,
@@ -128,13 +137,6 @@ impl ExperimentConfig {
                 "train.steps",
                 "missing",
                 "`steps` (audits fix the number of steps; `epochs` is not accepted here)",
-            ));
-        }
-        if self.train.dp.noise_multiplier <= 0.0 {
-            return Err(invalid(
-                "train.dp.noise_multiplier",
-                self.train.dp.noise_multiplier,
-                "> 0: an audit needs a claimed finite ε",
             ));
         }
         let a = &self.audit;

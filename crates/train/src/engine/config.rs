@@ -1,6 +1,8 @@
 //! The DP-SGD hyperparameters, and the public constant the noisy sum is
 //! divided by.
 
+use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
+
 use crate::error::{Result, TrainError};
 
 /// The public constant the noisy sum is divided by.
@@ -49,22 +51,18 @@ impl DpSgdConfig {
                 expected: expected.into(),
             })
         };
-        if !(self.noise_multiplier >= 0.0 && self.noise_multiplier.is_finite()) {
-            return bad(
-                "noise_multiplier",
-                self.noise_multiplier,
-                "a finite number ≥ 0",
-            );
-        }
-        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
-            return bad("max_grad_norm", self.max_grad_norm, "a finite number > 0");
+        // The DP fields, through the one validation (σ = 0 trains without
+        // noise: the engine claims no ε itself).
+        let dp = [
+            (DpField::NoiseMultiplier, self.noise_multiplier),
+            (DpField::MaxGradNorm, self.max_grad_norm),
+            (DpField::ExpectedBatchSize, self.normaliser.value()),
+        ];
+        for (field, value) in dp {
+            dp_fields::check(DpContext::Training, field, value)?;
         }
         if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
             return bad("learning_rate", self.learning_rate, "a finite number > 0");
-        }
-        let n = self.normaliser.value();
-        if !(n > 0.0 && n.is_finite()) {
-            return bad("expected_batch_size", n, "a finite number > 0");
         }
         if !(0.0..1.0).contains(&self.momentum) {
             return bad("momentum", self.momentum, "in [0, 1)");

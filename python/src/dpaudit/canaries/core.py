@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import accounting as _accounting
 from .. import audit as _audit
+from .._dpaudit import check_dp_field as _check_dp_field
 from .result import CanaryAudit
 from .scores import SCORES, StepScores
 
@@ -231,7 +232,10 @@ class CanarySet:
     def _record(self, rows: np.ndarray, x: np.ndarray, noise_multiplier: float, max_grad_norm: float) -> None:
         """Books one step: the canaries ``rows`` entered it, ``x`` is what it
         added at the coordinates beyond the records (canary and noise, in
-        units of sums), under the claimed σ and C."""
+        units of sums), under the claimed σ and C (checked here, before any
+        state changes: the Opacus harness books steps without ``observe``)."""
+        _check_dp_field(noise_multiplier, field="noise_multiplier", context="training")
+        _check_dp_field(max_grad_norm, field="max_grad_norm", context="training")
         self.insertions[rows] += 1
         self._history.append((float(noise_multiplier), float(max_grad_norm)))
         self._step_scores.update(x, float(noise_multiplier), float(max_grad_norm))
@@ -402,8 +406,7 @@ class DiracCanaries(CanarySet):
         then :meth:`observe` once the step's noisy sum exists."""
         if self._pending is not None:
             raise RuntimeError("draw() called twice without observe(): each step draws once and observes once")
-        if not (math.isfinite(max_grad_norm) and max_grad_norm > 0):
-            raise ValueError(f"max_grad_norm must be a finite number > 0, got {max_grad_norm!r}")
+        max_grad_norm = _check_dp_field(max_grad_norm, field="max_grad_norm", context="training")
         rows = np.flatnonzero(self._present() & self.included)
         self._pending = CanaryStep(self, rows, self.norm_factor * float(max_grad_norm))
         self._pending_norm = float(max_grad_norm)
@@ -428,8 +431,7 @@ class DiracCanaries(CanarySet):
             raise RuntimeError("observe() without draw(): draw the step's canaries before clipping")
         if not (math.isfinite(normalize_by) and normalize_by > 0):
             raise ValueError(f"normalize_by must be a finite number > 0, got {normalize_by!r}")
-        if not (noise_multiplier >= 0 and math.isfinite(noise_multiplier)):
-            raise ValueError(f"noise_multiplier must be a finite number ≥ 0, got {noise_multiplier!r}")
+        _check_dp_field(noise_multiplier, field="noise_multiplier", context="training")
         x = self.gather(noisy_sum)
         if records_sum is not None:
             x = x - self.gather(records_sum)

@@ -64,12 +64,13 @@ class StepScores:
 
     def update(self, x: np.ndarray, noise_multiplier: float, max_grad_norm: float) -> None:
         """Adds one step's observations ``x`` (gradient units, one per canary)."""
+        # σ and C passed the one validation of the DP fields in the training
+        # context (CanarySet._record): C > 0, σ ≥ 0; the likelihood ratio
+        # exists only where σ also passes the rule of a claimed ε (σ > 0).
         self.steps += 1
-        if not max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be > 0 to score a step, got {max_grad_norm}")
         u = np.asarray(x, dtype=np.float64) / max_grad_norm
         self.sum += u
-        if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+        if noise_multiplier == 0:
             self.llr_defined = False
             return
         for scale, acc in self.llr.items():

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use dpaudit_accounting::dp_fields::{self, DpContext, DpField, DpFieldError};
 use dpaudit_accounting::{calibrate_noise_multiplier, Accountant};
 use dpaudit_attacks::likelihood::default_partial_shuffle_guesses;
 use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator};
@@ -293,13 +294,11 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
             "a probability in (0, 1), e.g. 0.95",
         ));
     }
-    if !(s.delta.is_finite() && s.delta > 0.0 && s.delta < 1.0) {
-        return Err(invalid(
-            "delta",
-            s.delta.to_string(),
-            "a value in (0, 1), e.g. 1e-5",
-        ));
-    }
+    // The DP fields, through the one validation: σ when given is claimed
+    // (the report sets the accountant's ε beside the bound); a target ε
+    // calibrates σ.
+    let refused = |e: DpFieldError| invalid(e.field.name(), e.value.to_string(), e.expected);
+    dp_fields::check(DpContext::Claimed, DpField::Delta, s.delta).map_err(refused)?;
     if s.steps == 0 {
         return Err(invalid("steps", "0", "at least 1 batch per epoch"));
     }
@@ -311,8 +310,14 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
         .checked_mul(s.epochs as u64)
         .ok_or_else(|| invalid("steps × epochs", "overflow", "a product below 2⁶⁴"))?;
     let (noise_multiplier, noise_source) = match (s.noise_multiplier, s.epsilon) {
-        (Some(sigma), None) => (sigma, "given".to_string()),
+        (Some(sigma), None) => {
+            dp_fields::check(DpContext::Claimed, DpField::NoiseMultiplier, sigma)
+                .map_err(refused)?;
+            (sigma, "given".to_string())
+        }
         (None, Some(eps)) => {
+            dp_fields::check(DpContext::Calibrated, DpField::TargetEpsilon, eps)
+                .map_err(|e| invalid("epsilon", e.value.to_string(), e.expected))?;
             let cal = calibrate_noise_multiplier(
                 sample_rate,
                 total_steps,
