@@ -15,7 +15,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dpaudit_train::layers::{Conv2d, Conv2dConfig, Linear, LinearConfig, PerSampleGrad, Tape};
 use dpaudit_train::models::{LeNet5, Mlp};
