@@ -147,7 +147,10 @@ fn preflight_refuses_what_cannot_fit_with_the_estimate() {
     // Four float32 copies of the parameters dominate.
     assert_eq!(est.parts[0].1, 78_700_000_002 * 16);
     let e = preflight::check_against("training", "`model`", &est, Some(24 << 30)).unwrap_err();
-    assert!(matches!(e, TrainError::InsufficientMemory { .. }), "{e}");
+    assert!(
+        matches!(e, dpaudit_plan::PlanError::InsufficientMemory { .. }),
+        "{e}"
+    );
     assert!(
         e.to_string().contains("1172.") && e.to_string().contains("`model`"),
         "{e}"

@@ -1,7 +1,7 @@
 //! The DP-SGD hyperparameters, and the public constant the noisy sum is
 //! divided by.
 
-use crate::error::{Result, TrainError};
+use crate::error::{PlanError, Result};
 
 /// The public constant the noisy sum is divided by.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,7 +43,7 @@ impl DpSgdConfig {
     /// Check ranges once.
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &str, value: f64, expected: &str| {
-            Err(TrainError::InvalidConfig {
+            Err(PlanError::InvalidConfig {
                 field: field.into(),
                 value: value.to_string(),
                 expected: expected.into(),
