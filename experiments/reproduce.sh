@@ -12,7 +12,7 @@
 #   one-run        Steinke, Nasr & Jagielski 2023: white and black box, m ∈ {1000, 5000}, ε ∈ {2, 4, 8}
 #   one-run-paper  Steinke, Nasr & Jagielski 2023, Fig. 6: white box, m = 5000, at the paper's q, T, σ (ε = 8, 2, 4, 1)
 #   panoramia      Kazmi et al. 2024: generated non-members; ε̃ of DP (ε = 1, 16) and non-private targets
-#                  trained 5…40 epochs, ordered against the one-run audit on real non-members
+#                  trained 5…200 epochs on 6,000 records, ordered against the one-run audit on real non-members
 #   lecture        Karimireddy 2025: the GDP lecture's audit from its published counts
 #
 # Every run resumes: rerunning the command after a kill keeps finished work. Run `./dev demo` once
@@ -101,12 +101,14 @@ case "$headline" in
         done
         ;;
     panoramia)
-        # The ranking experiment (docs/panoramia.md, "Ranking targets"); the earlier single-seed
-        # file is experiments/panoramia/fmnist-lenet-dcgan.toml. One libtorch thread: the numbers
+        # The ranking experiment (docs/panoramia.md, "Ranking targets"); the earlier files are
+        # experiments/panoramia/fmnist-lenet-ranking.toml (D_f = 20,000) and fmnist-lenet-dcgan.toml
+        # (one seed). One libtorch thread: the numbers
         # in the docs were measured so, and libtorch's reductions (hence the classifiers) differ
         # with the thread count.
-        OMP_NUM_THREADS=1 run fmnist-lenet-ranking panoramia --config experiments/panoramia/fmnist-lenet-ranking.toml \
-            --out-dir "$out/$headline/fmnist-lenet-ranking"
+        OMP_NUM_THREADS=1 run fmnist-lenet-ranking-small panoramia \
+            --config experiments/panoramia/fmnist-lenet-ranking-small.toml \
+            --out-dir "$out/$headline/fmnist-lenet-ranking-small"
         ;;
     lecture)
         run lecture-counts counts experiments/lecture/backprop-clipping-counts.toml

@@ -4,23 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn no_statistics_file_names_the_figures() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let figures = src.join("figures");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files: Vec<PathBuf> = walkdir::WalkDir::new(&src)
+        .into_iter()
+        .map(|entry| entry.unwrap().into_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
     assert!(files.len() > 20, "found only {} source files", files.len());
     assert!(files.iter().any(|f| f.starts_with(&figures)));
     let offenders: Vec<String> = files

@@ -45,6 +45,7 @@ use crate::error::{out_err, PanoramiaError, Result};
 use crate::nn::Direction::{Forward, Transposed};
 use crate::nn::{
     load_into, read_meta, save_tensors, zero_grads, Adam, Conv2d, HostInit, Linear, Parameters,
+    Trained,
 };
 use crate::progress::Progress;
 use crate::records::{epoch_batches, Records};
@@ -497,18 +498,10 @@ pub struct Stage<'a> {
     pub classes: i64,
     /// Where the data came from.
     pub data_source: &'a str,
-    /// The out-dir's `generator.safetensors`.
-    pub path: &'a Path,
-    /// The config's fingerprint.
-    pub fingerprint: &'a str,
-    /// Parameter initialisation.
-    pub init: SeedKey,
-    /// Minibatch orders.
-    pub batches: SeedKey,
     /// Latents during training.
     pub noise: SeedKey,
-    /// Where the models run.
-    pub device: Device,
+    /// The two networks as one saved model (`generator.safetensors`).
+    pub net: Trained<'a>,
 }
 
 fn describe(meta: &DcganMeta, from: &str) -> String {
@@ -532,16 +525,17 @@ pub fn obtain(
     progress: &mut dyn Progress,
 ) -> Result<(Dcgan, String)> {
     let shape = &stage.d_g.shape;
-    let mut init = HostInit::new(stage.init, stage.device);
+    let net = &stage.net;
+    let mut init = HostInit::new(net.init, net.device);
     if let Some(path) = &settings.checkpoint {
         progress.stage("generator", &format!("loading {}", path.display()));
         let (gan, meta) = load(path, shape, stage.classes, &mut init)?;
         let text = describe(&meta, &format!(", loaded from {}", path.display()));
         return Ok((gan, text));
     }
-    if stage.path.exists() {
-        if let Ok((gan, meta)) = load(stage.path, shape, stage.classes, &mut init) {
-            if meta.fingerprint == stage.fingerprint {
+    if net.path.exists() {
+        if let Ok((gan, meta)) = load(net.path, shape, stage.classes, &mut init) {
+            if meta.fingerprint == net.fingerprint {
                 progress.stage("generator", "found in the out-dir, not retrained");
                 return Ok((gan, describe(&meta, " (D_G)")));
             }
@@ -554,7 +548,7 @@ pub fn obtain(
             stage.d_g.len()
         ),
     );
-    let mut init = HostInit::new(stage.init, stage.device);
+    let mut init = HostInit::new(net.init, net.device);
     let freq = class_frequencies(&stage.d_g.y, stage.classes);
     let gan = Dcgan::new(
         &mut init,
@@ -568,9 +562,9 @@ pub fn obtain(
     let (d, g) = gan.train(
         stage.d_g,
         settings,
-        stage.batches,
+        net.batches,
         stage.noise,
-        stage.device,
+        net.device,
         &mut |e, d, g| {
             progress.epoch("discriminator", e, epochs, "loss", d);
             progress.epoch("generator", e, epochs, "loss", g);
@@ -588,8 +582,8 @@ pub fn obtain(
         data_source: stage.data_source.to_string(),
         final_discriminator_loss: d,
         final_generator_loss: g,
-        fingerprint: stage.fingerprint.to_string(),
+        fingerprint: net.fingerprint.to_string(),
     };
-    save(&gan, stage.path, &meta)?;
+    save(&gan, net.path, &meta)?;
     Ok((gan, describe(&meta, " (D_G)")))
 }

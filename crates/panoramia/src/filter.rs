@@ -30,8 +30,6 @@
 //! accepted ones in draw order, so a pool is a replayable function of the
 //! seed.
 
-use std::path::Path;
-
 use dpaudit_data::seed::SeedKey;
 use serde::{Deserialize, Serialize};
 use tch::Device;
@@ -40,7 +38,7 @@ use crate::classifier::{self, FitReport, MembershipNet};
 use crate::config::{FilterConfig, FitConfig};
 use crate::dcgan::Dcgan;
 use crate::error::{config_err, out_err, Result};
-use crate::nn::{load_into, read_meta, save_tensors, HostInit, Parameters};
+use crate::nn::{load_into, read_meta, save_tensors, HostInit, Parameters, Trained};
 use crate::progress::Progress;
 use crate::records::Records;
 use crate::vae::Vae;
@@ -212,16 +210,8 @@ pub struct Stage<'a> {
     pub generator: &'a Generator,
     /// The key of generated draws.
     pub pool_key: SeedKey,
-    /// Parameter initialisation.
-    pub init: SeedKey,
-    /// Minibatch orders.
-    pub batches: SeedKey,
-    /// The out-dir's `filter.safetensors`.
-    pub path: &'a Path,
-    /// The config's fingerprint.
-    pub fingerprint: &'a str,
-    /// Where the models run.
-    pub device: Device,
+    /// The filter's classifier (`filter.safetensors`).
+    pub net: Trained<'a>,
 }
 
 /// Train the filter (or find it in the out-dir).
@@ -246,13 +236,14 @@ pub fn obtain(stage: &Stage<'_>, progress: &mut dyn Progress) -> Result<Filter> 
             kept: 0,
         },
     };
-    if stage.path.exists() {
-        if let Ok((bytes, meta)) = read_meta(stage.path) {
+    let saved = &stage.net;
+    if saved.path.exists() {
+        if let Ok((bytes, meta)) = read_meta(saved.path) {
             if let Ok(meta) = serde_json::from_str::<FilterMeta>(&meta) {
-                if meta.format == FORMAT && meta.fingerprint == stage.fingerprint {
-                    let mut init = HostInit::new(stage.init, stage.device);
+                if meta.format == FORMAT && meta.fingerprint == saved.fingerprint {
+                    let mut init = HostInit::new(saved.init, saved.device);
                     let net = MembershipNet::new(&mut init, shape, 0)?;
-                    load_into(stage.path, &bytes, &net.parameters())?;
+                    load_into(saved.path, &bytes, &net.parameters())?;
                     progress.stage("filter", "found in the out-dir, not retrained");
                     return Ok(filter(net, &meta));
                 }
@@ -273,7 +264,7 @@ pub fn obtain(stage: &Stage<'_>, progress: &mut dyn Progress) -> Result<Filter> 
     );
     let gen = stage
         .generator
-        .draw(n, stage.pool_key, FILTER_PURPOSE, stage.device)?;
+        .draw(n, stage.pool_key, FILTER_PURPOSE, saved.device)?;
     let fit_cfg = FitConfig {
         epochs: cfg.epochs,
         batch_size: cfg.batch_size,
@@ -288,20 +279,20 @@ pub fn obtain(stage: &Stage<'_>, progress: &mut dyn Progress) -> Result<Filter> 
         ],
         shape,
         &fit_cfg,
-        (stage.init, stage.batches),
-        stage.device,
+        (saved.init, saved.batches),
+        saved.device,
         "filter",
         &mut |e, a| progress.epoch("filter", e, epochs, "validation accuracy", a),
     )?;
     let meta = FilterMeta {
         format: FORMAT.into(),
-        fingerprint: stage.fingerprint.into(),
+        fingerprint: saved.fingerprint.into(),
         train_per_class: n_train,
         validation_per_class: n_val,
         fit,
     };
-    let json = serde_json::to_string(&meta).map_err(|e| out_err(stage.path, e))?;
-    save_tensors(stage.path, &net.parameters(), &json)?;
+    let json = serde_json::to_string(&meta).map_err(|e| out_err(saved.path, e))?;
+    save_tensors(saved.path, &net.parameters(), &json)?;
     Ok(filter(net, &meta))
 }
 

@@ -36,6 +36,24 @@ use crate::error::{PanoramiaError, Result};
 
 type TResult<T> = std::result::Result<T, tch::TchError>;
 
+/// A network a pipeline stage trains and keeps in the out-dir: where it is
+/// saved, the config fingerprint under which a saved copy is reused instead
+/// of retrained, the keys of its initial values and minibatch orders, and
+/// where it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Trained<'a> {
+    /// The out-dir's `.safetensors` file.
+    pub path: &'a Path,
+    /// The config's fingerprint.
+    pub fingerprint: &'a str,
+    /// Parameter initialisation.
+    pub init: SeedKey,
+    /// Minibatch orders.
+    pub batches: SeedKey,
+    /// Where the model runs.
+    pub device: Device,
+}
+
 /// Host-side initialiser: one ChaCha stream, parameters created on `device`.
 #[derive(Debug)]
 pub struct HostInit {

@@ -13,7 +13,7 @@ use dpaudit_data::synthetic::{generate, SyntheticSpec};
 use dpaudit_panoramia::config::FilterConfig;
 use dpaudit_panoramia::dcgan::{self, Dcgan, Settings, Stage};
 use dpaudit_panoramia::filter::{self, Generator};
-use dpaudit_panoramia::nn::HostInit;
+use dpaudit_panoramia::nn::{HostInit, Trained};
 use dpaudit_panoramia::records::Records;
 use dpaudit_panoramia::{run, PanoramiaConfig, PanoramiaError};
 use tch::Device;
@@ -49,12 +49,14 @@ fn stage<'a>(d_g: &'a Records, path: &'a std::path::Path, fp: &'a str) -> Stage<
         d_g,
         classes: 10,
         data_source: "synthetic",
-        path,
-        fingerprint: fp,
-        init: key.stream(Stream::Init),
-        batches: key.stream(Stream::Sampler),
         noise: key.stream(Stream::Generator),
-        device: Device::Cpu,
+        net: Trained {
+            path,
+            fingerprint: fp,
+            init: key.stream(Stream::Init),
+            batches: key.stream(Stream::Sampler),
+            device: Device::Cpu,
+        },
     }
 }
 
@@ -188,11 +190,13 @@ fn the_filter_keeps_what_its_threshold_says() {
             real: &real,
             generator: &gen,
             pool_key: key,
-            init: RunSeed(5).stream(Stream::Init),
-            batches: RunSeed(5).stream(Stream::Sampler),
-            path: &path,
-            fingerprint: "fp",
-            device: Device::Cpu,
+            net: Trained {
+                path: &path,
+                fingerprint: "fp",
+                init: RunSeed(5).stream(Stream::Init),
+                batches: RunSeed(5).stream(Stream::Sampler),
+                device: Device::Cpu,
+            },
         };
         filter::obtain(&st, &mut Count::default()).unwrap()
     };

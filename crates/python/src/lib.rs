@@ -113,33 +113,9 @@ fn to_python(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
 }
 
-/// The options as Python passed them (`None` = not given); names parsed by
-/// the audit crate, which also refuses what the method does not take.
-#[allow(clippy::too_many_arguments)]
-fn options(
-    confidence: f64,
-    delta: Option<f64>,
-    selection: &str,
-    seed: u64,
-    splits: Option<u32>,
-    family: Option<&str>,
-    k_plus: Option<u64>,
-    k_minus: Option<u64>,
-    guesses: Option<&str>,
-    tie_break: Option<&str>,
-) -> PyResult<BoundOptions> {
-    Ok(BoundOptions {
-        confidence: Some(confidence),
-        delta,
-        selection: selection.parse::<SelectionChoice>().map_err(value_error)?,
-        seed,
-        splits,
-        family: family.map(str::parse).transpose().map_err(audit_error)?,
-        guesses: guesses.map(str::parse).transpose().map_err(audit_error)?,
-        k_plus,
-        k_minus,
-        tie_break: tie_break.map(str::parse).transpose().map_err(audit_error)?,
-    })
+/// A selection policy by its name, as Python passed it.
+fn selection_choice(selection: &str) -> PyResult<SelectionChoice> {
+    selection.parse::<SelectionChoice>().map_err(value_error)
 }
 
 /// The bounding methods, in the order of the documentation, as
@@ -472,18 +448,20 @@ fn bound(
     tie_break: Option<&str>,
 ) -> PyResult<LowerBound> {
     let method = method.parse::<Method>().map_err(value_error)?;
-    let options = options(
-        confidence,
-        Some(delta),
-        selection,
+    // The options as Python passed them (`None` = not given); names parsed
+    // by the audit crate, which also refuses what the method does not take.
+    let options = BoundOptions {
+        confidence: Some(confidence),
+        delta: Some(delta),
+        selection: selection_choice(selection)?,
         seed,
         splits,
-        family,
+        family: family.map(str::parse).transpose().map_err(audit_error)?,
+        guesses: guesses.map(str::parse).transpose().map_err(audit_error)?,
         k_plus,
         k_minus,
-        guesses,
-        tie_break,
-    )?;
+        tie_break: tie_break.map(str::parse).transpose().map_err(audit_error)?,
+    };
     options
         .check(method, Spelling::Keywords)
         .map_err(audit_error)?;
@@ -525,9 +503,12 @@ fn panoramia(
     let baseline = baseline_inputs.observations()?;
     let mia_inputs = Inputs::read(scores, members)?;
     let mia = mia_inputs.observations()?;
-    let options = self::options(
-        confidence, None, selection, seed, None, None, None, None, None, None,
-    )?;
+    let options = BoundOptions {
+        confidence: Some(confidence),
+        selection: selection_choice(selection)?,
+        seed,
+        ..BoundOptions::default()
+    };
     let cfg = PanoramiaConfig {
         confidence,
         selection: options.selection(Method::Panoramia, mia.len()),

@@ -8,6 +8,10 @@
 //! read back, verified and written); everything else — the lock
 //! ([`OutDir`]), damaged files set aside, shards, duplicate and foreign
 //! shards refused, missing units named with their owners — is done here once.
+//! A manifest that keeps its fingerprint and shard as fields writes their
+//! accessors with [`manifest_fields!`](crate::manifest_fields), and a `Work`
+//! names its units' making and redoing only when the defaults ("computed",
+//! "recompute") do not fit, so that each `impl` states only what differs.
 //! Canary audits (`dpaudit_experiment::canary::runner`: a unit is a chunk of training runs) and
 //! BGM audits (`dpaudit_experiment::bgm::runner`: a unit is a slice of a setting's
 //! simulated runs) are its two users, and PANORAMIA (`dpaudit_panoramia`: a
@@ -75,6 +79,36 @@ pub trait Manifest: Clone + Serialize + Sized {
     }
 }
 
+/// The [`Manifest`] methods `fingerprint`, `shard` and `with_shard` of a
+/// manifest that keeps them as its fields `fingerprint: String` and
+/// `shard: Shard`, written once for the workflows that do; invoke it inside
+/// the `impl Manifest` block, which then states only what differs:
+///
+/// ```ignore
+/// impl dpaudit_store::store::Manifest for MyManifest {
+///     type Error = MyError;
+///     const WHAT: &'static str = "experiment";
+///     fn read(dir: &Path) -> Result<Self, MyError> { /* … */ }
+///     dpaudit_store::manifest_fields!();
+/// }
+/// ```
+#[macro_export]
+macro_rules! manifest_fields {
+    () => {
+        fn fingerprint(&self) -> &str {
+            &self.fingerprint
+        }
+
+        fn shard(&self) -> $crate::Shard {
+            self.shard
+        }
+
+        fn with_shard(self, shard: $crate::Shard) -> Self {
+            Self { shard, ..self }
+        }
+    };
+}
+
 /// What one unit's file holds once read back.
 #[derive(Debug)]
 pub enum UnitState<D> {
@@ -92,10 +126,10 @@ pub trait Work {
     type Data;
     /// The workflow's error (the store's own errors convert into it).
     type Error: From<StoreError>;
-    /// What redoing a unit is called ("retrain", "recompute").
-    const REDO: &'static str;
-    /// How units are made ("trained", "simulated").
-    const MADE: &'static str;
+    /// What redoing a unit is called ("retrain"; by default "recompute").
+    const REDO: &'static str = "recompute";
+    /// How units are made ("trained", "simulated"; by default "computed").
+    const MADE: &'static str = "computed";
 
     /// Units of the experiment (all shards').
     fn units(&self) -> u64;

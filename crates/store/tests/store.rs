@@ -32,17 +32,7 @@ impl store::Manifest for Toy {
         })
     }
 
-    fn fingerprint(&self) -> &str {
-        &self.fingerprint
-    }
-
-    fn shard(&self) -> Shard {
-        self.shard
-    }
-
-    fn with_shard(self, shard: Shard) -> Self {
-        Self { shard, ..self }
-    }
+    dpaudit_store::manifest_fields!();
 }
 
 /// Unit `c` holds `c²`.
@@ -52,8 +42,6 @@ struct Squares(u64);
 impl Work for Squares {
     type Data = u64;
     type Error = StoreError;
-    const REDO: &'static str = "recompute";
-    const MADE: &'static str = "computed";
 
     fn units(&self) -> u64 {
         self.0

@@ -212,24 +212,13 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The library sources, each with line comments removed.
 fn library_sources() -> Vec<(PathBuf, Vec<String>)> {
-    let mut files = Vec::new();
-    rust_files(&crate_dir().join("src"), &mut files);
-    files.sort();
-    files
+    walkdir::WalkDir::new(crate_dir().join("src"))
+        .sort_by_file_name()
         .into_iter()
+        .map(|entry| entry.unwrap().into_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
             let lines = text

@@ -2,9 +2,10 @@
 (private module; the classes are documented, and pickle, as members of those
 modules).
 
-Each is a frozen dataclass built from the JSON object the Rust core writes
-for the CLI, and ``to_dict()`` gives that object back key for key, so
-``result.to_dict()`` equals the CLI's ``--json`` output on the same input.
+Each is a frozen dataclass (a subclass of :class:`Result`) built from the
+JSON object the Rust core writes for the CLI, and ``to_dict()`` gives that
+object back key for key, so ``result.to_dict()`` equals the CLI's ``--json``
+output on the same input.
 
 Mapping access (``result["epsilon"]``, ``keys()``, iteration) is kept for one
 release for code written when these functions returned dicts: it answers
@@ -14,8 +15,16 @@ from ``to_dict()`` and warns (``DeprecationWarning``); use the attributes.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import warnings
 from typing import Any, Iterator, NamedTuple, Optional, Sequence, Tuple, Union, overload
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # type checkers read the branch above; at run time it only marks the class
+
+    def dataclass_transform(**_: Any) -> Any:
+        return lambda cls: cls
 
 import numpy as np
 
@@ -42,9 +51,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass_transform(frozen_default=True)
 class Result:
-    """What every result class shares: ``to_dict()``, building from the
-    core's JSON, and the deprecated mapping access."""
+    """What every result class shares: each subclass is made a frozen
+    dataclass (without a generated repr: the classes write their own),
+    ``to_dict()``, building from the core's JSON, and the deprecated mapping
+    access. A field is read from the JSON key of its name unless
+    :func:`_field` says otherwise."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True, repr=False)(cls)
 
     @classmethod
     def _from_json(cls, d: dict, **hidden: Any):
@@ -119,16 +136,15 @@ def _g(x: float) -> str:
 # --- accounting -------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class ShuffleLowerBound(Result):
     """The Chua et al. 2024 lower bound on ε of DP-SGD with shuffled batches:
     the shuffled mechanism is not (ε′, ``delta``)-DP for any ε′ < ``epsilon``."""
 
-    epsilon: float = _field()
-    delta: float = _field()
-    noise_multiplier: float = _field()
-    steps_per_epoch: int = _field()
-    epochs: int = _field()
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    steps_per_epoch: int
+    epochs: int
 
     def __float__(self) -> float:
         return self.epsilon
@@ -140,7 +156,6 @@ class ShuffleLowerBound(Result):
         )
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class EpsilonUpperBound(Result):
     """An accountant's ε upper bound at ``delta``. ``epsilon`` is the number
     to report (for PLD the upper end of the numerical bracket
@@ -149,16 +164,16 @@ class EpsilonUpperBound(Result):
     which is not a bound. ``rdp_order``: the Rényi order (RDP only); ``mu``:
     the μ of μ-GDP (GDP only)."""
 
-    accountant: str = _field()
-    relation: str = _field()
-    delta: float = _field()
-    epsilon: float = _field()
-    epsilon_lower: Optional[float] = _field()
-    epsilon_estimate: Optional[float] = _field()
-    epsilon_upper: Optional[float] = _field()
-    approximate: bool = _field()
-    rdp_order: Optional[float] = _field()
-    mu: Optional[float] = _field()
+    accountant: str
+    relation: str
+    delta: float
+    epsilon: float
+    epsilon_lower: Optional[float]
+    epsilon_estimate: Optional[float]
+    epsilon_upper: Optional[float]
+    approximate: bool
+    rdp_order: Optional[float]
+    mu: Optional[float]
 
     def __float__(self) -> float:
         return self.epsilon
@@ -182,16 +197,15 @@ class EpsilonUpperBound(Result):
         )
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class Account(EpsilonUpperBound):
     """ε of DP-SGD (``dpaudit account --json``): the accountant's
     :class:`EpsilonUpperBound` for ``steps`` Poisson-subsampled Gaussian
     mechanisms, with the parameters, and with ``shuffle=True`` the
     :class:`ShuffleLowerBound` for shuffled batches (else None)."""
 
-    sample_rate: float = _field()
-    noise_multiplier: float = _field()
-    steps: int = _field()
+    sample_rate: float
+    noise_multiplier: float
+    steps: int
     shuffle_lower_bound: Optional[ShuffleLowerBound] = _field(nested=ShuffleLowerBound, omit_none=True)
 
     def __repr__(self) -> str:
@@ -207,17 +221,16 @@ class Account(EpsilonUpperBound):
         )
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class DeltaUpperBound(Result):
     """An accountant's δ upper bound at ``epsilon`` (``delta_lower``: a lower
     bound on the true δ, PLD only)."""
 
-    delta: float = _field()
-    delta_lower: Optional[float] = _field()
-    epsilon: float = _field()
-    accountant: str = _field()
-    relation: str = _field()
-    approximate: bool = _field()
+    delta: float
+    delta_lower: Optional[float]
+    epsilon: float
+    accountant: str
+    relation: str
+    approximate: bool
 
     def __float__(self) -> float:
         return self.delta
@@ -228,20 +241,19 @@ class DeltaUpperBound(Result):
         return f"<dpaudit DeltaUpperBound {self.accountant}: δ ≤ {self.delta:.4g}{lower} at ε = {self.epsilon:g}{flag}>"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class Calibration(Result):
     """The smallest noise multiplier reaching (``target_epsilon``, δ)
     (``dpaudit calibrate --json``): ``noise_multiplier`` reaches it,
     ``noise_multiplier_lower`` does not; ``result`` is the accountant's ε at
     ``noise_multiplier``. ``float(c)`` is ``noise_multiplier``."""
 
-    noise_multiplier: float = _field()
-    noise_multiplier_lower: float = _field()
-    tolerance: float = _field()
-    target_epsilon: float = _field()
-    sample_rate: float = _field()
-    steps: int = _field()
-    evaluations: int = _field()
+    noise_multiplier: float
+    noise_multiplier_lower: float
+    tolerance: float
+    target_epsilon: float
+    sample_rate: float
+    steps: int
+    evaluations: int
     result: EpsilonUpperBound = _field(nested=EpsilonUpperBound)
 
     def __float__(self) -> float:
@@ -258,18 +270,16 @@ class Calibration(Result):
 # --- audit: metrics, PANORAMIA, the design check -----------------------------
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class Interval(Result):
     """A two-sided Clopper–Pearson interval."""
 
-    lower: float = _field()
-    upper: float = _field()
+    lower: float
+    upper: float
 
     def __repr__(self) -> str:
         return f"[{self.lower:.4g}, {self.upper:.4g}]"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class TprAtFpr(Result):
     """The TPR of the rule "member iff score > ``threshold``", the threshold
     being the (k+1)-th largest non-member score, k = ⌊``target_fpr`` · n₀⌋
@@ -277,14 +287,14 @@ class TprAtFpr(Result):
     allowed). Same-data empirical rates, descriptive, not bounds; the
     intervals are exact given the threshold. ``float(t)`` is ``tpr``."""
 
-    target_fpr: float = _field()
-    resolvable: bool = _field()
-    threshold: float = _field()
-    false_positives: int = _field()
-    fpr: float = _field()
+    target_fpr: float
+    resolvable: bool
+    threshold: float
+    false_positives: int
+    fpr: float
     fpr_interval: Interval = _field(nested=Interval)
-    true_positives: int = _field()
-    tpr: float = _field()
+    true_positives: int
+    tpr: float
     tpr_interval: Interval = _field(nested=Interval)
 
     def __float__(self) -> float:
@@ -308,7 +318,6 @@ class Roc(NamedTuple):
     thresholds: np.ndarray
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class Metrics(Result):
     """AUC (ties count ½) and the TPR at FPR 10⁻³ and 10⁻² (``at_low_fpr``,
     the JSON's ``tpr_at_fpr``) with Clopper–Pearson intervals at
@@ -320,10 +329,10 @@ class Metrics(Result):
     rule at any FPR and the whole curve from the scores kept with the result.
     """
 
-    members: int = _field()
-    nonmembers: int = _field()
-    auc: float = _field()
-    interval_confidence: float = _field()
+    members: int
+    nonmembers: int
+    auc: float
+    interval_confidence: float
     at_low_fpr: Tuple[TprAtFpr, ...] = _field("tpr_at_fpr", nested=TprAtFpr, many=True)
     scores: np.ndarray = _hidden()
     member_flags: np.ndarray = _hidden()
@@ -381,16 +390,14 @@ class Metrics(Result):
         )
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class EpsilonTilde(Result):
     """PANORAMIA's ε̃ with what it means (``is_lower_bound`` is always False)."""
 
-    value: float = _field()
-    is_lower_bound: bool = _field()
-    meaning: str = _field()
+    value: float
+    is_lower_bound: bool
+    meaning: str
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class PrecisionEvidence(Result):
     """One side of PANORAMIA (baseline: ``c_lb``; MIA: ``{c+ε}_lb``): the
     ``lower_bound`` at the ``threshold`` with ``predictions`` guesses of
@@ -398,19 +405,18 @@ class PrecisionEvidence(Result):
     the largest value the audit set could show. ``threshold`` is None when
     no threshold had a true positive."""
 
-    lower_bound: float = _field()
-    threshold: Optional[float] = _field()
-    predictions: int = _field()
-    true_positives: int = _field()
-    level: float = _field()
-    ceiling: float = _field()
-    members: int = _field()
+    lower_bound: float
+    threshold: Optional[float]
+    predictions: int
+    true_positives: int
+    level: float
+    ceiling: float
+    members: int
 
     def __repr__(self) -> str:
         return f"<dpaudit PrecisionEvidence: {self.lower_bound:.4f} ({self.true_positives}/{self.predictions})>"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class Panoramia(Result):
     """PANORAMIA's ε̃ (Kazmi et al. 2024, §4.2): ``epsilon`` =
     max(0, ``c_plus_epsilon_lb`` − ``c_lb``), a **measurement** relative to
@@ -419,17 +425,17 @@ class Panoramia(Result):
     ``split`` selection (else None). ``dpaudit estimate --method panoramia
     --json`` is ``to_dict()``."""
 
-    epsilon: float = _field()
+    epsilon: float
     epsilon_tilde: EpsilonTilde = _field(nested=EpsilonTilde)
-    c_lb: float = _field()
-    c_plus_epsilon_lb: float = _field()
-    confidence: float = _field()
-    selection: str = _field()
+    c_lb: float
+    c_plus_epsilon_lb: float
+    confidence: float
+    selection: str
     baseline: PrecisionEvidence = _field(nested=PrecisionEvidence)
     mia: PrecisionEvidence = _field(nested=PrecisionEvidence)
-    bound: str = _field()
-    method: str = _field()
-    assumptions: Tuple[str, ...] = _field()
+    bound: str
+    method: str
+    assumptions: Tuple[str, ...]
     seed: Optional[int] = _field(omit_none=True)
 
     def __repr__(self) -> str:
@@ -440,18 +446,17 @@ class Panoramia(Result):
         )
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
 class InclusionCheck(Result):
     """The one-run design check: the exact two-sided binomial test of
     ``included`` of ``canaries`` against inclusion with probability ½;
     ``plausible`` is False when ``p_value`` < ``level`` (the one-run methods
     then refuse)."""
 
-    canaries: int = _field()
-    included: int = _field()
-    p_value: float = _field()
-    level: float = _field()
-    plausible: bool = _field()
+    canaries: int
+    included: int
+    p_value: float
+    level: float
+    plausible: bool
 
     def __repr__(self) -> str:
         verdict = "plausible" if self.plausible else "IMPLAUSIBLE (the one-run methods refuse)"

@@ -39,7 +39,8 @@ stated confidence in every output).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, Optional, Tuple
+import inspect
+from typing import Any, Callable, Dict, Literal, Optional, Tuple, TypeVar
 
 from . import _args, _dpaudit
 from ._dpaudit import Bound
@@ -109,6 +110,8 @@ LABELS: Dict[str, Tuple[str, Dict[str, str]]] = {
     )
     for name, listed, recorded, options, _ in _dpaudit.methods()
 }
+
+F = TypeVar("F", bound=Callable[..., Bound])
 
 # The integer options and their largest values (the core's u64 and u32).
 _COUNTS = {"splits": _args.U32_MAX, "k_plus": _args.U64_MAX, "k_minus": _args.U64_MAX}
@@ -203,7 +206,33 @@ def _common(local: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in local.items() if k not in ("scores", "members")}
 
 
-@_args.keyword_only(positional=2)
+# The sections every per-method function's docstring ends with.
+_SHARED_SECTIONS = """
+Returns
+-------
+Bound
+    The lower bound with what produced it.
+
+Raises
+------
+ValueError, TypeError, KeyboardInterrupt
+    As :func:`estimate`."""
+
+
+def _per_method(fn: F) -> F:
+    """A per-method function, :func:`estimate` with ``method`` filled in: its
+    numbers keyword-only, and its docstring completed with what they all
+    share (a Parameters section naming the signature's arguments when the
+    docstring has none, then Returns and Raises)."""
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    if "\nParameters\n" not in doc:
+        names = ", ".join(inspect.signature(fn).parameters)
+        doc += f"\n\nParameters\n----------\n{names}\n    As :func:`estimate`."
+    fn.__doc__ = doc + "\n" + _SHARED_SECTIONS
+    return _args.keyword_only(positional=2)(fn)
+
+
+@_per_method
 def eps_delta(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
@@ -216,25 +245,11 @@ def eps_delta(
     mechanism at ``confidence`` (unless ``selection="same-data"``).
     Requirements: one score per independent run; member scores i.i.d.,
     non-member scores i.i.d.
-
-    Parameters
-    ----------
-    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
-        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="eps-delta", **_common(locals()))
 
 
-@_args.keyword_only(positional=2)
+@_per_method
 def gdp(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
@@ -246,25 +261,11 @@ def gdp(
     derived from it is a lower bound only if the mechanism's trade-off curve
     is Gaussian (Gaussian noise without subsampling or shuffling): the
     bound's ``assumes`` is ``"gaussian-tradeoff"``. ``delta`` must be > 0.
-
-    Parameters
-    ----------
-    scores, members, delta, confidence, selection, seed, splits, in_scores, out_scores
-        As :func:`estimate` (and JAX-Privacy's ``in_canary_scores``, ``out_canary_scores``).
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="gdp", **_common(locals()))
 
 
-@_args.keyword_only(positional=2)
+@_per_method
 def one_run(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
@@ -299,20 +300,11 @@ def one_run(
         depends on ``seed`` and the row order, and ``evidence["tie_break"]``
         names the seed.
     Others : as :func:`estimate`.
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="one-run", **_common(locals()))
 
 
-@_args.keyword_only(positional=2)
+@_per_method
 def one_run_fdp(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     family: Family = "eps-delta", selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
@@ -329,20 +321,11 @@ def one_run_fdp(
         (``evidence["mu_lower"]``) and reports an ε that assumes a Gaussian
         trade-off curve (label ``one-run-fdp-gaussian``).
     Others : as :func:`one_run` (the design and ties are handled the same way).
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="one-run-fdp", **_common(locals()))
 
 
-@_args.keyword_only(positional=2)
+@_per_method
 def one_run_gaussian_scores(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     selection: Literal["auto", "bonferroni"] = "auto", seed: int = 0,
@@ -368,20 +351,11 @@ def one_run_gaussian_scores(
     seed : int, default 0
         Unused (nothing is split); accepted for the shared signature.
     Others : as :func:`estimate`.
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="one-run-gaussian-scores", **_common(locals()))
 
 
-@_args.keyword_only(positional=2)
+@_per_method
 def one_run_order(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     family: Family = "eps-delta", selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
@@ -399,15 +373,6 @@ def one_run_order(
         Gaussian trade-off curve (label ``one-run-order-gaussian``).
         ``"eps-delta"`` is valid for any mechanism and is Steinke et al.'s test.
     Others : as :func:`one_run` (no ``tie_break``).
-
-    Returns
-    -------
-    Bound
-
-    Raises
-    ------
-    ValueError, TypeError, KeyboardInterrupt
-        As :func:`estimate`.
     """
     return estimate(scores, members, method="one-run-order", **_common(locals()))
 

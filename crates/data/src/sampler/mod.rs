@@ -60,7 +60,7 @@ pub use fixed::{FixedSequenceConfig, FixedSequenceSampler};
 pub use game::GameSampler;
 pub use partial_shuffle::{PartialShuffleConfig, PartialShuffleSampler};
 pub use placement::{InsertionSchedule, RecordRef, TargetLayout};
-pub use plan::{BatchSampler, EpochPlan, LastBatch, Slot};
+pub use plan::{BatchSampler, EpochPlan, LastBatch, PackedEpoch, Slot};
 pub use poisson::{PoissonConfig, PoissonSampler};
 pub use shuffle::{ShuffleConfig, ShuffleSampler};
 pub use table::{SlotTable, StepSlots, StepTable, EMPTY_SLOT};
@@ -228,15 +228,8 @@ impl BatchSampler for Sampler {
     fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan {
         self.inner().epoch(key, replica, epoch)
     }
-    fn pack_epoch(
-        &self,
-        key: SeedKey,
-        replica: u64,
-        epoch: u64,
-        records: &mut Vec<u32>,
-        sizes: &mut Vec<u32>,
-    ) {
-        self.inner().pack_epoch(key, replica, epoch, records, sizes);
+    fn pack_epoch(&self, key: SeedKey, replica: u64, epoch: u64, packed: &mut PackedEpoch) {
+        self.inner().pack_epoch(key, replica, epoch, packed);
     }
     fn uniform_batch_sizes(&self) -> Option<Vec<usize>> {
         self.inner().uniform_batch_sizes()

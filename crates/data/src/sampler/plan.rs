@@ -51,21 +51,13 @@ pub trait BatchSampler {
     /// The batches of one epoch, replayable from `(key, replica, epoch)`.
     fn epoch(&self, key: SeedKey, replica: u64, epoch: u64) -> EpochPlan;
 
-    /// The batches of [`BatchSampler::epoch`], packed: `records` receives
-    /// every batch's record indices in step order and `sizes` each batch's
-    /// size (both are cleared first). For the step tables
+    /// The batches of [`BatchSampler::epoch`], packed into `packed` (its
+    /// vectors are cleared first). For the step tables
     /// ([`super::table::StepTable`]), which draw an epoch of thousands of replicas
     /// at once: samplers that cut one order into batches pack it without a
     /// vector per batch. The caller makes sure indices fit in `u32`.
-    fn pack_epoch(
-        &self,
-        key: SeedKey,
-        replica: u64,
-        epoch: u64,
-        records: &mut Vec<u32>,
-        sizes: &mut Vec<u32>,
-    ) {
-        pack_batches(self.epoch(key, replica, epoch).batches(), records, sizes);
+    fn pack_epoch(&self, key: SeedKey, replica: u64, epoch: u64, packed: &mut PackedEpoch) {
+        packed.pack(self.epoch(key, replica, epoch).batches());
     }
 
     /// The batch sizes of every epoch, step by step, when they are the same
@@ -77,13 +69,26 @@ pub trait BatchSampler {
     }
 }
 
-/// Pack `batches` as [`BatchSampler::pack_epoch`] does.
-fn pack_batches(batches: &[Vec<usize>], records: &mut Vec<u32>, sizes: &mut Vec<u32>) {
-    records.clear();
-    sizes.clear();
-    for batch in batches {
-        records.extend(batch.iter().map(|&i| i as u32));
-        sizes.push(batch.len() as u32);
+/// One epoch's batches, packed ([`BatchSampler::pack_epoch`]): `records`
+/// holds every batch's record indices in step order, `sizes` each batch's
+/// size.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedEpoch {
+    /// The record indices of every batch, one batch after the other.
+    pub records: Vec<u32>,
+    /// The size of each batch, step by step.
+    pub sizes: Vec<u32>,
+}
+
+impl PackedEpoch {
+    /// Replace the content with `batches`.
+    fn pack(&mut self, batches: &[Vec<usize>]) {
+        self.records.clear();
+        self.sizes.clear();
+        for batch in batches {
+            self.records.extend(batch.iter().map(|&i| i as u32));
+            self.sizes.push(batch.len() as u32);
+        }
     }
 }
 
@@ -256,17 +261,10 @@ impl<S: FixedSizeSampler> BatchSampler for S {
         EpochPlan::new(epoch, self.batches(key, replica, epoch))
     }
 
-    fn pack_epoch(
-        &self,
-        key: SeedKey,
-        replica: u64,
-        epoch: u64,
-        records: &mut Vec<u32>,
-        sizes: &mut Vec<u32>,
-    ) {
+    fn pack_epoch(&self, key: SeedKey, replica: u64, epoch: u64, packed: &mut PackedEpoch) {
         match self.cut_order(key, replica, epoch) {
-            Some(order) => self.size().cut_packed(&order, records, sizes),
-            None => pack_batches(&self.batches(key, replica, epoch), records, sizes),
+            Some(order) => self.size().cut_packed(&order, packed),
+            None => packed.pack(&self.batches(key, replica, epoch)),
         }
     }
 
@@ -352,10 +350,11 @@ impl FixedSize {
     }
 
     /// [`FixedSize::cut`], packed as [`BatchSampler::pack_epoch`] packs it.
-    pub(crate) fn cut_packed(&self, order: &[usize], records: &mut Vec<u32>, sizes: &mut Vec<u32>) {
+    pub(crate) fn cut_packed(&self, order: &[usize], packed: &mut PackedEpoch) {
         debug_assert_eq!(order.len(), self.num_records);
         let steps = self.steps();
         let kept = order.len().min(steps * self.batch_size);
+        let PackedEpoch { records, sizes } = packed;
         records.clear();
         records.extend(order[..kept].iter().map(|&i| i as u32));
         sizes.clear();

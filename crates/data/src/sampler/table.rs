@@ -13,7 +13,7 @@
 use crate::seed::SeedKey;
 use crate::DataError;
 
-use super::plan::{invalid, BatchSampler};
+use super::plan::{invalid, BatchSampler, PackedEpoch};
 use super::Sampler;
 
 /// A slot past the end of its replica's batch.
@@ -274,20 +274,19 @@ fn draw_uniform(
     }
     let want: Vec<u32> = sizes.iter().map(|&s| s as u32).collect();
     let mut slots = vec![EMPTY_SLOT; per_run * m];
-    let mut block: Vec<Vec<u32>> = vec![Vec::new(); BLOCK.min(m)];
-    let mut got = Vec::new();
+    let mut block: Vec<PackedEpoch> = vec![PackedEpoch::default(); BLOCK.min(m)];
     for (b, chunk) in runs.chunks(BLOCK).enumerate() {
-        for (&run, records) in chunk.iter().zip(block.iter_mut()) {
-            sampler.pack_epoch(key, run, epoch, records, &mut got);
-            if got != want {
+        for (&run, packed) in chunk.iter().zip(block.iter_mut()) {
+            sampler.pack_epoch(key, run, epoch, packed);
+            if packed.sizes != want {
                 return None;
             }
         }
         for k0 in (0..per_run).step_by(BLOCK) {
             let k1 = (k0 + BLOCK).min(per_run);
-            for (j, records) in block.iter().take(chunk.len()).enumerate() {
+            for (j, packed) in block.iter().take(chunk.len()).enumerate() {
                 let r = b * BLOCK + j;
-                for (kk, &record) in records[k0..k1].iter().enumerate() {
+                for (kk, &record) in packed.records[k0..k1].iter().enumerate() {
                     slots[(k0 + kk) * m + r] = record;
                 }
             }
@@ -306,19 +305,19 @@ fn draw_uniform(
 /// a table that fits the cache.
 fn draw_any(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoch {
     let m = runs.len();
-    let mut packed: Vec<(Vec<u32>, Vec<u32>)> = Vec::with_capacity(m);
+    let mut packed: Vec<PackedEpoch> = Vec::with_capacity(m);
     // Longer if a plan is (every validated sampler has this many steps).
     let mut rows: Vec<usize> = vec![0; sampler.steps_per_epoch()];
     for &run in runs {
-        let (mut records, mut sizes) = (Vec::new(), Vec::new());
-        sampler.pack_epoch(key, run, epoch, &mut records, &mut sizes);
-        if rows.len() < sizes.len() {
-            rows.resize(sizes.len(), 0);
+        let mut epoch_of_run = PackedEpoch::default();
+        sampler.pack_epoch(key, run, epoch, &mut epoch_of_run);
+        if rows.len() < epoch_of_run.sizes.len() {
+            rows.resize(epoch_of_run.sizes.len(), 0);
         }
-        for (row, &size) in rows.iter_mut().zip(&sizes) {
+        for (row, &size) in rows.iter_mut().zip(&epoch_of_run.sizes) {
             *row = (*row).max(size as usize);
         }
-        packed.push((records, sizes));
+        packed.push(epoch_of_run);
     }
     let mut steps = Vec::with_capacity(rows.len());
     let mut total = 0;
@@ -331,10 +330,10 @@ fn draw_any(sampler: &Sampler, key: SeedKey, runs: &[u64], epoch: u64) -> Epoch 
     // `at[r]`: where replica r's next batch starts in its packed records.
     let mut at = vec![0usize; m];
     for (s, &(start, _)) in steps.iter().enumerate() {
-        for (r, (records, sizes)) in packed.iter().enumerate() {
-            let size = sizes.get(s).map_or(0, |&v| v as usize);
+        for (r, run) in packed.iter().enumerate() {
+            let size = run.sizes.get(s).map_or(0, |&v| v as usize);
             let from = at[r];
-            for (i, &record) in records[from..from + size].iter().enumerate() {
+            for (i, &record) in run.records[from..from + size].iter().enumerate() {
                 slots[start + i * m + r] = record;
             }
             all_sizes[s * m + r] = size as u32;

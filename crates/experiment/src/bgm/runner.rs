@@ -147,17 +147,7 @@ impl dpaudit_store::store::Manifest for BgmManifest {
         BgmManifest::read(dir)
     }
 
-    fn fingerprint(&self) -> &str {
-        &self.fingerprint
-    }
-
-    fn shard(&self) -> Shard {
-        self.shard
-    }
-
-    fn with_shard(self, shard: Shard) -> Self {
-        Self { shard, ..self }
-    }
+    dpaudit_store::manifest_fields!();
 }
 
 /// The units of a BGM experiment ([`Unit`]) over its prepared settings
@@ -175,7 +165,6 @@ pub struct BgmWork<S> {
 impl<S: AsRef<[PreparedSetting]>> Work for BgmWork<S> {
     type Data = UnitData;
     type Error = ExperimentError;
-    const REDO: &'static str = "recompute";
     const MADE: &'static str = "simulated";
 
     fn units(&self) -> u64 {

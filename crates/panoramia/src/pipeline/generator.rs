@@ -19,7 +19,7 @@ use crate::dcgan;
 use crate::error::{out_err, PanoramiaError, Result};
 use crate::figures;
 use crate::filter::{self, Filter, Generator};
-use crate::nn::{load_into, read_meta, save_tensors, write_atomic, HostInit, Parameters};
+use crate::nn::{load_into, read_meta, save_tensors, write_atomic, HostInit, Parameters, Trained};
 use crate::records::Records;
 use crate::vae::{self, Vae, VaeMeta};
 
@@ -45,19 +45,28 @@ pub(super) fn obtain(
         learning_rate: model.fit.learning_rate,
         checkpoint: model.checkpoint.map(Path::to_path_buf),
     };
+    let path = run.out.join("generator.safetensors");
     let stage = dcgan::Stage {
         d_g: &data.d_g,
         classes: data.classes,
         data_source: &data.source,
-        path: &run.out.join("generator.safetensors"),
-        fingerprint: run.fp,
-        init: run.rnd.stream(Stream::Init).child(keys::GENERATOR),
-        batches: run.rnd.stream(Stream::Sampler).child(keys::GENERATOR),
         noise: run.rnd.stream(Stream::Generator).child(keys::GENERATOR),
-        device: run.device,
+        net: trained(run, &path, keys::GENERATOR),
     };
     let (gan, text) = dcgan::obtain(&settings, &stage, progress)?;
     Ok(Some((Generator::Dcgan(gan), text)))
+}
+
+/// The network of the pipeline stage `key` (`keys::GENERATOR`, `keys::FILTER`),
+/// kept at `path` in the out-dir under the run's fingerprint.
+fn trained<'a>(run: &'a Run<'_>, path: &'a Path, key: u64) -> Trained<'a> {
+    Trained {
+        path,
+        fingerprint: run.fp,
+        init: run.rnd.stream(Stream::Init).child(key),
+        batches: run.rnd.stream(Stream::Sampler).child(key),
+        device: run.device,
+    }
 }
 
 /// The VAE: loaded from `checkpoint`, resumed from the out-dir, or trained.
@@ -238,17 +247,14 @@ pub(super) fn filter(
     let quality_n = data.d_g.len();
     let held_out = quality::held_out(quality_n);
     let real = data.d_g.range(0, quality_n - held_out);
+    let path = run.out.join("filter.safetensors");
     let stage = filter::Stage {
         file: run.file,
         config: cfg,
         real: &real,
         generator: g,
         pool_key: pool_key(run),
-        init: run.rnd.stream(Stream::Init).child(keys::FILTER),
-        batches: run.rnd.stream(Stream::Sampler).child(keys::FILTER),
-        path: &run.out.join("filter.safetensors"),
-        fingerprint: run.fp,
-        device: run.device,
+        net: trained(run, &path, keys::FILTER),
     };
     Ok(Some(filter::obtain(&stage, progress)?))
 }

@@ -152,8 +152,6 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
 impl Work for PanoramiaWork {
     type Data = Artifact;
     type Error = StoreError;
-    const REDO: &'static str = "recompute";
-    const MADE: &'static str = "computed";
 
     fn units(&self) -> u64 {
         self.units.len() as u64

@@ -246,17 +246,7 @@ impl dpaudit_store::store::Manifest for Manifest {
         Manifest::read(dir)
     }
 
-    fn fingerprint(&self) -> &str {
-        &self.fingerprint
-    }
-
-    fn shard(&self) -> Shard {
-        self.shard
-    }
-
-    fn with_shard(self, shard: Shard) -> Self {
-        Self { shard, ..self }
-    }
+    dpaudit_store::manifest_fields!();
 
     /// The bits first: fixed before any training.
     fn create(&self, out: &OutDir) -> Result<()> {

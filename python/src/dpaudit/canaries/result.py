@@ -11,7 +11,39 @@ from .._dpaudit import Bound
 
 
 @dataclasses.dataclass(frozen=True)
-class CanaryAudit:
+class ClaimAudit:
+    """What the canary audits of a training loop share (this module's
+    :class:`CanaryAudit` and ``dpaudit.opacus.OpacusAudit``): the scores and
+    membership flags the bounds were computed from (kept out of the repr, the
+    comparison and ``to_dict()``), the JSON form, and the flag of a bound
+    above the claim. The subclasses' fields come after these two."""
+
+    scores: np.ndarray = dataclasses.field(repr=False, compare=False)
+    members: np.ndarray = dataclasses.field(repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (the bounds as ``Bound.to_dict()``, tuples
+        as lists; the scores and members left out)."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            if field.name in ("scores", "members"):
+                continue
+            value = getattr(self, field.name)
+            if isinstance(value, Bound):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[field.name] = value
+        return out
+
+    def _flag(self, name: str) -> str:
+        """The repr's mark of bound ``name`` when it exceeds the claim."""
+        exceeds: dict = getattr(self, "exceeds_claim")
+        return "  EXCEEDS THE CLAIM" if exceeds[name] else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryAudit(ClaimAudit):
     """One-run ε lower bounds of a DP-SGD loop beside the ε claimed for it.
 
     ``claim_epsilon`` is the library's ε (or dpaudit's, ``claim_source`` says
@@ -42,18 +74,8 @@ class CanaryAudit:
     mean_insertions: float
     train_seconds: float
     notes: tuple
-    scores: np.ndarray = dataclasses.field(repr=False, compare=False)
-    members: np.ndarray = dataclasses.field(repr=False, compare=False)
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable dict (the bounds as ``Bound.to_dict()``; the
-        scores and members left out)."""
-        return audit_to_dict(self)
 
     def __repr__(self) -> str:
-        def flag(name: str) -> str:
-            return "  EXCEEDS THE CLAIM" if self.exceeds_claim[name] else ""
-
         score = self.score + ("" if self.llr_scale is None else f" (scale {self.llr_scale:g})")
         reference = "n/a" if self.dpaudit_epsilon is None else f"{self.dpaudit_epsilon:.4f}"
         lines = [
@@ -64,28 +86,12 @@ class CanaryAudit:
             f"{self.mean_insertions:.2f} steps on average",
             f"  claim      ε ≤ {self.claim_epsilon:.4f}: {self.claim_source}   (dpaudit ε ≤ {reference})",
             f"  one-run    ε ≥ {self.one_run.epsilon:.4f} ({self.one_run.confidence:g} confidence, "
-            f"{self.one_run.selection}){flag('one_run')}",
+            f"{self.one_run.selection}){self._flag('one_run')}",
             f"  f-DP       ε ≥ {self.one_run_fdp.epsilon:.4f} ({self.one_run_fdp.confidence:g} confidence, "
-            f"{self.one_run_fdp.selection}){flag('one_run_fdp')}",
+            f"{self.one_run_fdp.selection}){self._flag('one_run_fdp')}",
         ]
         lines += [f"  note       {note}" for note in self.notes]
         return "\n".join(lines) + ">"
 
     __str__ = __repr__
 
-
-def audit_to_dict(audit) -> dict:
-    """A canary audit dataclass as a JSON-serialisable dict: the bounds as
-    ``Bound.to_dict()``, tuples as lists, the scores and members left out
-    (shared by :class:`CanaryAudit` and ``dpaudit.opacus.OpacusAudit``)."""
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(audit):
-        if field.name in ("scores", "members"):
-            continue
-        value = getattr(audit, field.name)
-        if isinstance(value, Bound):
-            value = value.to_dict()
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[field.name] = value
-    return out

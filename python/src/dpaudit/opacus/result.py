@@ -10,11 +10,11 @@ import numpy as np
 
 from .._dpaudit import Bound
 from ..canaries.core import accountant_epsilons
-from ..canaries.result import audit_to_dict
+from ..canaries.result import ClaimAudit
 
 
 @dataclasses.dataclass(frozen=True)
-class OpacusAudit:
+class OpacusAudit(ClaimAudit):
     """The one-run audit of an Opacus run, beside the ε claimed for its canaries.
 
     ``claim_epsilon`` is the ε upper bound that applies to each canary (see
@@ -59,20 +59,10 @@ class OpacusAudit:
     train_seconds: float
     audit_seconds: float
     notes: tuple
-    scores: np.ndarray = dataclasses.field(repr=False, compare=False)
-    members: np.ndarray = dataclasses.field(repr=False, compare=False)
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable dict (the bounds as ``Bound.to_dict()``; the
-        scores and members are left out)."""
-        return audit_to_dict(self)
 
     def __repr__(self) -> str:
         def eps(x: Optional[float]) -> str:
             return "n/a" if x is None else f"{x:.4f}"
-
-        def flag(name: str) -> str:
-            return "  EXCEEDS THE CLAIM" if self.exceeds_claim[name] else ""
 
         entry = (
             f"per-sample gradients of norm {self.norm_factor:g}·C, before clipping"
@@ -93,9 +83,9 @@ class OpacusAudit:
             f"   dpaudit pld ε ≤ {eps(self.pld_epsilon)}"
             + ("" if self.gdp_epsilon is None else f"   gdp (every step) ε ≤ {eps(self.gdp_epsilon)}"),
             f"  one-run    ε ≥ {self.one_run.epsilon:.4f} ({self.one_run.confidence:g} confidence, "
-            f"{self.one_run.selection}){flag('one_run')}",
+            f"{self.one_run.selection}){self._flag('one_run')}",
             f"  f-DP       ε ≥ {self.one_run_fdp.epsilon:.4f} ({self.one_run_fdp.confidence:g} confidence, "
-            f"{self.one_run_fdp.selection}){flag('one_run_fdp')}",
+            f"{self.one_run_fdp.selection}){self._flag('one_run_fdp')}",
             f"  time       training {self.train_seconds:.1f} s, audit {self.audit_seconds:.2f} s",
         ]
         lines += [f"  note       {note}" for note in self.notes]
