@@ -10,6 +10,11 @@ pub enum ExperimentError {
     /// their own messages.
     #[error(transparent)]
     Store(#[from] dpaudit_store::StoreError),
+    /// The experiment's files, settings, out-dir or statistics refused
+    /// (`dpaudit_plan`, which reads and finalizes them without libtorch),
+    /// with their own messages.
+    #[error(transparent)]
+    Plan(#[from] dpaudit_plan::PlanError),
     /// The statistics refused their input.
     #[error("{context}: {source}")]
     Audit {

@@ -76,6 +76,7 @@ use dpaudit_accounting::dp_fields::{self, DpContext, DpField, DpFieldError};
 use dpaudit_audit::observations::Selection;
 use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_train::config::{parse_toml, DeviceChoice, ModelConfig, TrainConfig};
+use dpaudit_train::TrainError;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{config_err, Result};
@@ -482,7 +483,7 @@ impl PanoramiaConfig {
 
     /// Parse and validate TOML; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
-        let config: PanoramiaConfig = parse_toml(text, origin)?;
+        let config: PanoramiaConfig = parse_toml(text, origin).map_err(TrainError::from)?;
         config.validate(origin)?;
         Ok(config)
     }

@@ -67,18 +67,11 @@ pub enum TrainError {
         /// What does not match.
         reason: String,
     },
-    /// A run that cannot fit in memory, refused before it allocates.
-    #[error("{what} needs {needs}, but only {available} of memory are available; reduce {fields}")]
-    InsufficientMemory {
-        /// The run.
-        what: String,
-        /// The estimate, with its parts.
-        needs: String,
-        /// What the system has.
-        available: String,
-        /// The settings that drive the estimate.
-        fields: String,
-    },
+    /// The configuration, its DP fields or a memory estimate refused
+    /// (`dpaudit_plan`, where they are checked without libtorch), with
+    /// their own messages.
+    #[error(transparent)]
+    Plan(#[from] dpaudit_plan::PlanError),
     /// libtorch reported an error.
     #[error("libtorch error in {context}: {source}")]
     Torch {
@@ -151,12 +144,3 @@ pub fn invalid(
 
 /// Result alias of this crate.
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;
-
-/// A refusal of the one DP-field validation
-/// ([`dpaudit_accounting::dp_fields::check`]) as the config error naming the
-/// field in the project vocabulary (callers prefix their section).
-impl From<dpaudit_accounting::dp_fields::DpFieldError> for TrainError {
-    fn from(e: dpaudit_accounting::dp_fields::DpFieldError) -> Self {
-        invalid(e.field.name(), e.value, e.expected)
-    }
-}

@@ -20,7 +20,9 @@ pub mod architecture;
 pub mod bench;
 pub mod checkpoint;
 pub mod claim;
-pub mod config;
+/// The training configuration (TOML), validated once at load: plain data,
+/// `dpaudit_plan`'s (no libtorch needed), under its old path.
+pub use dpaudit_plan::train::config;
 pub mod engine;
 pub mod error;
 pub mod gather;

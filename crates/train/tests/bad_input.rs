@@ -124,7 +124,7 @@ fn dp_fields_are_refused_by_the_one_validation() {
     let refusal = check(DpContext::Training, DpField::MaxGradNorm, f64::NAN).unwrap_err();
     assert_eq!(
         engine.validate().unwrap_err().to_string(),
-        TrainError::from(refusal).to_string()
+        dpaudit_plan::PlanError::from(refusal).to_string()
     );
 }
 
@@ -186,7 +186,10 @@ fn preflight_refuses_what_cannot_fit_with_the_estimate() {
     // Four float32 copies of the parameters dominate.
     assert_eq!(est.parts[0].1, 78_700_000_002 * 16);
     let e = preflight::check_against("training", "`model`", &est, Some(24 << 30)).unwrap_err();
-    assert!(matches!(e, TrainError::InsufficientMemory { .. }), "{e}");
+    assert!(
+        matches!(e, dpaudit_plan::PlanError::InsufficientMemory { .. }),
+        "{e}"
+    );
     assert!(
         e.to_string().contains("1172.") && e.to_string().contains("`model`"),
         "{e}"

@@ -25,7 +25,4 @@ pub fn open(
     Ok((file, out_dir))
 }
 
-/// The command line, for the out-dir's lock.
-pub fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
-}
+pub use dpaudit_cli::cmd::merge::command_line;

@@ -1,16 +1,9 @@
-//! `dpaudit merge --out-dir D SHARD...`: the out-dirs of `--shard` runs
-//! combined into one finished audit, by the kind their manifest says
-//! ([`dpaudit_store::kind::out_dir_kind`]).
+//! `dpaudit merge` of BGM out-dirs: `dpaudit` merges the other kinds itself
+//! (`dpaudit_cli::cmd::merge`) and hands these over.
 
 use dpaudit_cli::args::merge::Args;
-use dpaudit_store::kind::{out_dir_kind, ExperimentKind};
 
-/// `dpaudit merge`: the merge of the first shard's kind (each runner refuses
-/// shards of another experiment).
+/// `dpaudit merge` of the BGM shards that `dpaudit` hands over.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let kind = args
-        .shards
-        .first()
-        .map_or(ExperimentKind::Canary, |d| out_dir_kind(d));
-    super::run::merge_kind(kind, &args.out_dir, &args.shards)
+    super::bgm::run_merge(&args.out_dir, &args.shards, false)
 }

@@ -4,12 +4,11 @@
 //! experiment, its out-dir and its statistics are library code
 //! (`dpaudit_experiment`); this module parses, draws progress and prints.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_cli::args::run::Args;
+use dpaudit_cli::cmd::merge::print_canary_report;
 use dpaudit_experiment::bgm::audit::{prepare_all, BgmExperiment};
 use dpaudit_experiment::bgm::engine::CpuBgmEngine;
 use dpaudit_experiment::bgm::runner::plan_units;
@@ -56,38 +55,6 @@ fn progress(quiet: bool, steps: u64) -> ProgressBar {
     bar
 }
 
-fn print_report(report: &AuditReport) {
-    println!("randomness: {}", report.randomness_meaning);
-    println!("data: {}", report.data.source);
-    println!(
-        "claimed ε = {:.4} (δ = {:e}; {})",
-        report.epsilon_upper, report.delta, report.upper_assumption
-    );
-    for b in &report.lower_bounds {
-        println!(
-            "  {:<16} {:<10} ε_lb = {:.4}  ({} confidence, {} selection{}){}",
-            b.score,
-            b.method,
-            b.epsilon,
-            b.confidence,
-            b.selection,
-            if b.valid_at_confidence {
-                ""
-            } else {
-                ", NOT valid"
-            },
-            if b.exceeds_upper {
-                "  ABOVE THE CLAIMED ε"
-            } else {
-                ""
-            }
-        );
-    }
-    for n in &report.notes {
-        println!("  note: {n}");
-    }
-}
-
 /// `dpaudit run`: the runner of the file's kind.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = ExperimentFile::read(&args.config)?;
@@ -116,19 +83,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
             super::panoramia::run_file(&file, &args.out_dir, args.sim.json)
         }
-    }
-}
-
-/// `dpaudit merge` of shard out-dirs of `kind`.
-pub fn merge_kind(kind: ExperimentKind, out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
-    match kind {
-        ExperimentKind::Canary => run_merge(out_dir, shards),
-        ExperimentKind::Bgm => super::bgm::run_merge(out_dir, shards, false),
-        ExperimentKind::Panoramia => anyhow::bail!(
-            "{}: a PANORAMIA out-dir; PANORAMIA audits run in one process (their stages resume), there are no \
-             shards to merge",
-            shards.first().map_or_else(String::new, |d| d.display().to_string())
-        ),
     }
 }
 
@@ -221,7 +175,7 @@ fn run_canary(file: &ExperimentFile, args: &Args) -> anyhow::Result<()> {
     }
     match dir.finalize()? {
         Finalized::Complete(report) => {
-            print_report(&report);
+            print_canary_report(&report);
             println!(
                 "wrote {} (audit.json, summary.md, scores.csv, plots/) in {:.1} s",
                 args.out_dir.display(),
@@ -251,17 +205,4 @@ pub fn run_in_memory(
     let report = dpaudit_experiment::run_in_memory(config, fault, &mut obs)?;
     bar.finish_and_clear();
     Ok(report)
-}
-
-/// `dpaudit merge` of canary out-dirs: copy the verified chunks of shard
-/// out-dirs into one and finish it.
-pub fn run_merge(out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
-    let merged = dpaudit_experiment::merge(out_dir, shards, &command_line())?;
-    println!(
-        "merged {} chunk(s) into {}",
-        merged.copied,
-        out_dir.display()
-    );
-    print_report(&merged.report);
-    Ok(())
 }

@@ -96,15 +96,15 @@ pub fn run_pure(command: Command) -> Outcome {
         Command::Estimate(a) => Outcome::Ran(cmd::estimate::run(a)),
         Command::Counts(a) => Outcome::Ran(cmd::counts::run(a)),
         Command::Compare(a) => Outcome::Ran(cmd::compare::run(a)),
-        // Merging finalizes an audit (its report, statistics and plots), and
-        // job arrays plan one: both read the experiment's code, which links
-        // libtorch today.
+        // Canary out-dirs are merged here; BGM out-dirs are handed back.
+        Command::Merge(a) => cmd::merge::run(a),
+        // Job arrays plan an experiment's units, which reads the
+        // experiment's code that links libtorch.
         c @ (Command::Doctor(_)
         | Command::Train(_)
         | Command::Bench(_)
         | Command::Demo(_)
         | Command::Run(_)
-        | Command::Merge(_)
         | Command::Selftest(_)
         | Command::Bgm(_)
         | Command::Slurm(_)

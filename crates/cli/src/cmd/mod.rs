@@ -6,3 +6,4 @@ pub mod compare;
 pub mod counts;
 pub mod data;
 pub mod estimate;
+pub mod merge;

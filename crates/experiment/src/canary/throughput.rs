@@ -177,7 +177,10 @@ methods = ["eps_delta"]
         replicas = spec.replicas,
         batch = spec.batch,
     );
-    ExperimentConfig::from_toml(&text, "the throughput benchmark")
+    Ok(ExperimentConfig::from_toml(
+        &text,
+        "the throughput benchmark",
+    )?)
 }
 
 /// One measured row of `--end-to-end` or `--overhead`.

@@ -28,7 +28,6 @@
 mod backprop;
 mod batch;
 mod clip;
-mod config;
 mod dp_sgd;
 mod fault;
 mod noisy;
@@ -41,8 +40,8 @@ mod sum;
 pub use backprop::{forward_backward, per_sample_cross_entropy, Backprops, KEEP_PER_SAMPLE_BYTES};
 pub use batch::{Batch, GradientRows, Override, SlotOverride};
 pub use clip::{clip_coefficients, ClipCoefficients};
-pub use config::{DpSgdConfig, Normaliser};
 pub use dp_sgd::DpSgd;
+pub use dpaudit_plan::train::dp_sgd::{DpSgdConfig, Normaliser};
 pub use fault::Fault;
 pub use noisy::NoisySum;
 pub use norms::PerSampleNorms;

@@ -15,7 +15,7 @@ from .. import _dpaudit
 def selection_seed(train_seed: int) -> int:
     """The seed of the ``split``/``multi-split`` selection policies of a
     ``dpaudit run`` audit: ``RunSeed(train.seed).stream(Split).child(0xA0D1)
-    .to_u64()`` (``crates/experiment/src/canary/audit_report.rs``, ``selection_for``).
+    .to_u64()`` (``crates/plan/src/canary/audit_report.rs``, ``selection_for``).
     ``auto`` passes it on too, but the default policies of the threshold
     methods (``bonferroni``) do not use it."""
     return int(_dpaudit.seed_u64(int(train_seed), "split", [0xA0D1]))
@@ -24,7 +24,7 @@ def selection_seed(train_seed: int) -> int:
 def inclusion_bits(train_seed: int, runs: int, count: int) -> np.ndarray:
     """The inclusion bits of a canary experiment, ``(runs, count)`` bool
     (True = the canary was included): ``count`` fair coins per run from the
-    ``membership`` stream's child ``run`` (``crates/experiment/src/canary/canaries/config.rs``,
+    ``membership`` stream's child ``run`` (``crates/plan/src/canary/canaries.rs``,
     ``inclusion_bits``). ``inclusion.csv`` must hold exactly these."""
     return _dpaudit.seed_coins(int(train_seed), "membership", [], int(count), int(runs))
 

@@ -33,15 +33,14 @@
 //! tested against.
 
 //!
-//! Layout: [`config`] (the `[canary]` table, the scores and when canaries are
+//! Layout: `dpaudit_plan::canary::canaries` (the `[canary]` table, the scores and when canaries are
 //! in a batch), [`realised`] (the canaries on the device and their clipped
 //! gradients), [`score_book`] (the scores accumulated over a run).
 
-pub mod config;
 pub mod realised;
 pub mod score_book;
 
-pub use config::*;
+pub use dpaudit_plan::canary::canaries::*;
 pub use dpaudit_train::gather::Extra;
 pub use realised::*;
 pub use score_book::*;

@@ -14,7 +14,7 @@ use dpaudit_train::layers::Tape;
 use dpaudit_train::models::Model;
 use dpaudit_train::scalar::WithNumber;
 
-use super::config::{CanaryConfig, CanaryKind};
+use dpaudit_plan::canary::canaries::{CanaryConfig, CanaryKind};
 
 /// The realised canaries of an experiment: the same for every run.
 #[derive(Debug)]

@@ -7,8 +7,8 @@ use dpaudit_train::error::{invalid, torch, Result};
 use dpaudit_train::models::Model;
 use dpaudit_train::scalar::WithNumber;
 
-use super::config::ScoreKind;
 use super::realised::{canary_gradients, canary_losses, flat_parameters, Canaries};
+use dpaudit_plan::canary::canaries::ScoreKind;
 
 /// Accumulates the scores of every replica and canary over a run.
 #[derive(Debug)]

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
 use dpaudit_accounting::EpsilonUpperBound;
+use dpaudit_data::sampler::claim::{self, Participation};
 use dpaudit_data::sampler::Sampler;
 use dpaudit_data::seed::{RunSeed, Stream};
-use dpaudit_train::claim::{self, Participation};
-use dpaudit_train::config::TrainConfig;
-use dpaudit_train::error::{invalid, Result, TrainError};
+
+use crate::error::{invalid, PlanError, Result};
+use crate::train::config::TrainConfig;
 
 use crate::canary::canaries::{CanaryConfig, CanaryKind, Insertion, ScoreKind};
 
@@ -78,7 +79,7 @@ pub struct ExperimentConfig {
 impl ExperimentConfig {
     /// Parse and check a TOML document (no data is read).
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
-        let config: ExperimentConfig = dpaudit_train::config::parse_toml(text, origin)?;
+        let config: ExperimentConfig = crate::train::config::parse_toml(text, origin)?;
         config.validate_static()?;
         Ok(config)
     }
@@ -122,7 +123,7 @@ impl ExperimentConfig {
         )
         .map_err(|e| invalid("train.dp.noise_multiplier", e.value, e.expected))?;
         self.train.validate().map_err(|e| match e {
-            TrainError::InvalidConfig {
+            PlanError::InvalidConfig {
                 field,
                 value,
                 expected,
@@ -322,7 +323,7 @@ pub struct ClaimedBound {
 }
 
 /// The accountant's ε for one canary of the experiment (PLD, add/remove),
-/// from [`dpaudit_train::claim`]: a canary inserted every `k`-th step is in
+/// from [`dpaudit_data::sampler::claim`]: a canary inserted every `k`-th step is in
 /// `⌊T/k⌋` known steps; a sampled canary is accounted as its sampler's
 /// records are (shuffle-type samplers by the Poisson proxy, flagged).
 pub fn claimed_bound(config: &ExperimentConfig, sampler: &Sampler) -> Result<ClaimedBound> {

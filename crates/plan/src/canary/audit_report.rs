@@ -23,7 +23,7 @@ use dpaudit_data::seed::Mode;
 use dpaudit_attacks::ThreatModel;
 
 use crate::canary::book::ScoreRow;
-use crate::error::{ExperimentError, Result};
+use crate::error::{PlanError, Result};
 use dpaudit_store::outdir::OutDir;
 
 /// One lower bound in `audit.json`.
@@ -142,7 +142,7 @@ fn observations(rows: &[ScoreRow], k: usize) -> Result<Observations<'static>> {
         rows.iter().map(|r| r.scores[k]).collect(),
         rows.iter().map(|r| r.member).collect(),
     )
-    .map_err(|e| ExperimentError::Audit {
+    .map_err(|e| PlanError::Audit {
         context: "building observations from the scores".into(),
         source: e,
     })
@@ -511,7 +511,7 @@ pub fn write_plots(
                 Evidence::Threshold(_) => {
                     let obs = observations(rows, k)?;
                     let plot = tradeoff_plot(&obs, &b.bound, Some(report.epsilon_upper), extra)
-                        .map_err(|e| ExperimentError::Audit {
+                        .map_err(|e| PlanError::Audit {
                             context: "drawing the trade-off plot".into(),
                             source: e,
                         })?;
@@ -531,12 +531,11 @@ pub fn write_plots(
                         .cloned()
                         .collect();
                     let obs = observations(&run, k)?;
-                    let plot = one_run_plot(&obs, &b.bound, extra).map_err(|e| {
-                        ExperimentError::Audit {
+                    let plot =
+                        one_run_plot(&obs, &b.bound, extra).map_err(|e| PlanError::Audit {
                             context: "drawing the one-run plot".into(),
                             source: e,
-                        }
-                    })?;
+                        })?;
                     out.write(
                         plots.join(format!("one-run-{stem}.svg")),
                         plot.to_svg().as_bytes(),

@@ -3,7 +3,7 @@
 
 use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
 
-use crate::error::{Result, TrainError};
+use crate::error::{PlanError, Result};
 
 /// The public constant the noisy sum is divided by.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,7 +45,7 @@ impl DpSgdConfig {
     /// Check ranges once.
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &str, value: f64, expected: &str| {
-            Err(TrainError::InvalidConfig {
+            Err(PlanError::InvalidConfig {
                 field: field.into(),
                 value: value.to_string(),
                 expected: expected.into(),

@@ -34,7 +34,7 @@ use dpaudit_accounting::dp_fields::{self, DpContext, DpField};
 use dpaudit_data::sampler::SamplerConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{invalid, Result, TrainError};
+use crate::error::{invalid, PlanError, Result};
 
 /// Where tensors live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,20 +61,20 @@ pub enum NormChoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ModelConfig {
-    /// [`crate::models::Mlp`]; `hidden` widths between the data's features and
+    /// `dpaudit_train::models::Mlp`; `hidden` widths between the data's features and
     /// classes (default `[32]`, the Purchase-100 MLP of Annamalai et al. 2024 §6.1).
     Mlp {
         /// Hidden widths.
         #[serde(default = "default_hidden")]
         hidden: Vec<i64>,
     },
-    /// [`crate::models::LeNet5`].
+    /// `dpaudit_train::models::LeNet5`.
     Lenet5,
-    /// [`crate::models::ShallowCnn`].
+    /// `dpaudit_train::models::ShallowCnn`.
     ShallowCnn,
-    /// [`crate::models::ConvNet`].
+    /// `dpaudit_train::models::ConvNet`.
     Convnet,
-    /// [`crate::models::ResNet18`].
+    /// `dpaudit_train::models::ResNet18`.
     Resnet18 {
         /// Normalisation layer; must be `group`.
         norm: NormChoice,
@@ -82,7 +82,7 @@ pub enum ModelConfig {
         #[serde(default = "default_groups_32")]
         groups: i64,
     },
-    /// [`crate::models::WideResNet`].
+    /// `dpaudit_train::models::WideResNet`.
     Wrn {
         /// Depth, `≡ 4 (mod 6)`.
         depth: i64,
@@ -165,10 +165,13 @@ pub struct DpConfig {
 
 impl DpConfig {
     /// The engine's hyperparameters with this `normaliser`: the one place the
-    /// DP fields are copied into [`crate::engine::DpSgdConfig`], whose
+    /// DP fields are copied into [`crate::train::dp_sgd::DpSgdConfig`], whose
     /// `validate` is their one range check.
-    pub fn engine(&self, normaliser: crate::engine::Normaliser) -> crate::engine::DpSgdConfig {
-        crate::engine::DpSgdConfig {
+    pub fn engine(
+        &self,
+        normaliser: crate::train::dp_sgd::Normaliser,
+    ) -> crate::train::dp_sgd::DpSgdConfig {
+        crate::train::dp_sgd::DpSgdConfig {
             noise_multiplier: self.noise_multiplier,
             max_grad_norm: self.max_grad_norm,
             learning_rate: self.learning_rate,
@@ -227,7 +230,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> R
                 format!(" at line {line}, byte {}", s.start)
             })
             .unwrap_or_default();
-        TrainError::InvalidConfig {
+        PlanError::InvalidConfig {
             field: origin.to_string(),
             value: format!("TOML{at}"),
             expected: e.message().to_string(),
@@ -245,7 +248,7 @@ impl TrainConfig {
 
     /// Read, parse and validate a file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrainError::InvalidConfig {
+        let text = std::fs::read_to_string(path).map_err(|e| PlanError::InvalidConfig {
             field: path.display().to_string(),
             value: "unreadable".into(),
             expected: e.to_string(),
@@ -300,7 +303,7 @@ impl TrainConfig {
         }
         let refuse_batch = |norm: NormChoice, model: &str| -> Result<()> {
             if norm == NormChoice::Batch {
-                return Err(TrainError::Unsupported {
+                return Err(PlanError::Unsupported {
                     layer: format!("model.norm = \"batch\" ({model})"),
                     reason: "BatchNorm normalises with statistics of the whole batch, so one sample's gradient depends on \
                              the others: per-sample clipping does not bound a record's influence and DP-SGD's guarantee \
@@ -381,14 +384,14 @@ impl TrainConfig {
         // The normaliser is checked where the sampler is built; a
         // placeholder here lets the one range check read the DP fields.
         self.dp
-            .engine(crate::engine::Normaliser::ExpectedBatchSize(1.0))
+            .engine(crate::train::dp_sgd::Normaliser::ExpectedBatchSize(1.0))
             .validate()
             .map_err(|e| match e {
-                TrainError::InvalidConfig {
+                PlanError::InvalidConfig {
                     field,
                     value,
                     expected,
-                } => TrainError::InvalidConfig {
+                } => PlanError::InvalidConfig {
                     field: format!("dp.{field}"),
                     value,
                     expected,

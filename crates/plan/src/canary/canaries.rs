@@ -4,9 +4,9 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{invalid, Result};
 use dpaudit_data::sampler::{BatchSampler, Sampler};
 use dpaudit_data::seed::{RunSeed, Stream};
-use dpaudit_train::error::{invalid, Result};
 
 /// The scores, one threat model's view of a canary each (in `dpaudit-attacks`,
 /// so that readers of `audit.json` need no libtorch).
@@ -176,7 +176,7 @@ impl CanaryConfig {
     /// deterministic ([`Insertion::Every`]).
     pub fn deterministic_insertions(&self, steps: u64) -> Option<u64> {
         (self.insertion == Insertion::Every)
-            .then(|| dpaudit_train::claim::insertions(steps, self.every))
+            .then(|| dpaudit_data::sampler::claim::insertions(steps, self.every))
     }
 }
 

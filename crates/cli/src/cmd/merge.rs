@@ -1,0 +1,82 @@
+//! `dpaudit merge --out-dir D SHARD...`: the out-dirs of `--shard` runs
+//! combined into one finished audit, by the kind their manifest says
+//! ([`dpaudit_store::kind::out_dir_kind`]). Merging reads the verified units
+//! and finalizes the audit (`dpaudit_plan`), which needs no libtorch.
+
+use std::path::{Path, PathBuf};
+
+use dpaudit_plan::canary::audit_report::AuditReport;
+use dpaudit_store::kind::{out_dir_kind, ExperimentKind};
+
+use crate::args::merge::Args;
+use crate::args::{Command, Outcome};
+
+/// `dpaudit merge`: the merge of the first shard's kind (each kind refuses
+/// shards of another experiment).
+pub fn run(args: Args) -> Outcome {
+    let kind = args
+        .shards
+        .first()
+        .map_or(ExperimentKind::Canary, |d| out_dir_kind(d));
+    match kind {
+        ExperimentKind::Canary => Outcome::Ran(merge_canary(&args.out_dir, &args.shards)),
+        ExperimentKind::Bgm => Outcome::NeedsTorch(Command::Merge(args)),
+        ExperimentKind::Panoramia => Outcome::Ran(Err(anyhow::anyhow!(
+            "{}: a PANORAMIA out-dir; PANORAMIA audits run in one process (their stages resume), there are no \
+             shards to merge",
+            args.shards
+                .first()
+                .map_or_else(String::new, |d| d.display().to_string())
+        ))),
+    }
+}
+
+/// The command line, for the out-dir's lock.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// `dpaudit merge` of canary shard out-dirs.
+pub fn merge_canary(out_dir: &Path, shards: &[PathBuf]) -> anyhow::Result<()> {
+    let merged = dpaudit_plan::canary::outdir::merge(out_dir, shards, &command_line())?;
+    println!(
+        "merged {} chunk(s) into {}",
+        merged.copied,
+        out_dir.display()
+    );
+    print_canary_report(&merged.report);
+    Ok(())
+}
+
+/// A canary audit's report on stdout (`dpaudit run` and `dpaudit merge`).
+pub fn print_canary_report(report: &AuditReport) {
+    println!("randomness: {}", report.randomness_meaning);
+    println!("data: {}", report.data.source);
+    println!(
+        "claimed ε = {:.4} (δ = {:e}; {})",
+        report.epsilon_upper, report.delta, report.upper_assumption
+    );
+    for b in &report.lower_bounds {
+        println!(
+            "  {:<16} {:<10} ε_lb = {:.4}  ({} confidence, {} selection{}){}",
+            b.score,
+            b.method,
+            b.epsilon,
+            b.confidence,
+            b.selection,
+            if b.valid_at_confidence {
+                ""
+            } else {
+                ", NOT valid"
+            },
+            if b.exceeds_upper {
+                "  ABOVE THE CLAIMED ε"
+            } else {
+                ""
+            }
+        );
+    }
+    for n in &report.notes {
+        println!("  note: {n}");
+    }
+}
