@@ -331,15 +331,13 @@ pub fn extremes(reference: &[f64]) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// `(v[h] − v[l]) / max(sd[h], sd[l])` for `h` in `hi`, `l` in `lo` (∞ for a
-/// positive gap over no spread, 0 for none or for `h = l`), the smallest over
+/// positive gap over no spread, 0 for none), the smallest over
 /// every pair: under a tied reference the separation must hold whichever
 /// tied target it would rank first (the conservative verdict).
 pub fn separation(v: &[f64], sd: &[f64], hi: &[usize], lo: &[usize]) -> f64 {
     let pair = |h: usize, l: usize| {
         let (gap, spread) = (v[h] - v[l], sd[h].max(sd[l]));
-        if h == l {
-            0.0
-        } else if spread > 0.0 {
+        if spread > 0.0 {
             gap / spread
         } else if gap > 0.0 {
             f64::INFINITY
@@ -422,9 +420,11 @@ mod tests {
         // Untied, the same numbers give the one pair's separation.
         let s = separation(&tilde, &sd, &[4], &lo);
         assert!((s - 0.304 / 0.075).abs() < 1e-12, "{s}");
-        // A constant reference ties every target at both ends: no separation.
+        // A constant reference ties every target at both ends, so each
+        // order counts: the worst is (0.1 − 0.5)/0.1 = −4.
         let (hi, lo) = extremes(&[1.0, 1.0]);
-        assert_eq!(separation(&[0.5, 0.1], &[0.1, 0.1], &hi, &lo), 0.0);
+        let s = separation(&[0.5, 0.1], &[0.1, 0.1], &hi, &lo);
+        assert!((s + 4.0).abs() < 1e-12, "{s}");
     }
 
     #[test]
