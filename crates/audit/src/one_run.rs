@@ -311,13 +311,14 @@ pub fn candidate_fractions() -> &'static [f64] {
 
 /// The candidate (k+, k−) fraction pairs: symmetric `(f, f)`, and with
 /// [`GuessFamily::WithOneSided`] also one-sided `(f, 0)` and `(0, f)`, for
-/// `f` in [`candidate_fractions`]. Fixed in advance; the pairs that round to
+/// `f` in [`candidate_fractions`] ([`GuessFamily::AllCounts`] depends on `m`:
+/// it gives the same pairs here, and every count in the audit). Fixed in advance; the pairs that round to
 /// no guess or to more than `m` guesses are dropped for a given `m` by
 /// `candidates`.
 pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
     let fr = candidate_fractions();
     let mut out: Vec<(f64, f64)> = fr.iter().map(|&f| (f, f)).collect();
-    if family == GuessFamily::WithOneSided {
+    if family != GuessFamily::Symmetric {
         out.extend(fr.iter().map(|&f| (f, 0.0)));
         out.extend(fr.iter().map(|&f| (0.0, f)));
     }
@@ -325,8 +326,14 @@ pub fn candidate_pairs(family: GuessFamily) -> Vec<(f64, f64)> {
 }
 
 /// The candidate pairs usable with `m` canaries (at least one guess, at
-/// most `m`).
+/// most `m`); [`GuessFamily::AllCounts`]: every count as a fraction `k/m`.
 fn candidates(m: u64, family: GuessFamily) -> Vec<(f64, f64)> {
+    if family == GuessFamily::AllCounts {
+        let f = |k: u64| k as f64 / m as f64;
+        let sym = (1..=m / 2).map(|k| (f(k), f(k)));
+        let one = (1..=m).flat_map(|k| [(f(k), 0.0), (0.0, f(k))]);
+        return sym.chain(one).collect();
+    }
     candidate_pairs(family)
         .into_iter()
         .filter(|&(a, b)| {
@@ -733,7 +740,14 @@ pub fn one_run_interruptible(
     check_confidence(cfg.confidence)?;
     check_delta(cfg.delta)?;
     let delta = cfg.delta;
-    let bound = |g: Guesses, level: f64, _floor: f64| bisect_epsilon(g, delta, level, stop);
+    // Not rejected at `floor`: the bound is below it (the p-value grows
+    // with ε), so one p-value settles the candidate.
+    let bound = |g: Guesses, level: f64, floor: f64| {
+        if floor > 0.0 && p_value_unchecked(g, floor, delta) >= level {
+            return Ok(floor);
+        }
+        bisect_epsilon(g, delta, level, stop)
+    };
     let out = select_guesses(obs, cfg, &bound, stop)?;
     Ok(out.into_bound(cfg, Method::OneRun, MechanismAssumption::Nothing, |eps| eps))
 }

@@ -232,6 +232,36 @@ fn one_run_coverage() {
 }
 
 #[test]
+fn one_run_all_counts_coverage() {
+    // Every guess count under Bonferroni (≈ 2.5·m = 500 candidates at m =
+    // 200). Randomized response at ε₀ with a uniform jitter added to each
+    // report: a post-processing of the ε₀-DP answer (so still ε₀-DP, δ = 0)
+    // whose scores have no ties, so every count is a distinct guess set.
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    for eps0 in [1.0_f64, 2.0] {
+        let p = 1.0 / (1.0 + (-eps0).exp());
+        let rr = |r: &mut ChaCha8Rng, inc: bool| {
+            let sign = if (r.gen::<f64>() < p) == inc {
+                1.0
+            } else {
+                -1.0
+            };
+            sign + 0.1 * r.gen::<f64>()
+        };
+        let cfg = OneRunConfig::new(0.95, 0.0, Selection::Bonferroni)
+            .with_guesses(GuessFamily::AllCounts);
+        let runs = trials() / 2;
+        let bad = one_run_exceedances(&mut rng, &cfg, runs, eps0, rr);
+        assert_coverage(
+            bad,
+            runs,
+            0.05,
+            &format!("one-run all-counts, RR ε₀={eps0}"),
+        );
+    }
+}
+
+#[test]
 fn panoramia_coverage() {
     // Real non-members (c = 0): {c+ε}_lb lower-bounds ε₀ at level 0.025.
     let mut rng = ChaCha8Rng::seed_from_u64(14);

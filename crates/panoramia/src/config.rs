@@ -4,6 +4,7 @@
 //! seed = 1                    # the pipeline's seed (replayable randomness)
 //! confidence = 0.95           # overall; each of the two tests at (1 − confidence)/2
 //! selection = "same-data"     # threshold choice: same-data (the paper), bonferroni, split
+//! # [reference] guesses, selection: the O(1) reference ordering (crate::reference)
 //!
 //! [split]                     # sizes drawn from the target's training set D_f
 //! generator = 5000            # |D_G|: real records the generator (and labeler) learn from
@@ -80,6 +81,7 @@ use dpaudit_train::TrainError;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{config_err, Result};
+use crate::reference::ReferenceConfig;
 
 /// How the threshold of each test is chosen on the audit set: the audit
 /// crate's policy names. PANORAMIA accepts `same-data` (the best threshold
@@ -419,8 +421,12 @@ pub struct PanoramiaConfig {
     pub seed: u64,
     /// Overall confidence `1 − β`; each test runs at `β/2`.
     pub confidence: f64,
-    /// Threshold selection of both tests and of the O(1) audit.
+    /// Threshold selection of both tests (the O(1) reference has its own).
     pub selection: SelectionChoice,
+    /// The O(1) reference ordering ([`ReferenceConfig`]; default: every
+    /// guess count under Bonferroni).
+    #[serde(default)]
+    pub reference: ReferenceConfig,
     /// `cpu` or `cuda` (default `cpu`) for the pipeline's own models.
     #[serde(default = "default_device")]
     pub device: DeviceChoice,
@@ -471,8 +477,8 @@ pub fn minimum_audit_size(confidence: f64, selection: SelectionChoice) -> usize 
 }
 
 impl PanoramiaConfig {
-    /// The audit crate's policy of both tests and the O(1) audit; the
-    /// pipeline's seed keys the split.
+    /// The audit crate's policy of both tests; the pipeline's seed keys
+    /// the split.
     pub fn threshold_selection(&self) -> Selection {
         match self.selection {
             SelectionChoice::SameData => Selection::SameData,

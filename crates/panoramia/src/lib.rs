@@ -35,6 +35,7 @@ pub mod nn;
 pub mod pipeline;
 pub mod progress;
 pub mod records;
+pub mod reference;
 pub mod stack;
 pub mod task;
 pub mod vae;

@@ -120,9 +120,15 @@ fn vae_pipeline_runs_and_draws_its_samples() {
     assert!((0.0..=1.0).contains(&report.quality.accuracy));
     assert!(report.labeler_accuracy.is_some());
     assert!(!report.selection_valid);
+    // The O(1) reference keeps its own, valid design under `same-data`
+    // tests: every guess count under Bonferroni (crate::reference).
+    assert!(report.reference_valid);
     let t = &report.targets[0];
     assert!(t.epsilon_tilde <= t.c_plus_epsilon_lb);
     assert!(t.c_lb >= 0.0 && t.o1_epsilon >= 0.0);
+    assert_eq!(t.o1["evidence"]["guess_family"], "all-counts");
+    assert_eq!(t.o1["selection"]["policy"], "bonferroni");
+    assert_eq!(t.o1["valid_at_confidence"], true);
 }
 
 /// A tiny real-holdout audit of one target `f` in a fresh directory, with

@@ -260,12 +260,17 @@ impl FromStr for TradeoffFamily {
 impl FromStr for GuessFamily {
     type Err = AuditError;
 
-    /// `symmetric` or `with-one-sided`.
+    /// `symmetric`, `with-one-sided` or `all-counts`.
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "symmetric" => Ok(GuessFamily::Symmetric),
             "with-one-sided" => Ok(GuessFamily::WithOneSided),
-            other => Err(unknown("guesses", other, "symmetric or with-one-sided")),
+            "all-counts" => Ok(GuessFamily::AllCounts),
+            other => Err(unknown(
+                "guesses",
+                other,
+                "symmetric, with-one-sided or all-counts",
+            )),
         }
     }
 }
@@ -464,8 +469,9 @@ mod tests {
         );
         assert_eq!(
             "some".parse::<GuessFamily>().unwrap_err().to_string(),
-            "guesses `some` is unknown; expected symmetric or with-one-sided"
+            "guesses `some` is unknown; expected symmetric, with-one-sided or all-counts"
         );
+        assert_eq!("all-counts".parse().ok(), Some(GuessFamily::AllCounts));
         assert!("random"
             .parse::<TieBreakChoice>()
             .unwrap_err()

@@ -330,6 +330,8 @@ fn report_bound(
                     GuessFamily::Symmetric => "symmetric (k+ = k-; robust to a design off 1/2)",
                     GuessFamily::WithOneSided =>
                         "symmetric and one-sided (needs inclusion with probability exactly 1/2)",
+                    GuessFamily::AllCounts =>
+                        "every count, symmetric and one-sided (needs inclusion with probability exactly 1/2)",
                 }
             );
             let d = &ev.inclusion;

@@ -249,6 +249,10 @@ pub struct AuditReport {
     pub c_lb: f64,
     /// Its standard deviation over seeds.
     pub c_lb_sd: f64,
+    /// The O(1) reference audit in words ([`crate::reference`]).
+    pub reference: String,
+    /// Whether the reference is a lower bound valid at `confidence`.
+    pub reference_valid: bool,
     /// How well ε̃ orders the targets like the one-run audit on real
     /// non-members (None: fewer than two targets).
     pub ordering: Option<Ordering>,
@@ -266,12 +270,15 @@ pub struct Ordering {
     /// Spearman's rank correlation of the mean ε̃ with the O(1) ε over the
     /// targets (ties get average ranks; NaN when either is constant).
     pub spearman_rho: f64,
-    /// The target with the largest O(1) ε, and the one with the smallest.
-    pub most_leaky: String,
+    /// The targets with the largest O(1) ε (more than one when the
+    /// reference ties them), and those with the smallest.
+    pub most_leaky: Vec<String>,
     /// See `most_leaky`.
-    pub least_leaky: String,
+    pub least_leaky: Vec<String>,
     /// `(ε̃ of the most leaky − ε̃ of the least leaky) / the larger of their
-    /// standard deviations over seeds` (∞ when both are 0).
+    /// standard deviations over seeds` (∞ when both are 0); where the
+    /// reference ties, the smallest over every tied pair (the verdict must
+    /// hold whichever of them the reference would rank first).
     pub separation_in_sd: f64,
     /// The same two for the fixed-threshold excess.
     pub band_spearman_rho: f64,
@@ -310,6 +317,39 @@ pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
     cov / (va * vb).sqrt()
 }
 
+/// The indices of the largest and of the smallest `reference` values, every
+/// tied one included: a reference that ties cannot say which is first.
+pub fn extremes(reference: &[f64]) -> (Vec<usize>, Vec<usize>) {
+    let top = reference.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let bottom = reference.iter().copied().fold(f64::INFINITY, f64::min);
+    let at = |x: f64| {
+        (0..reference.len())
+            .filter(|&i| reference[i] == x)
+            .collect()
+    };
+    (at(top), at(bottom))
+}
+
+/// `(v[h] − v[l]) / max(sd[h], sd[l])` for `h` in `hi`, `l` in `lo` (∞ for a
+/// positive gap over no spread, 0 for none), the smallest over
+/// every pair: under a tied reference the separation must hold whichever
+/// tied target it would rank first (the conservative verdict).
+pub fn separation(v: &[f64], sd: &[f64], hi: &[usize], lo: &[usize]) -> f64 {
+    let pair = |h: usize, l: usize| {
+        let (gap, spread) = (v[h] - v[l], sd[h].max(sd[l]));
+        if spread > 0.0 {
+            gap / spread
+        } else if gap > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    };
+    hi.iter()
+        .flat_map(|&h| lo.iter().map(move |&l| pair(h, l)))
+        .fold(f64::INFINITY, f64::min)
+}
+
 impl Ordering {
     /// The ordering of `targets` (None: fewer than two).
     pub fn of(targets: &[TargetResult]) -> Option<Self> {
@@ -318,45 +358,17 @@ impl Ordering {
         }
         let tilde: Vec<f64> = targets.iter().map(|t| t.epsilon_tilde).collect();
         let o1: Vec<f64> = targets.iter().map(|t| t.o1_epsilon).collect();
-        let by_o1 = |pick_max: bool| {
-            let mut best = 0;
-            for i in 1..targets.len() {
-                let better = if pick_max {
-                    o1[i] > o1[best]
-                } else {
-                    o1[i] < o1[best]
-                };
-                if better {
-                    best = i;
-                }
-            }
-            best
-        };
-        let (hi, lo) = (by_o1(true), by_o1(false));
-        let separation = |v: &[f64], sd: [f64; 2]| {
-            let (gap, sd) = (v[hi] - v[lo], sd[0].max(sd[1]));
-            if sd > 0.0 {
-                gap / sd
-            } else if gap > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            }
-        };
+        let (hi, lo) = extremes(&o1);
+        let names = |idx: &[usize]| idx.iter().map(|&i| targets[i].name.clone()).collect();
+        let sd = |f: fn(&TargetResult) -> f64| targets.iter().map(f).collect::<Vec<_>>();
         let band: Vec<f64> = targets.iter().map(|t| t.band_excess).collect();
         Some(Self {
             spearman_rho: spearman(&tilde, &o1),
-            most_leaky: targets[hi].name.clone(),
-            least_leaky: targets[lo].name.clone(),
-            separation_in_sd: separation(
-                &tilde,
-                [targets[hi].epsilon_tilde_sd, targets[lo].epsilon_tilde_sd],
-            ),
+            most_leaky: names(&hi),
+            least_leaky: names(&lo),
+            separation_in_sd: separation(&tilde, &sd(|t| t.epsilon_tilde_sd), &hi, &lo),
             band_spearman_rho: spearman(&band, &o1),
-            band_separation_in_sd: separation(
-                &band,
-                [targets[hi].band_excess_sd, targets[lo].band_excess_sd],
-            ),
+            band_separation_in_sd: separation(&band, &sd(|t| t.band_excess_sd), &hi, &lo),
         })
     }
 }
@@ -389,6 +401,30 @@ mod tests {
     fn spearman_with_ties_is_pearson_of_average_ranks() {
         let r = spearman(&[0.0, 0.0, 1.0], &[0.1, 0.2, 0.3]);
         assert!((r - 1.5 / (1.5f64 * 2.0).sqrt()).abs() < 1e-12, "{r}");
+    }
+
+    /// The run of docs/panoramia.md before the all-counts reference: the
+    /// O(1) grid tied the 60- and 200-epoch targets at 4.585; ε̃ 0.304 ±
+    /// 0.075 and 0.246 ± 0.101 against 0.000 ± 0.001 at ε = 1. Separations
+    /// (0.304 − 0.000)/0.075 = 4.05 and (0.246 − 0.000)/0.101 = 2.44: the
+    /// tie gives the smaller.
+    #[test]
+    fn a_tied_reference_gets_the_conservative_separation() {
+        let o1 = [0.0, 0.027, 0.421, 1.732, 4.585, 4.585];
+        let tilde = [0.000, 0.022, 0.047, 0.133, 0.304, 0.246];
+        let sd = [0.001, 0.020, 0.050, 0.088, 0.075, 0.101];
+        let (hi, lo) = extremes(&o1);
+        assert_eq!((hi.clone(), lo.clone()), (vec![4, 5], vec![0]));
+        let s = separation(&tilde, &sd, &hi, &lo);
+        assert!((s - 0.246 / 0.101).abs() < 1e-12, "{s}");
+        // Untied, the same numbers give the one pair's separation.
+        let s = separation(&tilde, &sd, &[4], &lo);
+        assert!((s - 0.304 / 0.075).abs() < 1e-12, "{s}");
+        // A constant reference ties every target at both ends, so each
+        // order counts: the worst is (0.1 − 0.5)/0.1 = −4.
+        let (hi, lo) = extremes(&[1.0, 1.0]);
+        let s = separation(&[0.5, 0.1], &[0.1, 0.1], &hi, &lo);
+        assert!((s + 4.0).abs() < 1e-12, "{s}");
     }
 
     #[test]

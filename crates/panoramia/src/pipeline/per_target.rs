@@ -5,7 +5,7 @@
 
 use dpaudit_audit::bound::EpsilonLowerBound;
 use dpaudit_audit::observations::Observations;
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::one_run_lower_bound;
 use dpaudit_audit::panoramia::{panoramia, PanoramiaConfig as MeasureConfig, PanoramiaMeasurement};
 use dpaudit_train::checkpoint::CheckpointMeta;
 use dpaudit_train::models::Model;
@@ -244,15 +244,14 @@ fn measure(
         epsilon_tilde: (per_seed[m_best].c_plus_epsilon_lb - per_seed[b_best].c_lb).max(0.0),
     };
     let seed0 = mia_runs.remove(0);
-    // O(1), real members vs real non-members, score = −loss.
+    // O(1), real members vs real non-members, score = −loss (crate::reference).
     let o1_scores: Vec<f64> = task::losses(model, &o1.set_n, device)?
         .into_iter()
         .map(|l| -l)
         .collect();
     let o1_bound: EpsilonLowerBound = one_run_lower_bound(
         &Observations::new(o1_scores, o1.coins.clone())?,
-        &OneRunConfig::new(config.confidence, 0.0, config.threshold_selection())
-            .with_guesses(GuessFamily::WithOneSided),
+        &config.reference.one_run_config(config.confidence),
     )?;
     Ok(TargetResult {
         name: name.clone(),

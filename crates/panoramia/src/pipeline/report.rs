@@ -67,6 +67,8 @@ pub(super) fn assemble(run: &Run<'_>, game: &Game, parts: Parts<'_>) -> AuditRep
         mia_losses: config.classifier.mia_losses.describe().to_string(),
         c_lb,
         c_lb_sd,
+        reference: config.reference.describe(),
+        reference_valid: config.reference.is_valid(),
         ordering,
         c_lb_ceiling,
         targets: results,

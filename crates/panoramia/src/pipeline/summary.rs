@@ -80,6 +80,7 @@ pub fn summary(r: &AuditReport) -> String {
             " (the paper's practice: the best threshold on the audit set itself; NOT valid at the stated confidence)"
         }
     );
+    let _ = writeln!(s, "- reference ordering (O(1) column): {}", r.reference);
     let _ = writeln!(s, "- side information: {}", r.mia_losses);
     if r.classifier_seeds > 1 {
         let _ = writeln!(
@@ -179,13 +180,14 @@ fn table(s: &mut String, r: &AuditReport) {
         let _ = writeln!(
             s,
             "\nOrdering: Spearman's ρ between ε̃ and the O(1) ε over the {} targets = {:.3}; the most leaky target by O(1) \
-             (`{}`) and the least (`{}`) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds. \
+             ({}) and the least ({}) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds \
+             (where O(1) ties, the smallest over the tied targets). \
              The excess at fixed thresholds (the mean over r = {} of the top r's bound c_r(MIA) − c_r(b), each at level {:.3}; \
              docs/panoramia.md): ρ = {:.3}, separation {:.1} standard deviations.",
             r.targets.len(),
             o.spearman_rho,
-            o.most_leaky,
-            o.least_leaky,
+            tied_names(&o.most_leaky),
+            tied_names(&o.least_leaky),
             o.separation_in_sd,
             super::band::BAND
                 .iter()
@@ -201,4 +203,13 @@ fn table(s: &mut String, r: &AuditReport) {
         s,
         "\nPlots: `plots/pr-<target>.svg` (precision–recall of b and the MIA, with the points giving c_lb and {{c+ε}}_lb), `plots/samples.png` (generated), `plots/real.png` (D_G)."
     );
+}
+
+/// `` `a` `` or `` tied: `a`, `b` `` (a tie of the reference).
+fn tied_names(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.len() {
+        1 => quoted[0].clone(),
+        _ => format!("tied: {}", quoted.join(", ")),
+    }
 }
