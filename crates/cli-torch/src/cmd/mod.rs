@@ -10,5 +10,4 @@ pub mod experiment;
 pub mod panoramia;
 pub mod run;
 pub mod selftest;
-pub mod slurm;
 pub mod train;
