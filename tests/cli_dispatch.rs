@@ -158,3 +158,49 @@ fn a_companion_on_path_is_found_when_none_is_beside_the_binary() {
     assert_eq!(out.status.code(), Some(7));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "<doctor>\n");
 }
+
+/// `dpaudit slurm` plans an experiment's units without libtorch: the lone
+/// `dpaudit` writes the job array of a BGM file (6 chunks, `tests/cli_bgm.rs`)
+/// and of a canary file (4 chunks), and the jobs run that binary.
+#[test]
+fn slurm_writes_job_arrays_without_a_companion() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let bin = copy_of_dpaudit(dir.path());
+    for (name, text, command, units) in [
+        ("bgm.toml", common::fixtures::TINY_BGM, "bgm", 6),
+        ("canary.toml", common::fixtures::TINY_CANARY, "run", 4),
+    ] {
+        let file = common::write(dir.path(), name, text);
+        let out = dir.path().join(format!("{command}-cluster"));
+        let args = ["slurm", "--tasks", "2", "--out-dir", out.to_str().unwrap()];
+        let stdout = common::ok(&run(
+            &bin,
+            &[&args[..], &[file.to_str().unwrap()]].concat(),
+            empty.path(),
+        ));
+        assert!(stdout.contains("(2 array tasks)"), "{stdout}");
+        let script = common::read(&out.join("slurm/shards.sbatch"));
+        for part in [
+            format!("exec '{}' '{command}' ", bin.display()),
+            format!("'{}'", file.display()),
+            "--shard auto/2".to_string(),
+        ] {
+            assert!(script.contains(&part), "{part} in {script}");
+        }
+        let too_many = (units + 1).to_string();
+        let args = [
+            "slurm",
+            "--tasks",
+            &too_many,
+            "--out-dir",
+            out.to_str().unwrap(),
+        ];
+        let e = common::failure(&run(
+            &bin,
+            &[&args[..], &[file.to_str().unwrap()]].concat(),
+            empty.path(),
+        ));
+        assert!(e.contains(&format!("expected 1 to {units}")), "{e}");
+    }
+}

@@ -1,6 +1,6 @@
 //! The `dpaudit` command line: the arguments of every command ([`args`]),
 //! the commands that need no libtorch ([`cmd`]: `account`, `calibrate`,
-//! `estimate`, `counts`, `compare`, `data`), and the hand-over of the others to the
+//! `estimate`, `counts`, `compare`, `data`, `merge`, `slurm`), and the hand-over of the others to the
 //! companion binary `dpaudit-torch` ([`companion`]; its code is the crate
 //! `dpaudit-cli-torch`). This crate never links libtorch, so the pure
 //! commands start in milliseconds; see `docs/cli.md`.

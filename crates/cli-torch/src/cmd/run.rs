@@ -9,9 +9,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use dpaudit_cli::args::run::Args;
 use dpaudit_cli::cmd::merge::print_canary_report;
-use dpaudit_experiment::bgm::audit::{prepare_all, BgmExperiment};
-use dpaudit_experiment::bgm::engine::CpuBgmEngine;
-use dpaudit_experiment::bgm::runner::plan_units;
 use dpaudit_experiment::canary::audit_report::AuditReport;
 use dpaudit_experiment::canary::chunk::Prepared;
 use dpaudit_experiment::canary::runner::{check_results_memory, holder_of};
@@ -84,42 +81,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             super::panoramia::run_file(&file, &args.out_dir, args.sim.json)
         }
     }
-}
-
-/// For `dpaudit slurm`: the subcommand an array task runs, the experiment's
-/// units (shards can own) and what they are, in words.
-pub fn shard_units(file: &ExperimentFile) -> anyhow::Result<(&'static str, u64, String)> {
-    Ok(match file.kind {
-        ExperimentKind::Bgm => {
-            let experiment = BgmExperiment::from_toml(&file.path, &file.text)?;
-            let settings = prepare_all(&file.path, &experiment)?;
-            let units = plan_units(&settings, &CpuBgmEngine { threads: 0 })?.len() as u64;
-            (
-                "bgm",
-                units,
-                format!("{units} chunks of simulated runs (the Rust engine's)"),
-            )
-        }
-        ExperimentKind::Canary => {
-            let config =
-                ExperimentConfig::from_toml(&file.text, &file.path.display().to_string())
-                    .with_context(|| format!("loading {}", file.path.display()))?;
-            (
-                "run",
-                config.chunks(),
-                format!(
-                    "{} chunks of train.replicas = {} runs",
-                    config.chunks(),
-                    config.chunk_size()
-                ),
-            )
-        }
-        ExperimentKind::Panoramia => anyhow::bail!(
-            "{}: `kind = \"panoramia\"`: a PANORAMIA audit runs in one process (its stages resume), not as a job \
-             array; run it with `dpaudit run`",
-            file.path.display()
-        ),
-    })
 }
 
 /// A `kind = "canary"` experiment file.

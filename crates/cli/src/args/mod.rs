@@ -96,10 +96,10 @@ pub fn run_pure(command: Command) -> Outcome {
         Command::Estimate(a) => Outcome::Ran(cmd::estimate::run(a)),
         Command::Counts(a) => Outcome::Ran(cmd::counts::run(a)),
         Command::Compare(a) => Outcome::Ran(cmd::compare::run(a)),
-        // Canary out-dirs are merged here; BGM out-dirs are handed back.
-        Command::Merge(a) => cmd::merge::run(a),
-        // Job arrays plan an experiment's units, which reads the
-        // experiment's code that links libtorch.
+        // Finalizing any out-dir, and planning an experiment's units for a
+        // job array, simulate and train nothing.
+        Command::Merge(a) => Outcome::Ran(cmd::merge::run(a)),
+        Command::Slurm(a) => Outcome::Ran(cmd::slurm::run(a)),
         c @ (Command::Doctor(_)
         | Command::Train(_)
         | Command::Bench(_)
@@ -107,7 +107,6 @@ pub fn run_pure(command: Command) -> Outcome {
         | Command::Run(_)
         | Command::Selftest(_)
         | Command::Bgm(_)
-        | Command::Slurm(_)
         | Command::Panoramia(_)) => Outcome::NeedsTorch(c),
     }
 }

@@ -7,3 +7,4 @@ pub mod counts;
 pub mod data;
 pub mod estimate;
 pub mod merge;
+pub mod slurm;
