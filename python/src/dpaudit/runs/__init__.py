@@ -27,9 +27,10 @@ The three kinds (detected from ``config.json``):
   "dpaudit-panoramia/1"``), ``quality.json``, ``baseline.json``,
   ``targets/<name>.json``, ``audit.json``, ``summary.md``, ``plots/``.
 
-The manifest, its kind, the checksums and the seed key tree are read by
-dpaudit's Rust crates through the binding (``crates/python/src/runs.rs``);
-this package adds NumPy arrays and classes. What is checked on reading, as
+The manifest, its kind, the checksums, the seed key tree and a canary run's
+``inclusion.csv``, chunks and ``scores.csv`` (``dpaudit_plan::canary::reader``)
+are read by dpaudit's Rust crates through the binding
+(``crates/python/src/runs.rs``); this package adds NumPy arrays and classes. What is checked on reading, as
 dpaudit itself checks it:
 
 - checksummed files (the chunk files) end in the line ``# sha256 <hex>``
