@@ -96,8 +96,8 @@ __all__ = [
 # its parts: `_format` (version tags, checksummed files), `_seed` (the values derived from a
 # seed), `_readers` (small readers, the method table, `OutDir`), `_canary`, `_bgm`,
 # `_panoramia` (one out-dir kind each). The format itself (manifests and their kinds, the
-# checksums, the seed key tree) is read by the Rust crates that write it, through the binding
-# (crates/python/src/runs.rs).
+# checksums, the seed key tree, a canary run's CSV files) is read by the Rust crates that write
+# it, through the binding (crates/python/src/runs.rs); a BGM run's CSV files are still parsed here.
 for _cls in (OutDir, CanaryRun, BgmRun, BgmSetting, PanoramiaRun, IncompleteOutDirError):
     _cls.__module__ = __name__
 del _cls

@@ -1,6 +1,8 @@
-"""Small readers shared by the out-dir kinds (JSON, text, numeric CSV rows),
-the method table of ``audit.json``, and :class:`OutDir`, what every kind
-has.
+"""Small readers shared by the out-dir kinds (JSON, text, and the numeric CSV
+rows of a BGM run's ``scores.csv`` and ``counts.csv``, which no Rust reader
+reads yet; a canary run's CSV files are read by ``dpaudit_plan::canary::reader``
+through the binding), the method table of ``audit.json``, and
+:class:`OutDir`, what every kind has.
 """
 
 from __future__ import annotations
