@@ -30,7 +30,6 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Bgm(a) => cmd::bgm::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Selftest(a) => cmd::selftest::run(a),
-        Command::Merge(a) => cmd::merge::run(a),
         Command::Slurm(a) => cmd::slurm::run(a),
         Command::Panoramia(a) => cmd::panoramia::run(a),
         Command::Data(_)
@@ -38,7 +37,8 @@ fn run(command: Command) -> anyhow::Result<()> {
         | Command::Calibrate(_)
         | Command::Estimate(_)
         | Command::Counts(_)
-        | Command::Compare(_) => anyhow::bail!(
+        | Command::Compare(_)
+        | Command::Merge(_) => anyhow::bail!(
             "internal error: `{command:?}` is a pure command, run by `dpaudit` itself"
         ),
     }

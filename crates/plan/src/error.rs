@@ -49,6 +49,35 @@ pub enum PlanError {
         #[source]
         source: dpaudit_audit::AuditError,
     },
+    /// The attacks crate refused a parameter (a BGM setting).
+    #[error(transparent)]
+    Attacks(#[from] dpaudit_attacks::AttacksError),
+    /// The accountant refused its input.
+    #[error("{context}: {source}")]
+    Accounting {
+        /// What was being computed.
+        context: String,
+        /// The accounting crate's error.
+        #[source]
+        source: dpaudit_accounting::AccountingError,
+    },
+    /// One setting of an experiment file is invalid (named by its position
+    /// and name); nothing was computed.
+    #[error("{file}: settings[{index}] ({name:?}): {reason}")]
+    Setting {
+        /// The experiment file, as given.
+        file: String,
+        /// The setting's position in `[[settings]]`.
+        index: usize,
+        /// Its name.
+        name: String,
+        /// What is wrong (the inner error, in words).
+        reason: String,
+    },
+    /// A simulation engine that lives outside this crate failed (the
+    /// libtorch BGM engine of `dpaudit_experiment`), with its own message.
+    #[error(transparent)]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A [`PlanError::InvalidConfig`] for `field`, its `value` and what was expected.
@@ -62,6 +91,16 @@ pub fn invalid(
         value: value.to_string(),
         expected: expected.into(),
     }
+}
+
+/// An invalid value of a BGM setting or flag, as the out-dir store words it
+/// ([`dpaudit_store::StoreError::Invalid`]).
+pub(crate) fn invalid_value(
+    name: impl Into<String>,
+    value: impl Into<String>,
+    expected: impl Into<String>,
+) -> PlanError {
+    dpaudit_store::error::invalid(name, value, expected).into()
 }
 
 /// Result alias of this crate.

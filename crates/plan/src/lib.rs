@@ -9,11 +9,14 @@
 //! - [`canary`]: the canary experiment's file, its canaries' settings and
 //!   inclusion bits, the score book, the audit report, and its out-dir in the
 //!   store of [`dpaudit_store`] (manifest, chunk files, finalization, merge).
+//! - [`bgm`]: the BGM shuffling audit (settings, the CPU engine, counts
+//!   mode, its out-dir, finalization and merge).
 //!
-//! Training itself (`dpaudit_train`) and the canary runs on the device
-//! (`dpaudit_experiment`) build on these and re-export them under their old
-//! paths.
+//! Training itself (`dpaudit_train`), the canary runs on the device and the
+//! libtorch BGM engine (`dpaudit_experiment`) build on these and re-export
+//! them under their old paths.
 
+pub mod bgm;
 pub mod canary;
 pub mod error;
 pub mod train;

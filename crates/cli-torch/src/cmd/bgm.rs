@@ -4,16 +4,15 @@
 //! (`dpaudit_experiment::bgm::{audit, engine, runner}`); this module
 //! parses the flags, picks the engine, and prints.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use dpaudit_cli::args::bgm::Args;
 use dpaudit_cli::args::experiment::{EngineChoice, SimArgs};
-use dpaudit_experiment::bgm::audit::{
-    prepare_all, summary_markdown, throughput_line, BgmExperiment, BgmReport,
-};
+use dpaudit_cli::cmd::merge::print_bgm_report;
+use dpaudit_experiment::bgm::audit::{prepare_all, throughput_line, BgmExperiment};
 use dpaudit_experiment::bgm::engine::{BgmEngine, CpuBgmEngine, TensorBgmEngine};
-use dpaudit_experiment::bgm::runner::{merge_bgm, BgmDir, BgmFinalized};
+use dpaudit_experiment::bgm::runner::{BgmDir, BgmFinalized};
 use dpaudit_store::kind::{ExperimentFile, ExperimentKind};
 use dpaudit_store::{OutDir, Shard};
 
@@ -54,24 +53,6 @@ pub fn engine_from_flags(
             Ok(Box::new(TensorBgmEngine::new(device, chunk_runs)?))
         }
     }
-}
-
-fn print_report(report: &BgmReport, json: bool, out_dir: &Path) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-        return Ok(());
-    }
-    print!("{}", summary_markdown(report));
-    println!();
-    for s in &report.settings {
-        println!("{}: {}", s.name, throughput_line(s, report));
-    }
-    println!(
-        "\nwritten: {}/audit.json, {}/summary.md",
-        out_dir.display(),
-        out_dir.display()
-    );
-    Ok(())
 }
 
 /// `dpaudit bgm`.
@@ -144,7 +125,7 @@ pub fn run_file(
                     throughput_line(s, &report)
                 );
             }
-            print_report(&report, sim.json, out_dir)
+            print_bgm_report(&report, sim.json, out_dir)
         }
         BgmFinalized::Incomplete(missing) => {
             println!(
@@ -154,17 +135,6 @@ pub fn run_file(
             Ok(())
         }
     }
-}
-
-/// `dpaudit merge` on BGM out-dirs.
-pub fn run_merge(out_dir: &Path, shards: &[PathBuf], json: bool) -> anyhow::Result<()> {
-    let merged = merge_bgm(out_dir, shards, &command_line())?;
-    eprintln!(
-        "merged {} chunk(s) into {}",
-        merged.copied,
-        out_dir.display()
-    );
-    print_report(&merged.report, json, out_dir)
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ pub mod bgm;
 pub mod demo;
 pub mod doctor;
 pub mod experiment;
-pub mod merge;
 pub mod panoramia;
 pub mod run;
 pub mod selftest;

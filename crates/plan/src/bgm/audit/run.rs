@@ -17,7 +17,7 @@ use crate::bgm::counts::{
     counted_bound, CountedBound, HistogramAccumulator, ScoreHistogram, PIECE_RUNS,
 };
 use crate::bgm::engine::BgmEngine;
-use crate::error::{ExperimentError, Result};
+use crate::error::{PlanError, Result};
 
 use super::setting::*;
 
@@ -38,12 +38,12 @@ pub fn bound_scores(
 ) -> Result<EpsilonLowerBound> {
     let observations =
         Observations::from_classes(with_target, without_target).map_err(|source| {
-            ExperimentError::Audit {
+            PlanError::Audit {
                 context: "collecting the simulated scores".into(),
                 source,
             }
         })?;
-    eps_delta_lower_bound(&observations, region).map_err(|source| ExperimentError::Audit {
+    eps_delta_lower_bound(&observations, region).map_err(|source| PlanError::Audit {
         context: "bounding ε from the simulated scores".into(),
         source,
     })
@@ -299,7 +299,7 @@ pub fn report_setting(p: &PreparedSetting, scores: &SettingScores) -> Result<Set
     let total_steps = (s.steps * s.epochs) as u64;
     let sigma = p.noise_multiplier;
     let poisson = dpsgd_epsilon(sample_rate, sigma, total_steps, s.delta, Accountant::Pld)
-        .map_err(|source| ExperimentError::Accounting {
+        .map_err(|source| PlanError::Accounting {
             context: "Poisson ε (PLD)".into(),
             source,
         })?;

@@ -46,7 +46,7 @@ use crate::bgm::audit::{
 use crate::bgm::counts::HistogramAccumulator;
 use crate::bgm::engine::BgmEngine;
 use crate::bgm::unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
-use crate::error::{invalid, ExperimentError, Result};
+use crate::error::{invalid_value as invalid, PlanError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
 use dpaudit_store::shard::Shard;
 use dpaudit_store::store::{read_manifest_json, Outcome, Store, UnitState, Work, CONFIG_FILE};
@@ -96,7 +96,7 @@ impl BgmManifest {
     pub fn read(dir: &Path) -> Result<Self> {
         let (path, value) = read_manifest_json(dir)?;
         if value.get("kind").and_then(|v| v.as_str()) != Some(BGM_KIND) {
-            return Err(ExperimentError::Store(StoreError::Inconsistent {
+            return Err(PlanError::Store(StoreError::Inconsistent {
                 path,
                 reason: "not the out-dir of a `dpaudit bgm` experiment (no \"kind\": \"bgm\"); use another --out-dir"
                     .into(),
@@ -104,7 +104,7 @@ impl BgmManifest {
         }
         let version = value.get("format_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(FORMAT_VERSION)) {
-            return Err(ExperimentError::Store(StoreError::Inconsistent {
+            return Err(PlanError::Store(StoreError::Inconsistent {
                 path,
                 reason: format!(
                     "written by out-dir format {}; this dpaudit reads and writes format {FORMAT_VERSION}: use a new --out-dir",
@@ -113,7 +113,7 @@ impl BgmManifest {
             }));
         }
         serde_json::from_value(value).map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path,
                 reason: format!("not a dpaudit BGM manifest: {e}"),
             })
@@ -131,7 +131,7 @@ pub fn is_bgm_out_dir(dir: &Path) -> bool {
 
 fn fingerprint(experiment: &BgmExperiment, identity: &str, units: &[Unit]) -> Result<String> {
     let json = serde_json::to_string(&(&experiment.settings, identity, units)).map_err(|e| {
-        ExperimentError::Store(StoreError::Inconsistent {
+        PlanError::Store(StoreError::Inconsistent {
             path: PathBuf::from(CONFIG_FILE),
             reason: format!("serialising the experiment: {e}"),
         })
@@ -140,7 +140,7 @@ fn fingerprint(experiment: &BgmExperiment, identity: &str, units: &[Unit]) -> Re
 }
 
 impl dpaudit_store::store::Manifest for BgmManifest {
-    type Error = ExperimentError;
+    type Error = PlanError;
     const WHAT: &'static str = "experiment or engine";
 
     fn read(dir: &Path) -> Result<Self> {
@@ -164,7 +164,7 @@ pub struct BgmWork<S> {
 
 impl<S: AsRef<[PreparedSetting]>> Work for BgmWork<S> {
     type Data = UnitData;
-    type Error = ExperimentError;
+    type Error = PlanError;
     const MADE: &'static str = "simulated";
 
     fn units(&self) -> u64 {
@@ -183,7 +183,7 @@ impl<S: AsRef<[PreparedSetting]>> Work for BgmWork<S> {
 
     fn encode(&self, data: &UnitData, path: &Path) -> Result<Vec<u8>> {
         data.to_json().map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path: path.to_path_buf(),
                 reason: format!("serialising: {e}"),
             })
@@ -301,7 +301,7 @@ impl<'a> BgmDir<'a> {
             without_target: scores.without_target,
         };
         let json = serde_json::to_vec(&file).map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path: self.out_dir().path(unit_file(c)),
                 reason: format!("serialising the scores: {e} (a score is not finite)"),
             })
@@ -360,7 +360,7 @@ impl<'a> BgmDir<'a> {
             evaluation,
         };
         let json = serde_json::to_vec(&file).map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path: self.out_dir().path(unit_file(c)),
                 reason: format!("serialising the counts: {e}"),
             })
@@ -393,7 +393,7 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
         }
     }
     let discontinuous = |c: u64, setting: usize| {
-        ExperimentError::Store(StoreError::Inconsistent {
+        PlanError::Store(StoreError::Inconsistent {
             path: config_path.clone(),
             reason: format!("unit {c} does not continue the runs of setting {setting}"),
         })
@@ -458,7 +458,7 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
                 ("evaluation", &counts.evaluation, want[1]),
             ] {
                 if h.with_target() != n || h.without_target() != n {
-                    return Err(ExperimentError::Store(StoreError::Inconsistent {
+                    return Err(PlanError::Store(StoreError::Inconsistent {
                         path: config_path.clone(),
                         reason: format!(
                             "setting {i}: the {stream} units hold {} and {} runs, the setting asks for {n} per hypothesis",

@@ -73,7 +73,7 @@ use dpaudit_audit::clopper_pearson::upper_limit;
 use dpaudit_audit::gaussian::inverse_cdf;
 use dpaudit_audit::region::epsilon_from_error_bounds;
 
-use crate::error::{ExperimentError, Result};
+use crate::error::{PlanError, Result};
 use dpaudit_store::StoreError;
 
 /// Mantissa bits kept by [`bucket`]: relative resolution 2⁻⁸ (a threshold
@@ -231,7 +231,7 @@ impl HistogramAccumulator {
     pub fn add(&mut self, with_target: &[f64], without_target: &[f64]) -> Result<()> {
         for (class, scores) in [(0, with_target), (1, without_target)] {
             if let Some(bad) = scores.iter().find(|x| !x.is_finite()) {
-                return Err(ExperimentError::Store(StoreError::Inconsistent {
+                return Err(PlanError::Store(StoreError::Inconsistent {
                     path: "simulation".into(),
                     reason: format!(
                         "a simulated score is {bad}: expected finite log-likelihood ratios"
@@ -318,7 +318,7 @@ pub fn choose_threshold(
 ) -> Result<ThresholdChoice> {
     let (s1, s0) = (selection.with_target(), selection.without_target());
     if s1 == 0 || s0 == 0 || evaluation_runs == 0 {
-        return Err(crate::error::invalid(
+        return Err(crate::error::invalid_value(
             "selection / evaluation runs",
             format!("{s1} and {s0} selection, {evaluation_runs} evaluation runs"),
             "at least one run of each hypothesis in each",
@@ -407,7 +407,7 @@ fn evidence(
     let tail = (1.0 - confidence) / 2.0;
     let audit = |context: &str| {
         let context = context.to_string();
-        move |source| ExperimentError::Audit { context, source }
+        move |source| PlanError::Audit { context, source }
     };
     let fneg = n1 - with_above;
     let fpr_upper = upper_limit(without_above, n0, tail)

@@ -10,12 +10,13 @@ use dpaudit_attacks::{BgmConfig, BgmDataset, BgmSimulator};
 use dpaudit_audit::observations::Selection;
 use dpaudit_audit::region::RegionConfig;
 use dpaudit_data::sampler::{GameSampler, Sampler};
-use dpaudit_train::preflight::{self, MemoryEstimate};
 use serde::{Deserialize, Serialize};
 
 use crate::bgm::counts::PIECE_RUNS;
 use crate::bgm::engine::BgmEngine;
-use crate::error::{invalid, read_text, ExperimentError, Result};
+use crate::error::{invalid_value as invalid, PlanError, Result};
+use crate::train::memory::{self, MemoryEstimate};
+use dpaudit_store::error::read_text;
 use dpaudit_store::StoreError;
 
 /// A BGM experiment file.
@@ -33,7 +34,7 @@ impl BgmExperiment {
     /// Parse the TOML text of `file` (named in errors).
     pub fn from_toml(file: &Path, text: &str) -> Result<Self> {
         toml::from_str(text).map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path: file.to_path_buf(),
                 reason: format!("not a BGM experiment file: {e}"),
             })
@@ -218,7 +219,7 @@ fn is_partial_shuffle(s: &Setting) -> bool {
 /// errors name `file`, the setting's position and name, and the field.
 pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<PreparedSetting>> {
     if experiment.settings.is_empty() {
-        return Err(ExperimentError::Store(StoreError::Inconsistent {
+        return Err(PlanError::Store(StoreError::Inconsistent {
             path: file.to_path_buf(),
             reason: "`settings` is empty; expected at least one [[settings]] table".into(),
         }));
@@ -228,7 +229,7 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
         .iter()
         .enumerate()
         .map(|(index, s)| {
-            prepare(s.clone()).map_err(|e| ExperimentError::Setting {
+            prepare(s.clone()).map_err(|e| PlanError::Setting {
                 file: file.display().to_string(),
                 index,
                 name: s.name.clone(),
@@ -261,13 +262,13 @@ pub fn prepare_all(file: &Path, experiment: &BgmExperiment) -> Result<Vec<Prepar
                 ),
             ],
         };
-        preflight::check(
+        memory::check(
             "the experiment's scores",
             "`runs` (or `evaluation = { counts = { selection_runs = … } }`, which holds no scores)",
             &estimate,
         )
         .map_err(|e| {
-            ExperimentError::Store(StoreError::Inconsistent {
+            PlanError::Store(StoreError::Inconsistent {
                 path: file.to_path_buf(),
                 reason: e.to_string(),
             })
@@ -326,7 +327,7 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
                 Accountant::Pld,
                 1e-4,
             )
-            .map_err(|source| ExperimentError::Accounting {
+            .map_err(|source| PlanError::Accounting {
                 context: format!("calibrating the noise multiplier to Poisson ε = {eps}"),
                 source,
             })?;
@@ -448,7 +449,7 @@ pub fn prepare(setting: Setting) -> Result<PreparedSetting> {
         }
         Evaluation::Counts { .. } => "`guess_runs`",
     };
-    preflight::check("the simulation", field, &estimate)?;
+    memory::check("the simulation", field, &estimate)?;
     Ok(PreparedSetting {
         setting,
         noise_multiplier,

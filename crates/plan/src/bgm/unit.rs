@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::bgm::audit::{GuessSearch, PreparedSetting, SimulationClock};
 use crate::bgm::counts::ScoreHistogram;
 use crate::bgm::engine::BgmEngine;
-use crate::error::{ExperimentError, Result};
+use crate::error::{PlanError, Result};
 use dpaudit_store::store::{chunk_path, read_unit_file, UnitState};
 use dpaudit_store::StoreError;
 
@@ -280,7 +280,7 @@ pub(crate) fn setting_of<'s>(
     manifest: &Path,
 ) -> Result<&'s PreparedSetting> {
     settings.get(unit.setting).ok_or_else(|| {
-        ExperimentError::Store(StoreError::Inconsistent {
+        PlanError::Store(StoreError::Inconsistent {
             path: manifest.to_path_buf(),
             reason: format!(
                 "unit {c} names setting {}, which does not exist",
