@@ -13,7 +13,10 @@
 //!   coins ([`SeedKey::coins`]);
 //! - [`read_canary_results`]: a `dpaudit run` out-dir's inclusion bits and
 //!   score rows as NumPy arrays, read and checked by
-//!   [`dpaudit_plan::canary::reader`].
+//!   [`dpaudit_plan::canary::reader`];
+//! - [`read_bgm_scores`] and [`read_bgm_counts`]: a `dpaudit bgm` out-dir's
+//!   `scores.csv` and `counts.csv` as NumPy arrays
+//!   ([`dpaudit_plan::bgm::reader`]).
 //!
 //! Errors are Python exceptions that name the file and what was expected:
 //! `FileNotFoundError` for a missing file, `ValueError` for a damaged or
@@ -28,6 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use dpaudit_data::seed::{RunSeed, SeedKey, Stream};
+use dpaudit_plan::bgm::reader::{counts_from_csv, scores_from_csv};
 use dpaudit_plan::canary::canaries::ScoreKind;
 use dpaudit_plan::canary::reader::{read_results, BookShape};
 use dpaudit_plan::PlanError;
@@ -53,6 +57,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(seed_u64, m)?)?;
     m.add_function(wrap_pyfunction!(seed_coins, m)?)?;
     m.add_function(wrap_pyfunction!(read_canary_results, m)?)?;
+    m.add_function(wrap_pyfunction!(read_bgm_scores, m)?)?;
+    m.add_function(wrap_pyfunction!(read_bgm_counts, m)?)?;
     Ok(())
 }
 
@@ -283,16 +289,7 @@ fn read_canary_results<'py>(
         seed,
     };
     let read = interruptible(py, |stop| read_results(&dir, &shape, verify, stop))?;
-    let index = |values: Vec<u64>, what: &str| -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let values = values
-            .into_iter()
-            .map(i64::try_from)
-            .collect::<Result<Vec<i64>, _>>()
-            .map_err(|_| {
-                PyValueError::new_err(format!("{}: a {what} index beyond 2^63", dir.display()))
-            })?;
-        Ok(PyArray1::from_vec(py, values))
-    };
+    let index = |values: Vec<u64>, what: &str| int64(py, values, &dir, what);
     let rows = read.rows;
     let out = PyDict::new(py);
     out.set_item(
@@ -318,5 +315,68 @@ fn read_canary_results<'py>(
     out.set_item("finalized", read.finalized)?;
     out.set_item("chunks", read.chunks)?;
     out.set_item("missing_chunks", read.missing_chunks)?;
+    Ok(out)
+}
+
+/// `values` as an int64 array; an index beyond 2⁶³ (of `what`, in the file
+/// `path`) raises `ValueError`.
+fn int64<'py>(
+    py: Python<'py>,
+    values: Vec<u64>,
+    path: &Path,
+    what: &str,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let values = values
+        .into_iter()
+        .map(i64::try_from)
+        .collect::<Result<Vec<i64>, _>>()
+        .map_err(|_| PyValueError::new_err(format!("{}: a {what} beyond 2^63", path.display())))?;
+    Ok(PyArray1::from_vec(py, values))
+}
+
+/// The text of `path`, read without the GIL; `what` says what it holds (in
+/// the error of a missing file).
+fn read_text(py: Python<'_>, path: &Path, what: &str) -> PyResult<String> {
+    py.detach(|| std::fs::read_to_string(path))
+        .map_err(|e| io_error(path, what, &e))
+}
+
+/// `scores.csv` of a `dpaudit bgm` out-dir, read by
+/// [`scores_from_csv`]: a dict of `setting`, `run` (int64),
+/// `with_target` and `without_target` (float64), one row per run of each
+/// scores-mode setting. Errors name the file and line; Ctrl-C stops the
+/// read.
+#[pyfunction]
+fn read_bgm_scores<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let text = read_text(py, &path, "the merged scores")?;
+    let c = interruptible(py, |stop| scores_from_csv(&path, &text, &stop))?;
+    let out = PyDict::new(py);
+    out.set_item("setting", int64(py, c.setting, &path, "setting")?)?;
+    out.set_item("run", int64(py, c.run, &path, "run")?)?;
+    out.set_item("with_target", PyArray1::from_vec(py, c.with_target))?;
+    out.set_item("without_target", PyArray1::from_vec(py, c.without_target))?;
+    Ok(out)
+}
+
+/// `counts.csv` of a `dpaudit bgm` out-dir, read by [`counts_from_csv`]:
+/// a dict of `setting`, `stream` (0 = selection, 1 = evaluation), `bucket`
+/// (int64), `cut` (float64), `with_target` and `without_target` (int64),
+/// one row per bucket of each counts-mode setting's streams. Errors name
+/// the file and line; Ctrl-C stops the read.
+#[pyfunction]
+fn read_bgm_counts<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let text = read_text(py, &path, "the histograms of the counts-mode settings")?;
+    let c = interruptible(py, |stop| counts_from_csv(&path, &text, &stop))?;
+    let stream: Vec<i64> = c.stream.into_iter().map(i64::from).collect();
+    let out = PyDict::new(py);
+    out.set_item("setting", int64(py, c.setting, &path, "setting")?)?;
+    out.set_item("stream", PyArray1::from_vec(py, stream))?;
+    out.set_item("bucket", PyArray1::from_vec(py, c.bucket))?;
+    out.set_item("cut", PyArray1::from_vec(py, c.cut))?;
+    out.set_item("with_target", int64(py, c.with_target, &path, "count")?)?;
+    out.set_item(
+        "without_target",
+        int64(py, c.without_target, &path, "count")?,
+    )?;
     Ok(out)
 }

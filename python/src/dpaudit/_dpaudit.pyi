@@ -200,3 +200,19 @@ def read_canary_results(
     """A `dpaudit run` out-dir's inclusion bits (shape (runs, count)) and score rows (scores.csv's,
     or the chunks' when it is not there: `finalized` False), read and checked by
     dpaudit_plan::canary::reader; errors name the file and line."""
+class _BgmScores(TypedDict):
+    setting: npt.NDArray[np.int64]
+    run: npt.NDArray[np.int64]
+    with_target: npt.NDArray[np.float64]
+    without_target: npt.NDArray[np.float64]
+class _BgmCounts(TypedDict):
+    setting: npt.NDArray[np.int64]
+    stream: npt.NDArray[np.int64]
+    bucket: npt.NDArray[np.int64]
+    cut: npt.NDArray[np.float64]
+    with_target: npt.NDArray[np.int64]
+    without_target: npt.NDArray[np.int64]
+def read_bgm_scores(path: str) -> _BgmScores:
+    """A `dpaudit bgm` out-dir's scores.csv as columns (dpaudit_plan::bgm::reader); errors name the file and line."""
+def read_bgm_counts(path: str) -> _BgmCounts:
+    """A `dpaudit bgm` out-dir's counts.csv as columns (stream 0 = selection, 1 = evaluation)."""

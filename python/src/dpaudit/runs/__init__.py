@@ -27,8 +27,9 @@ The three kinds (detected from ``config.json``):
   "dpaudit-panoramia/1"``), ``quality.json``, ``baseline.json``,
   ``targets/<name>.json``, ``audit.json``, ``summary.md``, ``plots/``.
 
-The manifest, its kind, the checksums, the seed key tree and a canary run's
+The manifest, its kind, the checksums, the seed key tree, a canary run's
 ``inclusion.csv``, chunks and ``scores.csv`` (``dpaudit_plan::canary::reader``)
+and a BGM run's ``scores.csv`` and ``counts.csv`` (``dpaudit_plan::bgm::reader``)
 are read by dpaudit's Rust crates through the binding
 (``crates/python/src/runs.rs``); this package adds NumPy arrays and classes. What is checked on reading, as
 dpaudit itself checks it:
@@ -96,8 +97,8 @@ __all__ = [
 # its parts: `_format` (version tags, checksummed files), `_seed` (the values derived from a
 # seed), `_readers` (small readers, the method table, `OutDir`), `_canary`, `_bgm`,
 # `_panoramia` (one out-dir kind each). The format itself (manifests and their kinds, the
-# checksums, the seed key tree, a canary run's CSV files) is read by the Rust crates that write
-# it, through the binding (crates/python/src/runs.rs); a BGM run's CSV files are still parsed here.
+# checksums, the seed key tree, the CSV files) is read by the Rust crates that write it, through
+# the binding (crates/python/src/runs.rs).
 for _cls in (OutDir, CanaryRun, BgmRun, BgmSetting, PanoramiaRun, IncompleteOutDirError):
     _cls.__module__ = __name__
 del _cls
