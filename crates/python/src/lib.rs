@@ -13,7 +13,8 @@
 //!   and a Rust `bool` may hold only 0 or 1, so no boolean array is ever
 //!   reinterpreted as `[bool]`.
 //! - Long computations release the GIL ([`Python::detach`]) and check for
-//!   Ctrl-C through the audit crate's [`Interrupt`] hook (at most every
+//!   Ctrl-C through the audit crate's
+//!   [`Interrupt`](dpaudit_audit::interrupt::Interrupt) hook (at most every
 //!   50 ms): a signal's exception (`KeyboardInterrupt`) ends them.
 //! - Bad input raises `ValueError` (or `TypeError` for a wrong kind of
 //!   argument) with the library's message; library code does not panic on
@@ -24,14 +25,13 @@
 mod dp_fields;
 mod errors;
 mod inputs;
+mod interrupt;
 mod runs;
 
 use errors::{audit_error, value_error};
 use inputs::{read_members, read_scores, Inputs};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use interrupt::interruptible;
 
-use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
 use dpaudit_accounting::report::{account_json, calibration_json};
@@ -45,68 +45,12 @@ use dpaudit_audit::estimate::lower_bound_interruptible;
 use dpaudit_audit::estimate::options::{BoundOptions, Spelling};
 use dpaudit_audit::figures::bound_plots::{one_run_plot, tradeoff_plot};
 use dpaudit_audit::figures::plots::histogram_auto;
-use dpaudit_audit::interrupt::Interrupt;
 use dpaudit_audit::method::{Method, Observed, SelectionChoice};
 use dpaudit_audit::metrics::{metrics as score_metrics, roc as roc_curve, tpr_at_fprs};
 use dpaudit_audit::panoramia::{panoramia as panoramia_measure, PanoramiaConfig};
 use dpaudit_audit::policy::DEFAULT_SPLITS;
 use dpaudit_audit::report::{assumptions, bound_json, panoramia_json};
-use dpaudit_audit::AuditError;
 use numpy::PyArray1;
-
-/// How often a long computation checks for Python signals (each check
-/// takes the GIL).
-const SIGNAL_CHECK_EVERY: Duration = Duration::from_millis(50);
-
-/// Runs `f` without the GIL, handing it an [`Interrupt`] that runs Python's
-/// signal handlers (`Python::check_signals`) at most every
-/// [`SIGNAL_CHECK_EVERY`]. When a handler raises (Ctrl-C:
-/// `KeyboardInterrupt`), the computation stops and that exception is
-/// raised; other errors map to `ValueError`. Off the main thread, where
-/// Python runs no signal handler, it never asks.
-fn interruptible<T: Send>(
-    py: Python<'_>,
-    f: impl FnOnce(Interrupt) -> Result<T, AuditError> + Send,
-) -> PyResult<T> {
-    // Python runs signal handlers on its main thread only: a bound computed
-    // on another thread never takes the GIL to ask.
-    let threading = py.import("threading")?;
-    let on_main = threading
-        .call_method0("current_thread")?
-        .is(&threading.call_method0("main_thread")?);
-    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let last = Mutex::new(Instant::now());
-    let hook = || {
-        if !on_main {
-            return false;
-        }
-        let Ok(mut last) = last.lock() else {
-            return false;
-        };
-        if last.elapsed() < SIGNAL_CHECK_EVERY {
-            return false;
-        }
-        *last = Instant::now();
-        Python::attach(|py| match py.check_signals() {
-            Ok(()) => false,
-            Err(e) => {
-                if let Ok(mut slot) = raised.lock() {
-                    *slot = Some(e);
-                }
-                true
-            }
-        })
-    };
-    match py.detach(|| f(Interrupt::new(&hook))) {
-        Ok(v) => Ok(v),
-        Err(AuditError::Interrupted { what }) => Err(raised
-            .into_inner()
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| PyKeyboardInterrupt::new_err(format!("{what} interrupted")))),
-        Err(e) => Err(audit_error(e)),
-    }
-}
 
 /// A JSON value as Python objects (dicts, lists, floats, ...).
 fn to_python(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {

@@ -6,7 +6,7 @@ result classes of `dpaudit._results`. `Bound` is the one result class defined
 in Rust."""
 
 from os import PathLike
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -184,3 +184,35 @@ def seed_coins(
     seed: int, stream: str, path: list[int], count: int, children: Optional[int] = None
 ) -> npt.NDArray[np.bool_]:
     """Fair coins of a seed-tree node, shape (count,), or of its children 0..n, shape (n, count)."""
+class _CanaryResults(TypedDict):
+    inclusion: npt.NDArray[np.bool_]
+    run: npt.NDArray[np.int64]
+    canary: npt.NDArray[np.int64]
+    member: npt.NDArray[np.bool_]
+    test_accuracy: npt.NDArray[np.float64]
+    scores: list[npt.NDArray[np.float64]]
+    finalized: bool
+    chunks: list[int]
+    missing_chunks: list[int]
+def read_canary_results(
+    dir: str, scores: list[str], runs: int, replicas: int, count: int, seed: int, verify: bool = True
+) -> _CanaryResults:
+    """A `dpaudit run` out-dir's inclusion bits (shape (runs, count)) and score rows (scores.csv's,
+    or the chunks' when it is not there: `finalized` False), read and checked by
+    dpaudit_plan::canary::reader; errors name the file and line."""
+class _BgmScores(TypedDict):
+    setting: npt.NDArray[np.int64]
+    run: npt.NDArray[np.int64]
+    with_target: npt.NDArray[np.float64]
+    without_target: npt.NDArray[np.float64]
+class _BgmCounts(TypedDict):
+    setting: npt.NDArray[np.int64]
+    stream: npt.NDArray[np.int64]
+    bucket: npt.NDArray[np.int64]
+    cut: npt.NDArray[np.float64]
+    with_target: npt.NDArray[np.int64]
+    without_target: npt.NDArray[np.int64]
+def read_bgm_scores(path: str) -> _BgmScores:
+    """A `dpaudit bgm` out-dir's scores.csv as columns (dpaudit_plan::bgm::reader); errors name the file and line."""
+def read_bgm_counts(path: str) -> _BgmCounts:
+    """A `dpaudit bgm` out-dir's counts.csv as columns (stream 0 = selection, 1 = evaluation)."""

@@ -12,9 +12,12 @@
 //! - [`runner`]: a BGM experiment in the store, its units ([`unit`](mod@unit)) slices
 //!   of a setting's simulated runs. Finalizing and merging read the engine's
 //!   name, device and threads from `config.json` and simulate nothing.
+//! - [`reader`]: its `scores.csv` and `counts.csv` read back for analysis
+//!   (`dpaudit.runs`).
 
 pub mod audit;
 pub mod counts;
 pub mod engine;
+pub mod reader;
 pub mod runner;
 pub mod unit;

@@ -11,9 +11,12 @@
 //! - [`outdir`]: a canary experiment in the out-dir store
 //!   ([`dpaudit_store::store`]: manifest, inclusion bits, chunk files,
 //!   finalization and the merge of shards).
+//! - [`reader`]: a canary out-dir read back and checked, for analysis
+//!   (`dpaudit.runs`).
 
 pub mod audit_report;
 pub mod book;
 pub mod canaries;
 pub mod outdir;
+pub mod reader;
 pub mod settings;

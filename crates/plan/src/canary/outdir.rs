@@ -138,7 +138,7 @@ pub fn fingerprint(config: &ExperimentConfig) -> Result<String> {
 /// `inclusion.csv` of an experiment: every canary's bit as ±1.
 pub fn inclusion_csv(config: &ExperimentConfig) -> String {
     let seed = RunSeed(config.train.seed);
-    let mut inc = String::from("run,canary,included\n");
+    let mut inc = format!("{INCLUSION_HEADER}\n");
     for run in 0..config.runs {
         for (j, b) in inclusion_bits(seed, run, config.canary.count)
             .into_iter()
@@ -149,6 +149,9 @@ pub fn inclusion_csv(config: &ExperimentConfig) -> String {
     }
     inc
 }
+
+/// The header of `inclusion.csv`.
+pub const INCLUSION_HEADER: &str = "run,canary,included";
 
 /// Which process a [`results_memory`] estimate is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

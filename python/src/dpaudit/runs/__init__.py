@@ -27,9 +27,11 @@ The three kinds (detected from ``config.json``):
   "dpaudit-panoramia/1"``), ``quality.json``, ``baseline.json``,
   ``targets/<name>.json``, ``audit.json``, ``summary.md``, ``plots/``.
 
-The manifest, its kind, the checksums and the seed key tree are read by
-dpaudit's Rust crates through the binding (``crates/python/src/runs.rs``);
-this package adds NumPy arrays and classes. What is checked on reading, as
+The manifest, its kind, the checksums, the seed key tree, a canary run's
+``inclusion.csv``, chunks and ``scores.csv`` (``dpaudit_plan::canary::reader``)
+and a BGM run's ``scores.csv`` and ``counts.csv`` (``dpaudit_plan::bgm::reader``)
+are read by dpaudit's Rust crates through the binding
+(``crates/python/src/runs.rs``); this package adds NumPy arrays and classes. What is checked on reading, as
 dpaudit itself checks it:
 
 - checksummed files (the chunk files) end in the line ``# sha256 <hex>``
@@ -95,8 +97,8 @@ __all__ = [
 # its parts: `_format` (version tags, checksummed files), `_seed` (the values derived from a
 # seed), `_readers` (small readers, the method table, `OutDir`), `_canary`, `_bgm`,
 # `_panoramia` (one out-dir kind each). The format itself (manifests and their kinds, the
-# checksums, the seed key tree) is read by the Rust crates that write it, through the binding
-# (crates/python/src/runs.rs).
+# checksums, the seed key tree, the CSV files) is read by the Rust crates that write it, through
+# the binding (crates/python/src/runs.rs).
 for _cls in (OutDir, CanaryRun, BgmRun, BgmSetting, PanoramiaRun, IncompleteOutDirError):
     _cls.__module__ = __name__
 del _cls

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .. import _dpaudit
 from ._format import IncompleteOutDirError, _read_checked_or_none
-from ._readers import (
-    _as_index,
-    _format_indices,
-    _lines,
-    _lock_note,
-    _numeric_rows,
-    _optional_text,
-    OutDir,
-    _read_json,
-    _read_text,
-)
+from ._readers import _format_indices, _lock_note, _optional_text, OutDir, _read_json
 
 
 class BgmSetting:
@@ -126,7 +118,6 @@ def _mode(spec: Dict[str, Any]) -> str:
     return "counts" if isinstance(ev, dict) and "counts" in ev else "scores"
 
 
-_COUNTS_HEADER = "setting,stream,bucket,cut,with_target,without_target"
 _STREAMS = ("selection", "evaluation")
 
 
@@ -248,17 +239,21 @@ class BgmRun(OutDir):
                 self.counts_by_setting = self._read_counts(counts_path, counted, specs)
                 if verify:
                     self._check_counts(counts_path, unit_counts, counted)
-            lines = _lines(_read_text(scores_path, "the merged scores")) if scored else [
-                "setting,run,with_target,without_target"
-            ]
-            header = "setting,run,with_target,without_target"
-            if not lines or lines[0] != header:
-                raise ValueError(f"{scores_path}: header `{(lines[0] if lines else '')[:100]}`, expected `{header}`")
-            data = _numeric_rows(lines[1:], 4, scores_path, 2)
-            self.setting: np.ndarray = _as_index(data[:, 0], scores_path, "setting")
-            self.run: np.ndarray = _as_index(data[:, 1], scores_path, "run")
-            self.with_target: np.ndarray = np.ascontiguousarray(data[:, 2])
-            self.without_target: np.ndarray = np.ascontiguousarray(data[:, 3])
+            # scores.csv, parsed by the Rust reader (dpaudit_plan::bgm::reader).
+            cols = (
+                _dpaudit.read_bgm_scores(os.fspath(scores_path))
+                if scored
+                else {
+                    "setting": np.zeros(0, dtype=np.int64),
+                    "run": np.zeros(0, dtype=np.int64),
+                    "with_target": np.zeros(0, dtype=np.float64),
+                    "without_target": np.zeros(0, dtype=np.float64),
+                }
+            )
+            self.setting: np.ndarray = cols["setting"]
+            self.run: np.ndarray = cols["run"]
+            self.with_target: np.ndarray = cols["with_target"]
+            self.without_target: np.ndarray = cols["without_target"]
             scored_runs = [runs_of[i] for i in scored]
             want_setting = np.repeat(np.asarray(scored, dtype=np.int64), scored_runs)
             want_run = np.concatenate([np.arange(n, dtype=np.int64) for n in scored_runs] or [np.zeros(0, np.int64)])
@@ -372,27 +367,10 @@ class BgmRun(OutDir):
     ) -> Dict[int, Dict[str, Dict[str, np.ndarray]]]:
         """``counts.csv``: every counts-mode setting's histograms, checked to
         be in order (settings, then streams) and to hold the setting's runs."""
-        lines = _lines(_read_text(p, "the histograms of the counts-mode settings"))
-        if not lines or lines[0] != _COUNTS_HEADER:
-            raise ValueError(f"{p}: header `{(lines[0] if lines else '')[:100]}`, expected `{_COUNTS_HEADER}`")
-        body = []
-        for i, line in enumerate(lines[1:]):
-            fields = line.split(",")
-            if len(fields) != 6 or fields[1] not in _STREAMS:
-                raise ValueError(
-                    f"{p}: line {i + 2}: `{line[:100]}`, expected `setting,selection|evaluation,bucket,cut,"
-                    "with_target,without_target`; the file was edited or damaged"
-                )
-            fields[1] = str(_STREAMS.index(fields[1]))
-            body.append(",".join(fields))
-        data = _numeric_rows(body, 6, p, 2)
-        setting = _as_index(data[:, 0], p, "setting")
-        stream = data[:, 1].astype(np.int64)
-        bucket = data[:, 2]
-        if not np.all(bucket == np.floor(bucket)) or not np.all(np.isfinite(bucket)):
-            raise ValueError(f"{p}: a bucket is not an integer; the file was edited or damaged")
-        w = _as_index(data[:, 4], p, "with_target")
-        wo = _as_index(data[:, 5], p, "without_target")
+        # counts.csv, parsed by the Rust reader (dpaudit_plan::bgm::reader).
+        c = _dpaudit.read_bgm_counts(os.fspath(p))
+        setting, stream, bucket = c["setting"], c["stream"], c["bucket"]
+        cut, w, wo = c["cut"], c["with_target"], c["without_target"]
         order = np.lexsort((bucket, stream, setting))
         if not np.array_equal(order, np.arange(order.size)) or not np.isin(setting, counted).all():
             raise ValueError(
@@ -405,8 +383,8 @@ class BgmRun(OutDir):
             for k, name in enumerate(_STREAMS):
                 sel = (setting == i) & (stream == k)
                 out[i][name] = {
-                    "bucket": bucket[sel].astype(np.int64),
-                    "cut": np.ascontiguousarray(data[sel, 3]),
+                    "bucket": bucket[sel],
+                    "cut": cut[sel],
                     "with_target": w[sel],
                     "without_target": wo[sel],
                 }

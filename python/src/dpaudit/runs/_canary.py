@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._format import IncompleteOutDirError, _read_checked_or_none
+from .. import _dpaudit
+from ._format import IncompleteOutDirError
 from ._readers import (
-    _as_index,
     _format_indices,
-    _lines,
     _lock_note,
     _method_label,
     _METHODS,
-    _numeric_rows,
     _ONE_RUN,
     _optional_text,
     OutDir,
     _read_json,
-    _read_text,
     _SELECTIONS,
 )
-from ._seed import inclusion_bits, selection_seed
+from ._seed import selection_seed
 
 
 class CanaryRun(OutDir):
@@ -83,74 +81,22 @@ class CanaryRun(OutDir):
         self._replicas = replicas
         self._count = count
         self.chunks: int = -(-n_runs // replicas)
-        header = ",".join(["run", "canary", "member", "test_accuracy"] + self.score_names)
-        ncol = 4 + len(self.score_names)
 
-        # inclusion.csv: the secret bits, fixed before training.
-        inc_path = path / "inclusion.csv"
-        self.inclusion: np.ndarray = self._read_inclusion(inc_path, n_runs, count)
-        if verify:
-            expected = inclusion_bits(seed, n_runs, count)
-            if not np.array_equal(expected, self.inclusion):
-                r, c = (int(v[0]) for v in np.nonzero(expected != self.inclusion))
-                raise ValueError(
-                    f"{inc_path}: the inclusion bits differ from those of this experiment's seed {seed} "
-                    f"(first at run {r}, canary {c}): the file was edited or belongs to another experiment; "
-                    "the audit's secret bits cannot be trusted"
+        # inclusion.csv, the chunks and scores.csv, read and checked by the
+        # Rust reader (dpaudit_plan::canary::reader) through the binding.
+        read = _dpaudit.read_canary_results(
+            os.fspath(path), self.score_names, n_runs, replicas, count, seed, verify
+        )
+        self.inclusion: np.ndarray = read["inclusion"]
+        self.missing_chunks: List[int] = read["missing_chunks"]
+        if read["finalized"]:
+            if verify and self.missing_chunks:
+                self.notes.append(
+                    f"chunks {_format_indices(self.missing_chunks)} are not in the out-dir: "
+                    "their rows of scores.csv could not be checked against checksums"
                 )
-
-        # The chunks: checksummed, verified when present.
-        chunk_rows: Dict[int, List[str]] = {}
-        for c in range(self.chunks):
-            p = path / "chunks" / f"chunk-{c:06d}.csv"
-            body = _read_checked_or_none(p)
-            if body is None:
-                continue
-            try:
-                lines = _lines(body.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise ValueError(f"{p}: its checksum matches but it is not UTF-8 text") from None
-            if not lines or lines[0] != header:
-                raise ValueError(
-                    f"{p}: header `{(lines[0] if lines else '')[:100]}` does not match this experiment's `{header}`"
-                )
-            chunk_rows[c] = lines[1:]
-        self.missing_chunks: List[int] = [c for c in range(self.chunks) if c not in chunk_rows]
-
-        scores_path = path / "scores.csv"
-        if scores_path.exists():
-            lines = _lines(_read_text(scores_path, "the merged scores"))
-            if not lines or lines[0] != header:
-                raise ValueError(
-                    f"{scores_path}: header `{(lines[0] if lines else '')[:100]}` does not match this "
-                    f"experiment's `{header}`; the file was edited or damaged"
-                )
-            body = lines[1:]
-            if len(body) != n_runs * count:
-                raise ValueError(
-                    f"{scores_path}: {len(body)} rows, expected {n_runs * count} (runs × canaries); "
-                    "the file was edited or damaged"
-                )
-            if verify:
-                per_chunk = replicas * count
-                for c, rows in chunk_rows.items():
-                    if body[c * per_chunk : c * per_chunk + len(rows)] != rows or (
-                        len(rows) != min(per_chunk, len(body) - c * per_chunk)
-                    ):
-                        raise ValueError(
-                            f"{scores_path}: differs from its checksummed chunk {path / 'chunks' / f'chunk-{c:06d}.csv'}: "
-                            "scores.csv was edited or damaged after dpaudit wrote it (it is the concatenation of "
-                            "the chunks)"
-                        )
-                if self.missing_chunks:
-                    self.notes.append(
-                        f"chunks {_format_indices(self.missing_chunks)} are not in the out-dir: "
-                        "their rows of scores.csv could not be checked against checksums"
-                    )
-            data = _numeric_rows(body, ncol, scores_path, 2)
             self.audit = _read_json(path / "audit.json", "the audit report, written with scores.csv")
             self.summary = _optional_text(path / "summary.md")
-            source = scores_path
         else:
             shard_note = ""
             if self.shard != (0, 1):
@@ -171,7 +117,7 @@ class CanaryRun(OutDir):
                 )
             message = (
                 f"{path}: unfinished `dpaudit run` experiment: scores.csv is missing; "
-                f"{len(chunk_rows)} of {self.chunks} chunks are done"
+                f"{len(read['chunks'])} of {self.chunks} chunks are done"
                 + (f" (missing: {_format_indices(self.missing_chunks)})" if self.missing_chunks else "")
                 + "."
                 + shard_note
@@ -185,69 +131,11 @@ class CanaryRun(OutDir):
                 )
             self.complete = False
             self.notes.append(message)
-            body = [row for c in sorted(chunk_rows) for row in chunk_rows[c]]
-            data = _numeric_rows(body, ncol, path / "chunks", 2)
-            source = path / "chunks"
-
-        self.runs: np.ndarray = _as_index(data[:, 0], source, "run")
-        self.canaries: np.ndarray = _as_index(data[:, 1], source, "canary")
-        member = data[:, 2]
-        if not np.isin(member, (0.0, 1.0)).all():
-            i = int(np.argmin(np.isin(member, (0.0, 1.0))))
-            raise ValueError(f"{source}: row {i + 1}: member {member[i]!r}, expected 1 or 0")
-        self.members: np.ndarray = member == 1.0
-        self.test_accuracy: np.ndarray = np.ascontiguousarray(data[:, 3])
-        self.scores: Dict[str, np.ndarray] = {
-            name: np.ascontiguousarray(data[:, 4 + k]) for k, name in enumerate(self.score_names)
-        }
-        # Rows are every run × canary in order (of the chunks read), and the
-        # member column is the inclusion bits (as finalize checks).
-        if self.complete:
-            want_runs = np.repeat(np.arange(n_runs, dtype=np.int64), count)
-        else:
-            done = [
-                r
-                for c in sorted(chunk_rows)
-                for r in range(c * replicas, min((c + 1) * replicas, n_runs))
-            ]
-            want_runs = np.repeat(np.asarray(done, dtype=np.int64), count)
-        want_canaries = np.tile(np.arange(count, dtype=np.int64), want_runs.size // max(count, 1))
-        if not (np.array_equal(self.runs, want_runs) and np.array_equal(self.canaries, want_canaries)):
-            raise ValueError(
-                f"{source}: the rows are not every run and canary in order (run, canary): "
-                "edited, or written by another experiment"
-            )
-        if self.runs.size and not np.array_equal(self.members, self.inclusion[self.runs, self.canaries]):
-            i = int(np.argmax(self.members != self.inclusion[self.runs, self.canaries]))
-            raise ValueError(
-                f"{source}: the member column differs from inclusion.csv at run {self.runs[i]}, canary "
-                f"{self.canaries[i]}: edited, or written by another experiment"
-            )
-
-    @staticmethod
-    def _read_inclusion(p: Path, n_runs: int, count: int) -> np.ndarray:
-        text = _read_text(p, "every canary's inclusion bit, written before training")
-        lines = _lines(text)
-        if not lines or lines[0] != "run,canary,included":
-            raise ValueError(f"{p}: header `{(lines[0] if lines else '')[:100]}`, expected `run,canary,included`")
-        body = lines[1:]
-        if len(body) != n_runs * count:
-            raise ValueError(
-                f"{p}: {len(body)} rows, expected {n_runs * count} (runs × canaries); the file was edited or damaged"
-            )
-        bits = np.empty(len(body), dtype=bool)
-        for i, line in enumerate(body):
-            r, c = divmod(i, count) if count else (0, 0)
-            if line == f"{r},{c},1":
-                bits[i] = True
-            elif line == f"{r},{c},-1":
-                bits[i] = False
-            else:
-                raise ValueError(
-                    f"{p}: line {i + 2}: `{line[:100]}`, expected `{r},{c},1` or `{r},{c},-1`; "
-                    "the file was edited or damaged"
-                )
-        return bits.reshape(n_runs, count)
+        self.runs: np.ndarray = read["run"]
+        self.canaries: np.ndarray = read["canary"]
+        self.members: np.ndarray = read["member"]
+        self.test_accuracy: np.ndarray = read["test_accuracy"]
+        self.scores: Dict[str, np.ndarray] = dict(zip(self.score_names, read["scores"]))
 
     # -- arrays ------------------------------------------------------------
 

@@ -1,17 +1,13 @@
-"""Small readers shared by the out-dir kinds (JSON, text, numeric CSV rows),
-the method table of ``audit.json``, and :class:`OutDir`, what every kind
-has.
+"""Small readers shared by the out-dir kinds (JSON and text files; the CSV
+files are parsed by the Rust readers through the binding), the method table
+of ``audit.json``, and :class:`OutDir`, what every kind has.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
 
 from .. import _dpaudit
 from .. import audit as _audit
@@ -36,70 +32,11 @@ def _read_json(p: Path, what: str) -> Any:
         raise ValueError(f"{p}: not JSON ({e}); the file was edited or damaged") from None
 
 
-def _read_text(p: Path, what: str) -> str:
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: missing ({what})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{p}: not UTF-8 text ({e}); the file was edited or damaged") from None
-
-
 def _optional_text(p: Path) -> Optional[str]:
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-
-
-def _lines(text: str) -> List[str]:
-    """The lines of a file dpaudit wrote (``\\n`` line ends, a final one)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _numeric_rows(body: List[str], ncol: int, path: Path, first_line: int) -> np.ndarray:
-    """``body`` (comma-separated numbers, ``ncol`` per line) as ``(n, ncol)``
-    float64; errors name the file and line."""
-    if not body:
-        return np.zeros((0, ncol), dtype=np.float64)
-    joined = "\n".join(body)
-    for i, line in enumerate(body if joined.count(",") != len(body) * (ncol - 1) else ()):
-        if line.count(",") != ncol - 1:
-            raise ValueError(
-                f"{path}: line {first_line + i}: {line.count(',') + 1} fields, expected {ncol}; "
-                "the file was edited or damaged"
-            )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            arr = np.loadtxt(io.StringIO(joined), delimiter=",", dtype=np.float64, comments=None, ndmin=2)
-    except ValueError:
-        for i, line in enumerate(body):
-            for field in line.split(","):
-                try:
-                    float(field)
-                except ValueError:
-                    raise ValueError(
-                        f"{path}: line {first_line + i}: `{field[:100]}` is not a number; "
-                        "the file was edited or damaged"
-                    ) from None
-        raise
-    if arr.shape != (len(body), ncol):
-        raise ValueError(f"{path}: expected {len(body)} rows of {ncol} numbers, read shape {arr.shape}")
-    return arr
-
-
-def _as_index(col: np.ndarray, path: Path, what: str) -> np.ndarray:
-    ok = np.isfinite(col) & (col >= 0) & (col == np.floor(col)) & (col < 2.0**53)
-    if not ok.all():
-        i = int(np.argmin(ok))
-        raise ValueError(f"{path}: row {i + 1}: {what} {col[i]!r} is not a non-negative integer")
-    return col.astype(np.int64)
 
 
 def _lock_note(root: Path) -> str:
