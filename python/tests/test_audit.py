@@ -65,6 +65,7 @@ def test_threshold_methods_equal_the_cli(dpaudit_bin, threshold_data, method, po
     ("one-run-order", [], {}),
     ("one-run-order", ["--family", "gaussian"], {"family": "gaussian"}),
     ("one-run", ["--guesses", "with-one-sided"], {"guesses": "with-one-sided"}),
+    ("one-run", ["--guesses", "all-counts"], {"guesses": "all-counts"}),
     ("one-run", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
     ("one-run-fdp", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
 ])

@@ -31,7 +31,7 @@ _Selection = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "sam
 _ResolvedSelection = Literal["bonferroni", "split", "multi-split", "fixed", "same-data"]
 _Assumes = Literal["nothing", "gaussian-tradeoff", "gaussian-scores", "independent-gaussian-channels"]
 _Family = Literal["eps-delta", "gaussian"]
-_Guesses = Literal["symmetric", "with-one-sided"]
+_Guesses = Literal["symmetric", "with-one-sided", "all-counts"]
 _TieBreak = Literal["quantile", "seeded"]
 _Accountant = Literal["pld", "rdp", "gdp", "gdp-clt"]
 

@@ -85,7 +85,7 @@ Label = Literal[
 ]
 SelectionName = Literal["auto", "bonferroni", "split", "multi-split", "fixed", "same-data"]
 Family = Literal["eps-delta", "gaussian"]
-Guesses = Literal["symmetric", "with-one-sided"]
+Guesses = Literal["symmetric", "with-one-sided", "all-counts"]
 TieBreak = Literal["quantile", "seeded"]
 
 #: The method table, read from the Rust core (``audit::method::Method``): each
@@ -290,10 +290,12 @@ def one_run(
     ----------
     k_plus, k_minus : int, optional
         The guess counts of ``selection="fixed"``, fixed in advance.
-    guesses : {"symmetric", "with-one-sided"}, default "symmetric"
+    guesses : {"symmetric", "with-one-sided", "all-counts"}, default "symmetric"
         ``"with-one-sided"`` adds one-sided guess counts (stronger for
         one-sided signals such as loss attacks; needs inclusion with
-        probability exactly ½).
+        probability exactly ½); ``"all-counts"`` tries every count, so it
+        never saturates at a grid's largest count, at the cost of a
+        Bonferroni level over about ``2.5 m`` candidates.
     tie_break : {"quantile", "seeded"}, default "quantile"
         ``"seeded"`` breaks ties by a random order keyed by ``seed`` and tests
         at the full level (stronger on heavily tied scores); the bound then
