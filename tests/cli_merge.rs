@@ -139,47 +139,35 @@ fn the_pure_binary_merges_canary_shards_into_the_one_process_out_dir() {
     assert_eq!(report.lower_bounds.len(), 4);
 }
 
+/// The fields both settings of [`tiny_bgm`] share.
+const BGM_COMMON: &str = r#"steps = 10
+epochs = 1
+expected_batch_size = 1
+noise_multiplier = 1.0
+sampler = "shuffle"
+dataset = "shuffle_worst_case"
+runs = 8192
+delta = 1e-5
+confidence = 0.95"#;
+
 /// A BGM experiment with a scores-mode setting (2 units of 4096 runs,
 /// `dpaudit_attacks::CHUNK_SIZE`) and a counts-mode one (1 unit of selection
 /// runs, 2 of evaluation runs): 5 units.
-const TINY_BGM: &str = r#"
-kind = "bgm"
-description = "the pure merge"
-
-[[settings]]
-name = "scores"
-steps = 10
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 8192
-delta = 1e-5
-confidence = 0.95
-seed = 3
-
-[[settings]]
-name = "counts"
-steps = 10
-epochs = 1
-expected_batch_size = 1
-noise_multiplier = 1.0
-sampler = "shuffle"
-dataset = "shuffle_worst_case"
-runs = 8192
-evaluation = { counts = { selection_runs = 4096 } }
-delta = 1e-5
-confidence = 0.95
-seed = 4
-"#;
+fn tiny_bgm() -> String {
+    format!(
+        "kind = \"bgm\"\ndescription = \"the pure merge\"\n\n\
+         [[settings]]\nname = \"scores\"\n{BGM_COMMON}\nseed = 3\n\n\
+         [[settings]]\nname = \"counts\"\n{BGM_COMMON}\n\
+         evaluation = {{ counts = {{ selection_runs = 4096 }} }}\nseed = 4\n"
+    )
+}
 
 const BGM_UNITS: u64 = 5;
 
-/// Simulate the units of `shard` of [`TINY_BGM`] into the out-dir `dir` on
+/// Simulate the units of `shard` of [`tiny_bgm`] into the out-dir `dir` on
 /// the CPU engine, as `dpaudit bgm --shard` does, and finalize it.
 fn simulate_bgm_shard(dir: &Path, shard: Shard) -> BgmFinalized {
-    let file = ExperimentFile::parse(Path::new("tiny-bgm.toml"), TINY_BGM).unwrap();
+    let file = ExperimentFile::parse(Path::new("tiny-bgm.toml"), &tiny_bgm()).unwrap();
     let experiment = BgmExperiment::from_toml(&file.path, &file.text).unwrap();
     let settings = prepare_all(&file.path, &experiment).unwrap();
     let engine = CpuBgmEngine { threads: 1 };
