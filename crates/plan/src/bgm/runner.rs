@@ -45,6 +45,7 @@ use crate::bgm::audit::{
 };
 use crate::bgm::counts::HistogramAccumulator;
 use crate::bgm::engine::BgmEngine;
+use crate::bgm::reader::{COUNTS_HEADER, SCORES_HEADER, STREAMS};
 use crate::bgm::unit::{read_unit, setting_of, UnitCounts, UnitData, UnitScores};
 use crate::error::{invalid_value as invalid, PlanError, Result};
 use dpaudit_store::outdir::{OutDir, FORMAT_VERSION};
@@ -439,8 +440,8 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
     if !missing.is_empty() {
         return Ok(BgmFinalized::Incomplete(missing));
     }
-    let mut scores_csv = String::from("setting,run,with_target,without_target\n");
-    let mut counts_csv = String::from("setting,stream,bucket,cut,with_target,without_target\n");
+    let mut scores_csv = format!("{SCORES_HEADER}\n");
+    let mut counts_csv = format!("{COUNTS_HEADER}\n");
     let mut reports = Vec::with_capacity(settings.len());
     for (i, (p, scores)) in settings.iter().zip(per_setting.iter_mut()).enumerate() {
         if let Some(slot) = slot_of[i] {
@@ -454,8 +455,8 @@ fn finalize<S: AsRef<[PreparedSetting]>>(store: &BgmStore<S>) -> Result<BgmFinal
                 p.setting.runs as u64,
             ];
             for (stream, h, n) in [
-                ("selection", &counts.selection, want[0]),
-                ("evaluation", &counts.evaluation, want[1]),
+                (STREAMS[0], &counts.selection, want[0]),
+                (STREAMS[1], &counts.evaluation, want[1]),
             ] {
                 if h.with_target() != n || h.without_target() != n {
                     return Err(PlanError::Store(StoreError::Inconsistent {
