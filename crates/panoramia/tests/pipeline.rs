@@ -193,6 +193,14 @@ fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
     let sd = (tildes.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
     assert!((t3.epsilon_tilde - mean).abs() < 1e-12);
     assert!((t3.epsilon_tilde_sd - sd).abs() < 1e-12);
+    // The 95 % interval of the mean: t(0.975, 2 degrees of freedom) = 4.303
+    // (NIST/SEMATECH e-Handbook, Table 1.3.6.7.2) times sd / √3; none with one seed.
+    let h = t3.epsilon_tilde_ci95.unwrap();
+    assert!(
+        (h - 4.303 * sd / 3f64.sqrt()).abs() < 1e-3 * sd.max(1e-9),
+        "{h}"
+    );
+    assert_eq!(t1.epsilon_tilde_ci95, None);
     for p in &t3.per_seed {
         assert!((p.epsilon_tilde - (p.c_plus_epsilon_lb - p.c_lb).max(0.0)).abs() < 1e-12);
     }
@@ -210,7 +218,9 @@ fn classifier_seeds_give_a_mean_a_spread_and_the_papers_choice() {
     assert!((r3.c_lb - t3.c_lb).abs() < 1e-12);
     let summary = std::fs::read_to_string(out3.join("summary.md")).unwrap();
     assert!(
-        summary.contains("mean ± sd over seeds") && summary.contains("ε̃ paper"),
+        summary.contains("mean ± sd over seeds")
+            && summary.contains("ε̃ paper")
+            && summary.contains("95 % confidence interval of that mean"),
         "{summary}"
     );
 

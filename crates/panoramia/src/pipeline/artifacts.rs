@@ -6,6 +6,7 @@
 
 use dpaudit_data::seed::Mode;
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::classifier::FitReport;
 use crate::filter::FilterReport;
@@ -109,6 +110,21 @@ pub struct PaperChoice {
     pub epsilon_tilde: f64,
 }
 
+/// Half-width of the 95 % confidence interval of a mean of `n` values with
+/// sample standard deviation `sd`: `t · sd / √n`, `t` the 0.975 quantile of
+/// Student's t with `n − 1` degrees of freedom. This is how Kazmi et al.
+/// (2024, Appendix C.1) report their repetitions ("repeated ten times … over a
+/// 95 % confidence interval"). `None` for fewer than two values.
+pub fn ci95_half_width(sd: f64, n: usize) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .ok()?
+        .inverse_cdf(0.975);
+    Some(t * sd / (n as f64).sqrt())
+}
+
 /// Mean and sample standard deviation (0 for one value).
 pub fn mean_sd(values: &[f64]) -> (f64, f64) {
     let n = values.len();
@@ -165,6 +181,10 @@ pub struct TargetResult {
     /// Its sample standard deviation over seeds (0 with one seed).
     #[serde(default)]
     pub epsilon_tilde_sd: f64,
+    /// Half-width of the 95 % confidence interval of that mean over seeds
+    /// ([`ci95_half_width`], the paper's reporting); `None` with one seed.
+    #[serde(default)]
+    pub epsilon_tilde_ci95: Option<f64>,
     /// `c_lb`: the mean over seeds.
     pub c_lb: f64,
     /// Its standard deviation over seeds.
@@ -280,6 +300,10 @@ pub struct Ordering {
     /// reference ties, the smallest over every tied pair (the verdict must
     /// hold whichever of them the reference would rank first).
     pub separation_in_sd: f64,
+    /// The same gap over the larger half-width of their 95 % confidence
+    /// intervals of the mean over seeds (the paper's reporting); `None`
+    /// with one seed.
+    pub separation_in_ci95: Option<f64>,
     /// The same two for the fixed-threshold excess.
     pub band_spearman_rho: f64,
     /// See `band_spearman_rho`.
@@ -367,6 +391,11 @@ impl Ordering {
             most_leaky: names(&hi),
             least_leaky: names(&lo),
             separation_in_sd: separation(&tilde, &sd(|t| t.epsilon_tilde_sd), &hi, &lo),
+            separation_in_ci95: targets
+                .iter()
+                .map(|t| t.epsilon_tilde_ci95)
+                .collect::<Option<Vec<f64>>>()
+                .map(|ci| separation(&tilde, &ci, &hi, &lo)),
             band_spearman_rho: spearman(&band, &o1),
             band_separation_in_sd: separation(&band, &sd(|t| t.band_excess_sd), &hi, &lo),
         })
@@ -425,6 +454,21 @@ mod tests {
         let (hi, lo) = extremes(&[1.0, 1.0]);
         let s = separation(&[0.5, 0.1], &[0.1, 0.1], &hi, &lo);
         assert!((s + 4.0).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn ci95_is_students_t_over_root_n() {
+        // t quantiles at 0.975 (NIST/SEMATECH e-Handbook of Statistical
+        // Methods, Table 1.3.6.7.2, three decimals): 2.776 for 4 degrees of
+        // freedom, 2.262 for 9, 12.706 for 1.
+        let at = |n: usize| ci95_half_width(1.0, n).unwrap() * (n as f64).sqrt();
+        assert!((at(5) - 2.776).abs() < 5e-4, "{}", at(5));
+        assert!((at(10) - 2.262).abs() < 5e-4, "{}", at(10));
+        assert!((at(2) - 12.706).abs() < 5e-4, "{}", at(2));
+        // Linear in the standard deviation; none for one seed.
+        let h = ci95_half_width(0.1, 10).unwrap();
+        assert!((h - 0.2262 / 10f64.sqrt()).abs() < 5e-5, "{h}");
+        assert_eq!(ci95_half_width(0.3, 1), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use dpaudit_train::checkpoint::CheckpointMeta;
 use dpaudit_train::models::Model;
 
 use super::artifacts::{
-    mean_sd, ClassifierRun, PaperChoice, ScoresFile, SeedMeasurement, TargetResult,
+    ci95_half_width, mean_sd, ClassifierRun, PaperChoice, ScoresFile, SeedMeasurement, TargetResult,
 };
 use super::band;
 use super::baseline::{seed_runs, Sides};
@@ -229,6 +229,7 @@ fn measure(
     let column =
         |f: fn(&SeedMeasurement) -> f64| mean_sd(&per_seed.iter().map(f).collect::<Vec<_>>());
     let (tilde, tilde_sd) = column(|p| p.epsilon_tilde);
+    let tilde_ci95 = ci95_half_width(tilde_sd, per_seed.len());
     let (c_lb, c_lb_sd) = column(|p| p.c_lb);
     let (cpe, cpe_sd) = column(|p| p.c_plus_epsilon_lb);
     let (band_excess, band_excess_sd) = column(|p| p.band_excess);
@@ -275,6 +276,7 @@ fn measure(
         per_seed,
         epsilon_tilde: tilde,
         epsilon_tilde_sd: tilde_sd,
+        epsilon_tilde_ci95: tilde_ci95,
         c_lb,
         c_lb_sd,
         c_plus_epsilon_lb: cpe,

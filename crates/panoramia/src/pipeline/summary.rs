@@ -97,7 +97,8 @@ pub fn summary(r: &AuditReport) -> String {
             "- seeds: the baseline and every MIA are trained (stacked: the network trained, the regressions fitted) {} times \
              (seed k of each shares initialisation and minibatch order); each seed's c_lb and {{c+ε}}_lb are one-sided bounds at level {:.3} each; ε̃ below is the mean over seeds \
              of each seed's ε̃ ± its standard deviation, a summary of the measurement's spread over classifier training (the \
-             audit set is the same for every seed, so its own sampling is not in the spread). \
+             audit set is the same for every seed, so its own sampling is not in the spread), and in brackets the half-width of \
+             the 95 % confidence interval of that mean (Student's t), as the paper reports its repetitions (App. C.1). \
              \"paper\": the paper's estimator, each classifier's seed with the best validation accuracy (Kazmi et al. 2024, App. C.1)",
             r.classifier_seeds,
             (1.0 - r.confidence) / 2.0
@@ -170,7 +171,10 @@ fn table(s: &mut String, r: &AuditReport) {
             t.test_accuracy,
             pm(t.c_lb, t.c_lb_sd),
             pm(t.c_plus_epsilon_lb, t.c_plus_epsilon_lb_sd),
-            pm(t.epsilon_tilde, t.epsilon_tilde_sd),
+            match t.epsilon_tilde_ci95 {
+                Some(h) if many => format!("{} [± {h:.4}]", pm(t.epsilon_tilde, t.epsilon_tilde_sd)),
+                _ => pm(t.epsilon_tilde, t.epsilon_tilde_sd),
+            },
             pm(t.band_excess, t.band_excess_sd),
             t.o1_epsilon,
             t.o1_pairs
@@ -180,7 +184,7 @@ fn table(s: &mut String, r: &AuditReport) {
         let _ = writeln!(
             s,
             "\nOrdering: Spearman's ρ between ε̃ and the O(1) ε over the {} targets = {:.3}; the most leaky target by O(1) \
-             ({}) and the least ({}) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds \
+             ({}) and the least ({}) differ in ε̃ by {:.1} times the larger of their standard deviations over seeds{} \
              (where O(1) ties, the smallest over the tied targets). \
              The excess at fixed thresholds (the mean over r = {} of the top r's bound c_r(MIA) − c_r(b), each at level {:.3}; \
              docs/panoramia.md): ρ = {:.3}, separation {:.1} standard deviations.",
@@ -189,6 +193,9 @@ fn table(s: &mut String, r: &AuditReport) {
             tied_names(&o.most_leaky),
             tied_names(&o.least_leaky),
             o.separation_in_sd,
+            o.separation_in_ci95.map_or_else(String::new, |c| format!(
+                " and by {c:.1} times the larger half-width of their 95 % confidence intervals of the mean"
+            )),
             super::band::BAND
                 .iter()
                 .map(|f| format!("{}", (f * r.split.audit as f64 / 2.0).round()))
