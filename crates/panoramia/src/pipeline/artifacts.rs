@@ -182,7 +182,7 @@ pub struct TargetResult {
     #[serde(default)]
     pub epsilon_tilde_sd: f64,
     /// Half-width of the 95 % confidence interval of that mean over seeds
-    /// ([`ci95_half_width`], the paper's reporting); `None` with one seed.
+    /// (`t · sd / √n`, Student's t: the paper's reporting); `None` with one seed.
     #[serde(default)]
     pub epsilon_tilde_ci95: Option<f64>,
     /// `c_lb`: the mean over seeds.
