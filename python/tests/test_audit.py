@@ -66,8 +66,8 @@ def test_threshold_methods_equal_the_cli(dpaudit_bin, threshold_data, method, po
     ("one-run-order", ["--family", "gaussian"], {"family": "gaussian"}),
     ("one-run", ["--guesses", "with-one-sided"], {"guesses": "with-one-sided"}),
     ("one-run", ["--guesses", "all-counts"], {"guesses": "all-counts"}),
-    ("one-run", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
-    ("one-run-fdp", ["--tie-break", "seeded"], {"tie_break": "seeded"}),
+    ("one-run", ["--tie-break", "quantile"], {"tie_break": "quantile"}),
+    ("one-run-fdp", ["--tie-break", "quantile"], {"tie_break": "quantile"}),
 ])
 @pytest.mark.parametrize("policy,flags", THRESHOLD_POLICIES + [
     ("fixed", ["--selection", "fixed", "--k-plus", "100", "--k-minus", "50"]),
@@ -105,8 +105,14 @@ def test_seeded_tie_break_names_its_seed():
     assert d["tie_break_seed"] == 5 and "depends on the tie-break seed 5" in d["tie_break"]
     again = dpaudit.audit.one_run(scores, members, delta=DELTA, seed=5, tie_break="seeded")
     assert again.epsilon == bound.epsilon
+    # The default is the seeded rule, keyed by `seed` (0 unless given).
     default = dpaudit.audit.one_run(scores, members, delta=DELTA)
-    assert default.evidence["tie_break"] == {"rule": "quantile"}
+    assert default.evidence["tie_break"] == {"rule": "seeded", "seed": 0}
+    # The order-free rule spends 5 % of the level and counts a cut run at the 5th
+    # percentile of its random orders: on these integer scores it is lower.
+    quantile = dpaudit.audit.one_run(scores, members, delta=DELTA, tie_break="quantile")
+    assert quantile.evidence["tie_break"] == {"rule": "quantile"}
+    assert quantile.epsilon < default.epsilon
     with pytest.raises(ValueError, match="tie_break `coin` is unknown"):
         dpaudit.audit.one_run(scores, members, delta=DELTA, tie_break="coin")
 

@@ -7,10 +7,11 @@
 //!
 //! `LIST` is comma-separated `METHOD` or `METHOD:SELECTION` (names as on the
 //! command line, e.g. `one-run-fdp-gaussian`, `one-run:same-data`); without a
-//! selection the method's default ([`Method::default_selection`]). A
-//! `+seeded` suffix (`one-run+seeded`, `one-run:split+seeded`) orders tied
-//! scores by the seeded tie-break ([`TieBreak::Seeded`], seed 0) instead of
-//! the quantile rule; its key ends in `+seeded`. Every
+//! selection the method's default ([`Method::default_selection`]). The
+//! one-run methods that order tied guesses use the default seeded tie-break
+//! ([`TieBreak::Seeded`], seed 0); a `+quantile` suffix (`one-run+quantile`,
+//! `one-run:split+quantile`) asks for the order-free quantile rule instead,
+//! and `+seeded` for the seeded one by name; the key keeps the suffix. Every
 //! method goes through [`lower_bound`], so a new [`Method`] variant needs no
 //! change here. The default list is every lower-bound method at its default
 //! selection. Each result is keyed by the method's snake-case name (and
@@ -24,7 +25,7 @@ use std::time::Instant;
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::io::read_scores;
-use dpaudit_audit::method::{Method, SelectionChoice};
+use dpaudit_audit::method::{Method, MethodOption, SelectionChoice};
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 
@@ -49,12 +50,15 @@ fn summary(b: &EpsilonLowerBound, seconds: f64) -> serde_json::Value {
     })
 }
 
-/// `METHOD[:SELECTION][+seeded]` → the method, the asked selection, the
-/// tie-break rule and the JSON key.
+/// `METHOD[:SELECTION][+seeded|+quantile]` → the method, the asked
+/// selection, the tie-break rule and the JSON key.
 fn parse_method(item: &str) -> Result<(Method, SelectionChoice, TieBreak, String), String> {
-    let (item, tie_break) = match item.strip_suffix("+seeded") {
-        Some(rest) => (rest, TieBreak::Seeded { seed: SEED }),
-        None => (item, TieBreak::Quantile),
+    let (item, asked, suffix) = if let Some(rest) = item.strip_suffix("+seeded") {
+        (rest, Some(TieBreak::Seeded { seed: SEED }), "+seeded")
+    } else if let Some(rest) = item.strip_suffix("+quantile") {
+        (rest, Some(TieBreak::Quantile), "+quantile")
+    } else {
+        (item, None, "")
     };
     let (name, selection) = match item.split_once(':') {
         Some((name, selection)) => (name, Some(selection)),
@@ -66,11 +70,13 @@ fn parse_method(item: &str) -> Result<(Method, SelectionChoice, TieBreak, String
         None => method.file_name(),
     };
     let choice = selection.map_or(Ok(SelectionChoice::Auto), str::parse)?;
-    let key = match tie_break {
-        TieBreak::Quantile => key,
-        TieBreak::Seeded { .. } => format!("{key}+seeded"),
-    };
-    Ok((method, choice, tie_break, key))
+    // The front ends' default: seeded where the method orders tied guesses.
+    let tie_break = asked.unwrap_or(if method.takes(MethodOption::TieBreak) {
+        TieBreak::Seeded { seed: SEED }
+    } else {
+        TieBreak::Quantile
+    });
+    Ok((method, choice, tie_break, format!("{key}{suffix}")))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -96,22 +96,28 @@ pub struct OneRunConfig {
     pub fixed_guesses: Option<(u64, u64)>,
     /// The candidates the other policies search.
     pub guesses: GuessFamily,
-    /// How tied scores are ordered ([`TieBreak`]): the order-free quantile
-    /// rule (the default) or a seeded random order at the full level.
+    /// How tied scores are ordered ([`TieBreak`]): a seeded random order at
+    /// the full level (the default) or the order-free quantile rule.
     pub tie_break: TieBreak,
 }
 
 impl OneRunConfig {
     /// The common design: `selection` searches the symmetric candidates
-    /// ([`GuessFamily::Symmetric`]), no fixed (k+, k−).
+    /// ([`GuessFamily::Symmetric`]), no fixed (k+, k−), ties broken by the
+    /// seeded rule with the seed of a split (0 for the other policies), as
+    /// the front ends do by default.
     pub fn new(confidence: f64, delta: f64, selection: Selection) -> Self {
+        let seed = match selection {
+            Selection::Split { seed } | Selection::MultiSplit { seed, .. } => seed,
+            Selection::SameData | Selection::Bonferroni | Selection::Fixed => 0,
+        };
         Self {
             confidence,
             delta,
             selection,
             fixed_guesses: None,
             guesses: GuessFamily::Symmetric,
-            tie_break: TieBreak::Quantile,
+            tie_break: TieBreak::Seeded { seed },
         }
     }
 

@@ -37,10 +37,17 @@ pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
     if let Evidence::OneRun(ev) = &bound.evidence {
         if let TieBreak::Seeded { .. } = ev.tie_break {
             // The selection's sentence on the row order, for the seeded
-            // tie-break (crate::tie_break), whose keys go by row.
-            let seeded = match bound.selection {
-                Selection::Split { .. } | Selection::MultiSplit { .. } => SEEDED_TIES_SPLIT,
-                Selection::SameData | Selection::Bonferroni | Selection::Fixed => SEEDED_TIES,
+            // tie-break (crate::tie_break), whose keys go by row: they
+            // order only tied scores, so without ties the order matters
+            // only to a split.
+            let seeded = match (bound.selection, ev.tied_scores) {
+                (Selection::Split { .. } | Selection::MultiSplit { .. }, _) => SEEDED_TIES_SPLIT,
+                (Selection::SameData | Selection::Bonferroni | Selection::Fixed, true) => {
+                    SEEDED_TIES
+                }
+                (Selection::SameData | Selection::Bonferroni | Selection::Fixed, false) => {
+                    SEEDED_NO_TIES
+                }
             };
             if let Some(s) = out.iter_mut().find(|a| a.contains("row order")) {
                 *s = seeded;
@@ -50,10 +57,12 @@ pub fn assumptions(bound: &EpsilonLowerBound) -> Vec<&'static str> {
     out
 }
 
-const SEEDED_TIES: &str = "with tied scores the bound depends on the row order and the tie-break \
-                           seed: tied scores are ordered by a seeded random key per row, each test \
-                           at the full level (valid for every order and seed fixed before the \
-                           scores are seen); without ties it does not";
+const SEEDED_TIES: &str = "the bound depends on the row order and the tie-break seed: tied scores \
+                           are ordered by a seeded random key per row, each test at the full level \
+                           (valid for every order and seed fixed before the scores are seen)";
+const SEEDED_NO_TIES: &str =
+    "the bound does not depend on the row order: no two scores are tied, so \
+                              the seeded tie-break orders nothing";
 const SEEDED_TIES_SPLIT: &str = "the bound depends on the row order and the seed: the random \
                                  halving assigns each row by its position and a seeded coin, and \
                                  tied scores are ordered by a seeded random key per row (valid for \

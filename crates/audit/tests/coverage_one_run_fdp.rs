@@ -45,9 +45,9 @@ fn check(selection: Selection, fixed: Option<(u64, u64)>, fast_trials: usize, se
     let mut rng = rng(seed);
     let n = trials(fast_trials);
     for family in [TradeoffFamily::Gaussian, TradeoffFamily::EpsDelta] {
+        // The default tie-break (seeded, keyed by the split's seed or 0).
         let cfg = OneRunConfig {
             fixed_guesses: fixed,
-            tie_break: TieBreak::Quantile,
             ..OneRunConfig::new(0.95, DELTA, selection).with_guesses(GuessFamily::WithOneSided)
         };
         for mech in MECHANISMS {

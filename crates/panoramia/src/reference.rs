@@ -22,7 +22,7 @@
 //! ```
 
 use dpaudit_audit::observations::Selection;
-use dpaudit_audit::one_run::{GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::{GuessFamily, OneRunConfig, TieBreak};
 use serde::{Deserialize, Serialize};
 
 /// How the reference audit chooses its guess counts.
@@ -64,13 +64,16 @@ impl Default for ReferenceConfig {
 }
 
 impl ReferenceConfig {
-    /// The audit crate's design at `confidence`, δ = 0.
+    /// The audit crate's design at `confidence`, δ = 0, with the order-free
+    /// quantile tie-break: the reference does not depend on the row order.
     pub fn one_run_config(&self, confidence: f64) -> OneRunConfig {
         let selection = match self.selection {
             ReferenceSelection::Bonferroni => Selection::Bonferroni,
             ReferenceSelection::SameData => Selection::SameData,
         };
-        OneRunConfig::new(confidence, 0.0, selection).with_guesses(self.guesses)
+        OneRunConfig::new(confidence, 0.0, selection)
+            .with_guesses(self.guesses)
+            .with_tie_break(TieBreak::Quantile)
     }
 
     /// Whether the reference is a lower bound valid at the confidence.

@@ -155,7 +155,7 @@ def estimate(
     selection : {"auto", "bonferroni", "split", "multi-split", "fixed", "same-data"}, default "auto"
         How the threshold or guess count is chosen (see the module docs).
     seed : int, default 0
-        Keys a ``split`` or ``multi-split`` and a ``tie_break="seeded"``; in [0, 2⁶⁴ − 1].
+        Keys a ``split`` or ``multi-split`` and the seeded tie-break; in [0, 2⁶⁴ − 1].
     splits : int, optional
         The halvings of a ``multi-split`` (default ``DEFAULT_SPLITS``).
     family, k_plus, k_minus, guesses, tie_break : optional
@@ -270,7 +270,7 @@ def one_run(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
     k_plus: Optional[int] = None, k_minus: Optional[int] = None, guesses: Guesses = "symmetric",
-    tie_break: TieBreak = "quantile",
+    tie_break: TieBreak = "seeded",
     in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The one-run audit of Steinke, Nasr & Jagielski 2023 (Thm 3.1).
@@ -278,13 +278,15 @@ def one_run(
     The rows are the canaries of one training run, each included
     independently with probability ½ (``members``). A member count
     implausible under that design (exact binomial test, p < ``DESIGN_LEVEL``)
-    is refused with ``ValueError``. Under ``bonferroni``, ``fixed`` and
-    ``same-data`` the row order does not matter (a guess set that cuts tied
-    scores counts them as 95 % of random tie-breaks would, at 95 % of the
-    level); under ``split`` and ``multi-split`` (the default from 5000
-    canaries) the random halving assigns rows by position and ``seed``, so the
-    bound depends on the row order and the seed (valid for any order and seed
-    fixed before the scores are seen). ``Bound.assumptions`` says which holds.
+    is refused with ``ValueError``. A guess set that ends inside a run of
+    tied scores takes the run's rows in a random order keyed by ``seed``
+    (the default ``tie_break="seeded"``); under ``split`` and
+    ``multi-split`` (the default from 5000 canaries) the random halving also
+    assigns rows by position and ``seed``. Either way a bound may depend on
+    the row order and the seed (valid for any order and seed fixed before
+    the scores are seen); with ``tie_break="quantile"`` and ``bonferroni``,
+    ``fixed`` or ``same-data`` it does not. ``Bound.assumptions`` says which
+    holds.
 
     Parameters
     ----------
@@ -296,11 +298,13 @@ def one_run(
         probability exactly ½); ``"all-counts"`` tries every count, so it
         never saturates at a grid's largest count, at the cost of a
         Bonferroni level over about ``2.5 m`` candidates.
-    tie_break : {"quantile", "seeded"}, default "quantile"
+    tie_break : {"seeded", "quantile"}, default "seeded"
         ``"seeded"`` breaks ties by a random order keyed by ``seed`` and tests
-        at the full level (stronger on heavily tied scores); the bound then
-        depends on ``seed`` and the row order, and ``evidence["tie_break"]``
-        names the seed.
+        at the full level; with tied scores the bound depends on ``seed`` and
+        the row order, and ``evidence["tie_break"]`` names the seed.
+        ``"quantile"`` counts a cut run of ties as 95 % of its random orders
+        would and tests at 95 % of the level: order-free, a little lower
+        (much lower on heavily tied scores).
     Others : as :func:`estimate`.
     """
     return estimate(scores, members, method="one-run", **_common(locals()))
@@ -311,7 +315,7 @@ def one_run_fdp(
     scores: Any = None, members: Any = None, *, delta: float, confidence: float = 0.95,
     family: Family = "eps-delta", selection: SelectionName = "auto", seed: int = 0, splits: Optional[int] = None,
     k_plus: Optional[int] = None, k_minus: Optional[int] = None, guesses: Guesses = "symmetric",
-    tie_break: TieBreak = "quantile",
+    tie_break: TieBreak = "seeded",
     in_scores: Any = None, out_scores: Any = None, in_canary_scores: Any = None, out_canary_scores: Any = None,
 ) -> Bound:
     """The f-DP one-run audit of Mahloujifar, Melis & Chaudhuri 2024.

@@ -32,22 +32,22 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TieBreakChoice {
-    /// [`TieBreak::Quantile`] (the default).
+    /// [`TieBreak::Quantile`].
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "A cut run of tied scores counts as 95 % of its random orders would, every test at 95 % of \
+                    the level: the bound does not depend on the row order or a seed, and is a little lower"
+        )
+    )]
+    Quantile,
+    /// [`TieBreak::Seeded`] with the options' seed (the default).
     #[default]
     #[cfg_attr(
         feature = "clap",
         value(
-            help = "A cut run of tied scores counts as 95 % of its random orders would, at 95 % of the level; \
-                    the bound does not depend on the row order (the default)"
-        )
-    )]
-    Quantile,
-    /// [`TieBreak::Seeded`] with the options' seed.
-    #[cfg_attr(
-        feature = "clap",
-        value(
-            help = "Ties broken by a random order keyed by --seed, at the full level: stronger on heavily \
-                    tied scores, but with ties the bound depends on the seed"
+            help = "Ties broken by a random order keyed by --seed, every test at the full level (the \
+                    default): with tied scores the bound depends on the seed and the row order"
         )
     )]
     Seeded,
@@ -120,7 +120,8 @@ pub struct BoundOptions {
     pub k_plus: Option<u64>,
     /// One-run negative guesses of `fixed`.
     pub k_minus: Option<u64>,
-    /// Tie-break rule (default `quantile`).
+    /// Tie-break rule (default `seeded` for the one-run methods that order
+    /// tied guesses).
     pub tie_break: Option<TieBreakChoice>,
 }
 
@@ -225,9 +226,15 @@ impl BoundOptions {
             family: self.family.unwrap_or(TradeoffFamily::EpsDelta),
             guesses: self.guesses.unwrap_or_default(),
             fixed_guesses: self.k_plus.zip(self.k_minus),
-            tie_break: match self.tie_break.unwrap_or_default() {
-                TieBreakChoice::Quantile => TieBreak::Quantile,
-                TieBreakChoice::Seeded => TieBreak::Seeded { seed: self.seed },
+            // Seeded by default where the method orders tied guesses; the
+            // others ignore the rule, and `check` refused one given to them.
+            tie_break: match self.tie_break {
+                Some(TieBreakChoice::Quantile) => TieBreak::Quantile,
+                Some(TieBreakChoice::Seeded) => TieBreak::Seeded { seed: self.seed },
+                None if method.takes(MethodOption::TieBreak) => {
+                    TieBreak::Seeded { seed: self.seed }
+                }
+                None => TieBreak::Quantile,
             },
         })
     }
@@ -317,8 +324,18 @@ mod tests {
             assert_eq!(s.family, TradeoffFamily::EpsDelta, "{m}");
             assert_eq!(s.guesses, GuessFamily::Symmetric, "{m}");
             assert_eq!(s.fixed_guesses, None, "{m}");
-            assert_eq!(s.tie_break, TieBreak::Quantile, "{m}");
+            // The one-run methods that order tied guesses break ties by the
+            // seeded key; the rule means nothing to the others.
+            let tie_break = if m.takes(MethodOption::TieBreak) {
+                TieBreak::Seeded { seed: 0 }
+            } else {
+                TieBreak::Quantile
+            };
+            assert_eq!(s.tie_break, tie_break, "{m}");
         }
+        assert!(Method::OneRun.takes(MethodOption::TieBreak));
+        assert!(Method::OneRunFdp.takes(MethodOption::TieBreak));
+        assert!(!Method::EpsDelta.takes(MethodOption::TieBreak));
         // From 5000 canaries the one-run default is a split keyed by the seed.
         let o = BoundOptions {
             seed: 7,
@@ -351,7 +368,7 @@ mod tests {
             guesses: Some(GuessFamily::WithOneSided),
             k_plus: Some(4),
             k_minus: Some(2),
-            tie_break: Some(TieBreakChoice::Seeded),
+            tie_break: Some(TieBreakChoice::Quantile),
             ..with_delta()
         };
         let s = o.resolve(Method::OneRunFdp, 100, Spelling::Flags).unwrap();
@@ -364,7 +381,7 @@ mod tests {
                 family: TradeoffFamily::Gaussian,
                 guesses: GuessFamily::WithOneSided,
                 fixed_guesses: Some((4, 2)),
-                tie_break: TieBreak::Seeded { seed: 11 },
+                tie_break: TieBreak::Quantile,
             }
         );
     }

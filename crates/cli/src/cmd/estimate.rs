@@ -59,7 +59,7 @@ pub struct Args {
     /// How the threshold (or one-run's k+, k−) is chosen.
     #[arg(long, value_enum, default_value = "auto")]
     pub selection: SelectionChoice,
-    /// Seed of the random split(s) of `split` and `multi-split` and of `--tie-break seeded`;
+    /// Seed of the random split(s) of `split` and `multi-split` and of the seeded tie-break;
     /// fix it before looking at the scores.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -75,10 +75,10 @@ pub struct Args {
     /// --selection fixed).
     #[arg(long, value_enum, default_value = "symmetric")]
     pub guesses: GuessFamily,
-    /// one-run, one-run-fdp, one-run-fdp-gaussian: how tied scores are ordered (quantile:
-    /// order-free, at 95 % of the level; seeded: a random order keyed by --seed, at the full
-    /// level, so a bound on tied scores depends on the seed).
-    #[arg(long, value_enum, default_value = "quantile")]
+    /// one-run, one-run-fdp, one-run-fdp-gaussian: how tied scores are ordered (seeded: a
+    /// random order keyed by --seed, at the full level, so a bound on tied scores depends on
+    /// the seed and the row order; quantile: order-free, every test at 95 % of the level).
+    #[arg(long, value_enum, default_value = "seeded")]
     pub tie_break: TieBreakChoice,
     /// One-run with `--selection fixed`: number of positive guesses (largest scores).
     #[arg(long)]
@@ -115,7 +115,7 @@ fn options(args: &Args) -> BoundOptions {
         guesses: given(args.guesses, GuessFamily::Symmetric),
         k_plus: args.k_plus,
         k_minus: args.k_minus,
-        tie_break: given(args.tie_break, TieBreakChoice::Quantile),
+        tie_break: given(args.tie_break, TieBreakChoice::Seeded),
     }
 }
 
