@@ -99,4 +99,26 @@ fn layouts_agree_and_auto_resolves_as_documented() {
         "{err}"
     );
     assert_eq!(three.layout_for(Device::Cpu), ConvLayout::ChannelsLast);
+
+    // A strided 1×1 kernel stays contiguous on the CPU whatever was chosen
+    // (libtorch's oneDNN weight backward for it corrupts the heap channels
+    // last: Conv2d::cpu_channels_last_unsafe); CUDA keeps the choice.
+    let mut init = Init::new(3, 3, Device::Cpu);
+    let mut shortcut = Conv2d::new(&mut init, Conv2dConfig::new(3, 2, 1).stride(2)).unwrap();
+    assert!(shortcut.cpu_channels_last_unsafe());
+    for chosen in [ConvLayout::Auto, ConvLayout::ChannelsLast] {
+        shortcut.layout = chosen;
+        assert_eq!(shortcut.layout_for(Device::Cpu), ConvLayout::Contiguous);
+    }
+    assert_eq!(
+        shortcut.layout_for(Device::Cuda(0)),
+        ConvLayout::ChannelsLast
+    );
+    set_conv_layout(Some(ConvLayout::ChannelsLast));
+    assert_eq!(shortcut.layout_for(Device::Cpu), ConvLayout::Contiguous);
+    set_conv_layout(None);
+    let mut init = Init::new(3, 3, Device::Cpu);
+    let unstrided = Conv2d::new(&mut init, Conv2dConfig::new(3, 2, 1)).unwrap();
+    assert!(!unstrided.cpu_channels_last_unsafe());
+    assert_eq!(unstrided.layout_for(Device::Cpu), ConvLayout::ChannelsLast);
 }

@@ -58,7 +58,13 @@ impl Conv2d {
     /// run-to-run noise, WRN-16-4's wide layers with replicas were slower
     /// channels last, and on CUDA neither has been measured yet
     /// (`benches/gpu.sh` times both).
+    ///
+    /// One exception overrides every choice: a 1×1 kernel with a stride
+    /// above 1 is stored contiguous on the CPU ([`Conv2d::cpu_channels_last_unsafe`]).
     pub fn layout_for(&self, device: Device) -> ConvLayout {
+        if device == Device::Cpu && self.cpu_channels_last_unsafe() {
+            return ConvLayout::Contiguous;
+        }
         match (self.layout, conv_layout()) {
             (ConvLayout::Auto, Some(process)) => process,
             (ConvLayout::Auto, None)
@@ -72,5 +78,24 @@ impl Conv2d {
             (ConvLayout::Auto, None) => ConvLayout::Contiguous,
             (chosen, _) => chosen,
         }
+    }
+}
+
+impl Conv2d {
+    /// Whether this convolution must not run channels last on the CPU: a
+    /// 1×1 kernel with a stride above 1. libtorch 2.11's oneDNN weight
+    /// backward for it, on channels-last input, corrupts the heap on an AVX2
+    /// CPU without AVX-512 (AMD EPYC, 2026-11-29): with 3 or 4 input channels
+    /// and stride 2 the process aborted (`malloc_consolidate(): unaligned
+    /// fastbin chunk`) within 300 random batches in PyTorch itself, and
+    /// dpaudit's clipped sums missed the one-sample-at-a-time oracle by up to
+    /// 1 % (`crates/train/tests/layer_oracle.rs`); 1, 8, 16 and 64 input
+    /// channels, stride 3, a padded 1×1 kernel, 3×3 kernels and the
+    /// contiguous layout passed, and with oneDNN disabled every case did. The
+    /// exact conditions are oneDNN's, so every strided 1×1 kernel is kept off
+    /// that path; ResNet-18's three shortcut convolutions are the only such
+    /// layers in dpaudit's models.
+    pub fn cpu_channels_last_unsafe(&self) -> bool {
+        self.config.kernel_size == [1, 1] && self.config.stride != [1, 1]
     }
 }
