@@ -93,8 +93,9 @@ impl Conv2d {
     /// channels, stride 3, a padded 1×1 kernel, 3×3 kernels and the
     /// contiguous layout passed, and with oneDNN disabled every case did. The
     /// exact conditions are oneDNN's, so every strided 1×1 kernel is kept off
-    /// that path; ResNet-18's three shortcut convolutions are the only such
-    /// layers in dpaudit's models.
+    /// that path: in dpaudit's models, the strided shortcuts of ResNet-18
+    /// and WRN-16-4 (64 input channels or more, which `Auto` already keeps
+    /// contiguous, so only a forced channels-last layout changes).
     pub fn cpu_channels_last_unsafe(&self) -> bool {
         self.config.kernel_size == [1, 1] && self.config.stride != [1, 1]
     }
