@@ -8,7 +8,7 @@
 //! the one-run test uses β = 0.05 and the (k+, k−) grid search.
 
 use dpaudit_audit::observations::{Observations, Selection};
-use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig};
+use dpaudit_audit::one_run::{one_run_lower_bound, GuessFamily, OneRunConfig, TieBreak};
 use dpaudit_audit::region::{eps_delta_lower_bound, RegionConfig};
 use dpaudit_audit::AuditError;
 use rand::{Rng, SeedableRng};
@@ -141,6 +141,42 @@ fn the_printed_order_sentence_is_true_of_the_selection_used() {
         assert!(
             said.iter().any(|s| s.contains(sentence)),
             "{selection}: {said:?}"
+        );
+    }
+}
+
+#[test]
+fn the_printed_order_sentence_follows_the_ties_under_the_seeded_default() {
+    // Integer scores round(μ·included + N(0, 1)), μ = 1, 1000 canaries:
+    // ties, so under `bonferroni` the default seeded tie-break makes the
+    // bound depend on the row order and the seed, and says so; the quantile
+    // rule stays order-free, and says that. Untied scores: see the test above.
+    let mut rng = ChaCha8Rng::seed_from_u64(78);
+    let (scores, members): (Vec<f64>, Vec<bool>) = (0..1000)
+        .map(|_| {
+            let inc: bool = rng.gen();
+            let z: f64 = rng.sample(StandardNormal);
+            ((z + f64::from(u8::from(inc))).round(), inc)
+        })
+        .unzip();
+    let obs = Observations::new(scores, members).unwrap();
+    let seeded = OneRunConfig::new(0.95, 0.0, Selection::Bonferroni);
+    assert_eq!(seeded.tie_break, TieBreak::Seeded { seed: 0 });
+    let quantile = seeded.with_tie_break(TieBreak::Quantile);
+    for (cfg, sentence) in [
+        (
+            seeded,
+            "the bound depends on the row order and the tie-break seed",
+        ),
+        (quantile, "the bound does not depend on the row order"),
+    ] {
+        let b = one_run_lower_bound(&obs, &cfg).unwrap();
+        let said = dpaudit_audit::report::assumptions(&b);
+        assert!(
+            said.iter().filter(|s| s.contains("row order")).count() == 1
+                && said.iter().any(|s| s.contains(sentence)),
+            "{:?}: {said:?}",
+            cfg.tie_break
         );
     }
 }
