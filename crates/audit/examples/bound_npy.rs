@@ -23,9 +23,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use dpaudit_audit::bound::{EpsilonLowerBound, Evidence};
+use dpaudit_audit::estimate::options::default_tie_break;
 use dpaudit_audit::estimate::{lower_bound, BoundSettings};
 use dpaudit_audit::io::read_scores;
-use dpaudit_audit::method::{Method, MethodOption, SelectionChoice};
+use dpaudit_audit::method::{Method, SelectionChoice};
 use dpaudit_audit::one_run::{GuessFamily, TieBreak};
 use dpaudit_audit::one_run_fdp::TradeoffFamily;
 
@@ -70,12 +71,7 @@ fn parse_method(item: &str) -> Result<(Method, SelectionChoice, TieBreak, String
         None => method.file_name(),
     };
     let choice = selection.map_or(Ok(SelectionChoice::Auto), str::parse)?;
-    // The front ends' default: seeded where the method orders tied guesses.
-    let tie_break = asked.unwrap_or(if method.takes(MethodOption::TieBreak) {
-        TieBreak::Seeded { seed: SEED }
-    } else {
-        TieBreak::Quantile
-    });
+    let tie_break = asked.unwrap_or_else(|| default_tie_break(method, SEED));
     Ok((method, choice, tie_break, format!("{key}{suffix}")))
 }
 

@@ -226,17 +226,24 @@ impl BoundOptions {
             family: self.family.unwrap_or(TradeoffFamily::EpsDelta),
             guesses: self.guesses.unwrap_or_default(),
             fixed_guesses: self.k_plus.zip(self.k_minus),
-            // Seeded by default where the method orders tied guesses; the
-            // others ignore the rule, and `check` refused one given to them.
             tie_break: match self.tie_break {
                 Some(TieBreakChoice::Quantile) => TieBreak::Quantile,
                 Some(TieBreakChoice::Seeded) => TieBreak::Seeded { seed: self.seed },
-                None if method.takes(MethodOption::TieBreak) => {
-                    TieBreak::Seeded { seed: self.seed }
-                }
-                None => TieBreak::Quantile,
+                None => default_tie_break(method, self.seed),
             },
         })
+    }
+}
+
+/// The tie-break rule `method` gets when none is asked for: the seeded rule
+/// keyed by `seed` where the method orders tied guesses; the others ignore
+/// the rule (and [`BoundOptions::check`] refuses one given to them), so they
+/// get the order-free [`TieBreak::Quantile`].
+pub fn default_tie_break(method: Method, seed: u64) -> TieBreak {
+    if method.takes(MethodOption::TieBreak) {
+        TieBreak::Seeded { seed }
+    } else {
+        TieBreak::Quantile
     }
 }
 
